@@ -1,0 +1,34 @@
+import { Command, CommanderError } from 'commander'
+import { scenarioRun } from './scenario-command.js'
+import type { Io } from './scenario-command.js'
+
+const stdio: Io = {
+  out: (line) => process.stdout.write(line + '\n'),
+  err: (line) => process.stderr.write(line + '\n'),
+}
+
+/** The `punctual` command line. Returns the exit code instead of exiting, so it is testable. */
+export async function main(argv: readonly string[], io: Io = stdio): Promise<number> {
+  let code = 0
+  const program = new Command('punctual')
+    .description('punctual: stateful stream processing for TypeScript whose strength is time')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) })
+  const scenario = program.command('scenario').description('conformance scenarios (see conformance/FORMAT.md)')
+  scenario
+    .command('run')
+    .description('run scenario files or folders; print outputs as JSON lines, or compare them with --check')
+    .argument('<paths...>', 'scenario files or folders of them')
+    .option('--check', 'compare outputs with each scenario\'s "expect" (exit 1 on a mismatch)')
+    .option('--kinds <kinds>', 'only run scenarios of these kinds (comma-separated); others are skipped', (v) => v.split(',').map((s) => s.trim()))
+    .action((paths: string[], opts: { check?: boolean; kinds?: string[] }) => {
+      code = scenarioRun(paths, opts, io)
+    })
+  try {
+    await program.parseAsync([...argv])
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2
+    throw err
+  }
+  return code
+}

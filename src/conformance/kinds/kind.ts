@@ -1,0 +1,23 @@
+import type { Topology } from '../../processor/topology.js'
+import type { OutputEvent, Scenario, Step } from '../scenario.js'
+
+/** Collects outputs in emission order, stamping each with the step (and file line) that caused it. */
+export interface OutputSink {
+  emit(fields: Record<string, unknown>): void
+}
+
+/** What one scenario kind contributes: its canonical topology and the steps only it understands. */
+export interface ScenarioKind {
+  /** Builds the topology from `scenario.topology`; throws SCENARIO_INVALID naming a bad field. */
+  build(scenario: Scenario, out: OutputSink): KindInstance
+}
+
+export interface KindInstance {
+  readonly topology: Topology
+  /** The input topic records are piped to. */
+  readonly inputTopic: string
+  /** Handles a kind-specific step (`schedule`, `cancel`); returns false when the step is not the kind's. */
+  handleStep?(step: Step, where: string): boolean
+}
+
+export type { OutputEvent }

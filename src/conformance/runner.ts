@@ -1,0 +1,139 @@
+import { readFileSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import { PunctualError } from '../errors.js'
+import { Serdes } from '../processor/serdes.js'
+import { TopologyTestDriver } from '../testing/test-driver.js'
+import type { KindInstance, ScenarioKind } from './kinds/kind.js'
+import { punctuateKind } from './kinds/punctuate.js'
+import { malformed, parseRecord, parseScenario } from './scenario.js'
+import type { OutputEvent, RecordInput, Scenario } from './scenario.js'
+
+/** Every kind FORMAT.md defines; `undefined` marks the ones later issues implement. */
+const KINDS: Readonly<Record<string, ScenarioKind | undefined>> = {
+  punctuate: punctuateKind,
+  'suppress-table': undefined,
+  'windowed-count': undefined,
+  'keyed-timers': undefined,
+}
+
+export function isKnownKind(kind: string): boolean {
+  return Object.hasOwn(KINDS, kind)
+}
+
+export function loadScenario(path: string): Scenario {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (err) {
+    throw new PunctualError('SCENARIO_INVALID', `cannot read scenario ${path}: ${(err as Error).message}`, { cause: err })
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (err) {
+    throw new PunctualError('SCENARIO_INVALID', `malformed scenario: ${path} is not valid JSON: ${(err as Error).message}`, { cause: err })
+  }
+  return parseScenario(json)
+}
+
+/**
+ * Runs a scenario on the test driver and returns its outputs in emission order. Throws SCENARIO_INVALID
+ * for a malformed scenario and UNSUPPORTED for a kind not implemented yet.
+ */
+export function runScenario(scenario: Scenario, scenarioPath: string): OutputEvent[] {
+  const kindName = scenario.topology.kind
+  if (!isKnownKind(kindName)) throw malformed('topology.kind', `is unknown: ${JSON.stringify(kindName)} (known: ${Object.keys(KINDS).join(', ')})`)
+  const kind = KINDS[kindName]
+  if (kind === undefined) throw new PunctualError('UNSUPPORTED', `kind ${kindName} is not supported yet`)
+
+  const outputs: OutputEvent[] = []
+  let step = -1
+  let line: number | undefined
+  const instance: KindInstance = kind.build(scenario, {
+    emit(fields) {
+      outputs.push(line === undefined ? { step, ...fields } : { step, line, ...fields })
+    },
+  })
+  let driver: TopologyTestDriver
+  try {
+    driver = new TopologyTestDriver(instance.topology, {
+      wallClockStartMs: scenario.wallClockStartMs,
+      // Dropped input (negative timestamps) is part of what scenarios test: no output, no noise.
+      errorHandler: () => 'continue',
+    })
+  } catch (err) {
+    if (err instanceof PunctualError && err.code === 'INVALID_CONFIG') throw new PunctualError('SCENARIO_INVALID', `malformed scenario: ${err.message}`, { cause: err })
+    throw err
+  }
+  const input = driver.createInputTopic(instance.inputTopic, Serdes.String(), Serdes.String())
+  const pipe = (r: RecordInput): void => input.pipeInput(r.key, r.value, r.ts)
+
+  for (step = 0; step < scenario.steps.length; step++) {
+    const s = scenario.steps[step] as Scenario['steps'][number]
+    const where = `steps[${step}]`
+    if ('record' in s) pipe(s.record)
+    else if ('advanceWallClockMs' in s) driver.advanceWallClockTime(s.advanceWallClockMs)
+    else if ('recordsFromFile' in s) {
+      const records = readRecordsFile(resolve(dirname(scenarioPath), s.recordsFromFile), `${where}.recordsFromFile`)
+      for (line = 0; line < records.length; line++) pipe(records[line] as RecordInput)
+      line = undefined
+    } else if (instance.handleStep?.(s, where) !== true) {
+      throw malformed(where, `is not a step kind ${kindName} supports`)
+    }
+  }
+  driver.close()
+  return outputs
+}
+
+function readRecordsFile(path: string, where: string): RecordInput[] {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (err) {
+    throw malformed(where, `names a file that cannot be read: ${(err as Error).message}`)
+  }
+  return text
+    .split('\n')
+    .filter((l) => l.trim().length > 0)
+    .map((l, i) => {
+      let json: unknown
+      try {
+        json = JSON.parse(l)
+      } catch {
+        throw malformed(`${where} line ${i}`, 'is not valid JSON')
+      }
+      return parseRecord(json, `${where} line ${i}`)
+    })
+}
+
+/** Canonical form for comparison: field order does not matter, values must be equal. */
+function canonical(e: OutputEvent): string {
+  return JSON.stringify(Object.fromEntries(Object.entries(e).sort(([a], [b]) => (a < b ? -1 : 1))))
+}
+
+/** Compares outputs with expectations exactly and in order; returns a readable diff, or undefined on a match. */
+export function diffOutputs(expected: readonly OutputEvent[], actual: readonly OutputEvent[]): string | undefined {
+  const n = Math.max(expected.length, actual.length)
+  let firstMismatch = -1
+  for (let i = 0; i < n; i++) {
+    const e = expected[i]
+    const a = actual[i]
+    if (e === undefined || a === undefined || canonical(e) !== canonical(a)) {
+      firstMismatch = i
+      break
+    }
+  }
+  if (firstMismatch < 0) return undefined
+  const lines = [`outputs differ from output #${firstMismatch} (expected ${expected.length}, got ${actual.length}):`]
+  for (let i = 0; i < n; i++) {
+    const e = expected[i]
+    const a = actual[i]
+    if (e !== undefined && a !== undefined && canonical(e) === canonical(a)) lines.push(`    ${JSON.stringify(a)}`)
+    else {
+      if (e !== undefined) lines.push(`  - ${JSON.stringify(e)}`)
+      if (a !== undefined) lines.push(`  + ${JSON.stringify(a)}`)
+    }
+  }
+  lines.push('  (- expected, + actual)')
+  return lines.join('\n')
+}

@@ -1,0 +1,46 @@
+/**
+ * Every error punctual raises carries a code from this one list, so callers can branch on `err.code`
+ * instead of parsing messages.
+ */
+export const ERROR_CODES = [
+  /** A configuration value is invalid (interval < 1, bad cron expression, unknown time zone, ...). */
+  'INVALID_CONFIG',
+  /** The topology graph is malformed (unknown parent, duplicate name, unconnected store, ...). */
+  'INVALID_TOPOLOGY',
+  /** A key or value could not be deserialized. */
+  'DESERIALIZATION',
+  /** A record's timestamp is negative or not an integer. */
+  'INVALID_TIMESTAMP',
+  /** User code threw while processing a record or a punctuation. */
+  'PROCESSING',
+  /** An operation was called at a moment it is not allowed (after close, outside init, ...). */
+  'ILLEGAL_STATE',
+  /** A conformance scenario file is malformed. */
+  'SCENARIO_INVALID',
+  /** A feature is not supported yet. */
+  'UNSUPPORTED',
+] as const
+
+export type ErrorCode = (typeof ERROR_CODES)[number]
+
+export interface PunctualErrorOptions {
+  cause?: unknown
+  /** Whether trying the same operation again may succeed. */
+  retriable?: boolean
+}
+
+export class PunctualError extends Error {
+  readonly code: ErrorCode
+  readonly retriable: boolean
+
+  constructor(code: ErrorCode, message: string, options: PunctualErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'PunctualError'
+    this.code = code
+    this.retriable = options.retriable ?? false
+  }
+}
+
+export function invalidConfig(where: string, message: string): PunctualError {
+  return new PunctualError('INVALID_CONFIG', `${where}: ${message}`)
+}

@@ -1,0 +1,43 @@
+/** punctual: stateful stream processing for TypeScript whose strength is time. */
+export { PunctualError, ERROR_CODES } from './errors.js'
+export type { ErrorCode } from './errors.js'
+
+export { PunctuationType, NO_HEADERS } from './processor/api.js'
+export type {
+  Cancellable,
+  CronSchedule,
+  Header,
+  Headers,
+  IntervalSchedule,
+  KeyValueStore,
+  MissedTriggerPolicy,
+  Processor,
+  ProcessorContext,
+  ProcessorSupplier,
+  Punctuator,
+  RecordMetadata,
+  ScheduleSpec,
+  StateStore,
+  StoreKey,
+  StreamRecord,
+  TaskId,
+} from './processor/api.js'
+export { Serdes } from './processor/serdes.js'
+export type { Serde } from './processor/serdes.js'
+export { Topology } from './processor/topology.js'
+export type { SinkOptions, SourceOptions, StreamPartitioner } from './processor/topology.js'
+export { ErrorHandlers } from './processor/errors.js'
+export type { DropReason, ErrorContext, ErrorHandler, ErrorHandlerResponse } from './processor/errors.js'
+export { Stores } from './state/stores.js'
+export type { StoreBuilder } from './state/stores.js'
+
+export { EmbeddedRuntime } from './runtime/embedded-runtime.js'
+export type { Producer, RecordListener, RuntimeState } from './runtime/embedded-runtime.js'
+export type { EmbeddedRuntimeConfig } from './runtime/config.js'
+
+export { systemClock, ManualClock } from './time/clock.js'
+export type { Clock } from './time/clock.js'
+export type { MetricsSnapshot } from './metrics.js'
+export { consoleLogger, silentLogger } from './util/logger.js'
+export type { Logger } from './util/logger.js'
+export { murmur2, partitionForKey } from './log/murmur2.js'

@@ -1,0 +1,77 @@
+import { PunctualError } from '../errors.js'
+import type { Headers } from '../processor/api.js'
+import { PartitionLog } from './partition-log.js'
+import { partitionForKey } from './murmur2.js'
+
+/** Where sinks send serialized records. */
+export interface RecordCollector {
+  partitionsFor(topic: string): number
+  /** Appends a record; `partition` undefined means the default partitioner. Returns the partition. */
+  send(topic: string, partition: number | undefined, key: Uint8Array | null, value: Uint8Array | null, timestamp: number, headers: Headers): number
+}
+
+/** A set of in-memory partitioned topics. Both the embedded runtime and the test driver store data here. */
+export class TopicRegistry implements RecordCollector {
+  private readonly topics = new Map<string, PartitionLog[]>()
+  private roundRobin = 0
+
+  constructor(
+    private readonly defaultPartitions: number,
+    /** Told after every append to any partition (the embedded runtime wakes up on it). */
+    private readonly onAppend?: () => void,
+  ) {}
+
+  /** Creates a topic, or checks that an existing one has the asked partition count. */
+  create(topic: string, partitions = this.defaultPartitions): PartitionLog[] {
+    if (!Number.isSafeInteger(partitions) || partitions < 1) {
+      throw new PunctualError('INVALID_CONFIG', `topic "${topic}": partitions must be an integer >= 1, got ${partitions}`)
+    }
+    const existing = this.topics.get(topic)
+    if (existing !== undefined) {
+      if (existing.length !== partitions) {
+        throw new PunctualError('INVALID_CONFIG', `topic "${topic}" already exists with ${existing.length} partitions, not ${partitions}`)
+      }
+      return existing
+    }
+    const logs = Array.from({ length: partitions }, (_, p) => new PartitionLog(topic, p))
+    if (this.onAppend !== undefined) for (const log of logs) log.onAppend(this.onAppend)
+    this.topics.set(topic, logs)
+    return logs
+  }
+
+  has(topic: string): boolean {
+    return this.topics.has(topic)
+  }
+
+  partitions(topic: string): PartitionLog[] {
+    return this.topics.get(topic) ?? this.create(topic)
+  }
+
+  partitionsFor(topic: string): number {
+    return this.partitions(topic).length
+  }
+
+  names(): string[] {
+    return [...this.topics.keys()]
+  }
+
+  send(topic: string, partition: number | undefined, key: Uint8Array | null, value: Uint8Array | null, timestamp: number, headers: Headers): number {
+    const logs = this.partitions(topic)
+    let p: number
+    if (partition !== undefined) {
+      if (!Number.isInteger(partition) || partition < 0 || partition >= logs.length) {
+        throw new PunctualError('INVALID_CONFIG', `topic "${topic}" has ${logs.length} partitions; partition ${partition} does not exist`)
+      }
+      p = partition
+    } else if (logs.length === 1) {
+      p = 0
+    } else if (key !== null) {
+      p = partitionForKey(key, logs.length)
+    } else {
+      // Kafka spreads null keys (sticky per batch); round robin is the in-memory equivalent.
+      p = this.roundRobin++ % logs.length
+    }
+    ;(logs[p] as PartitionLog).append({ key, value, timestamp, headers })
+    return p
+  }
+}

@@ -1,0 +1,139 @@
+/**
+ * The public processor API. This module is a leaf: it declares what user code sees and imports nothing
+ * from the runtime, so internals can change without breaking processors.
+ */
+
+/** A Kafka-style record header. */
+export interface Header {
+  readonly key: string
+  readonly value: Uint8Array | null
+}
+
+export type Headers = readonly Header[]
+
+/** One shared empty header list, so records without headers allocate nothing for them. */
+export const NO_HEADERS: Headers = Object.freeze([]) as Headers
+
+/** A record flowing through a topology. Immutable: forward a new object to change it. */
+export interface StreamRecord<K, V> {
+  readonly key: K
+  readonly value: V
+  /** Epoch milliseconds, a non-negative integer. */
+  readonly timestamp: number
+  readonly headers: Headers
+}
+
+/** Where the record being processed came from; undefined inside a punctuation. */
+export interface RecordMetadata {
+  readonly topic: string
+  readonly partition: number
+  readonly offset: number
+}
+
+export const PunctuationType = {
+  /** Driven by stream time: the largest record timestamp the task has processed. */
+  STREAM_TIME: 'STREAM_TIME',
+  /** Driven by the wall clock: fires even when no record ever arrives (KIP-138). */
+  WALL_CLOCK_TIME: 'WALL_CLOCK_TIME',
+} as const
+export type PunctuationType = (typeof PunctuationType)[keyof typeof PunctuationType]
+
+/**
+ * What to do with anchored or cron trigger points that passed while the application was down.
+ * `skip` (default, KIP-1146 behaviour) does not replay them; `fireOnce` makes one catch-up call at
+ * start-up when at least one point passed since the last recorded fire.
+ */
+export type MissedTriggerPolicy = 'skip' | 'fireOnce'
+
+interface ScheduleCommon {
+  /**
+   * Stable name of the schedule within its task, used to remember its last fire time across restarts.
+   * @default `<processor>#<n>`, n counting the processor's registrations from 0
+   */
+  readonly name?: string
+  /** @default 'skip' */
+  readonly onMissed?: MissedTriggerPolicy
+}
+
+/** An interval schedule in stream time or wall-clock time, optionally anchored (KIP-1146). */
+export interface IntervalSchedule extends ScheduleCommon {
+  readonly type: PunctuationType
+  /** Interval in milliseconds, an integer >= 1. */
+  readonly intervalMs: number
+  /** Anchor (epoch ms, integer >= 0): due times are `startTime + n * intervalMs`. */
+  readonly startTime?: number
+}
+
+/** A cron schedule on the wall clock, in an IANA time zone (beyond Kafka). */
+export interface CronSchedule extends ScheduleCommon {
+  readonly type: typeof PunctuationType.WALL_CLOCK_TIME
+  /** Five fields (minute precision) or six (with seconds first), as croner reads them. */
+  readonly cron: string
+  /** @default 'UTC' */
+  readonly timeZone?: string
+}
+
+export type ScheduleSpec = IntervalSchedule | CronSchedule
+
+/** Called with the current time of the schedule's domain (not the due time). */
+export type Punctuator = (timestamp: number) => void
+
+export interface Cancellable {
+  cancel(): void
+}
+
+/** A named state store owned by one task. */
+export interface StateStore {
+  readonly name: string
+  close(): void
+}
+
+/** Keys an in-memory store can index by value. */
+export type StoreKey = string | number | bigint | boolean
+
+export interface KeyValueStore<K extends StoreKey, V> extends StateStore {
+  get(key: K): V | undefined
+  put(key: K, value: V): void
+  putIfAbsent(key: K, value: V): V | undefined
+  delete(key: K): V | undefined
+  /** All entries, in key order. */
+  all(): IterableIterator<[K, V]>
+  approximateNumEntries(): number
+}
+
+export interface TaskId {
+  /** Index of the sub-topology (a connected part of the topology). */
+  readonly subtopology: number
+  /** The input partition this task owns. */
+  readonly partition: number
+  toString(): string
+}
+
+export interface ProcessorContext<KOut = never, VOut = never> {
+  readonly taskId: TaskId
+  /** The name of the processor node this context belongs to. */
+  readonly processorName: string
+  /** Sends a record to all children, or to the named child. */
+  forward(record: StreamRecord<KOut, VOut>, childName?: string): void
+  /** Registers a punctuation; invalid configuration throws an error naming the processor and value. */
+  schedule(spec: ScheduleSpec, callback: Punctuator): Cancellable
+  /** Kafka Streams' form: an unanchored interval schedule. */
+  schedule(intervalMs: number, type: PunctuationType, callback: Punctuator): Cancellable
+  /** The task's stream time, or undefined before its first record. */
+  currentStreamTimeMs(): number | undefined
+  /** The wall clock (the injected Clock). */
+  currentSystemTimeMs(): number
+  /** Source position of the record being processed; undefined in punctuations. */
+  recordMetadata(): RecordMetadata | undefined
+  /** A store connected to this processor in the topology. */
+  getStateStore<S extends StateStore>(name: string): S
+}
+
+export interface Processor<KIn, VIn, KOut = never, VOut = never> {
+  init?(context: ProcessorContext<KOut, VOut>): void
+  process(record: StreamRecord<KIn, VIn>): void
+  close?(): void
+}
+
+/** Creates a fresh processor for each task. */
+export type ProcessorSupplier<KIn, VIn, KOut = never, VOut = never> = () => Processor<KIn, VIn, KOut, VOut>

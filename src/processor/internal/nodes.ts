@@ -1,0 +1,93 @@
+import { PunctualError } from '../../errors.js'
+import type { RecordCollector } from '../../log/topics.js'
+import type { Processor, ProcessorContext, StreamRecord } from '../api.js'
+import type { Serde } from '../serdes.js'
+import type { StreamPartitioner } from '../topology.js'
+
+/** A node of a task's instantiated graph. `process` is the per-record entry point. */
+export abstract class ProcessorNode {
+  readonly children: ProcessorNode[] = []
+  readonly childByName = new Map<string, ProcessorNode>()
+
+  constructor(readonly name: string) {}
+
+  addChild(child: ProcessorNode): void {
+    this.children.push(child)
+    this.childByName.set(child.name, child)
+  }
+
+  abstract process(record: StreamRecord<unknown, unknown>): void
+
+  forwardToChildren(record: StreamRecord<unknown, unknown>): void {
+    const children = this.children
+    for (let i = 0; i < children.length; i++) (children[i] as ProcessorNode).process(record)
+  }
+
+  init(): void {}
+  close(): void {}
+}
+
+export class SourceNode extends ProcessorNode {
+  constructor(
+    name: string,
+    readonly keySerde: Serde<unknown>,
+    readonly valueSerde: Serde<unknown>,
+  ) {
+    super(name)
+  }
+
+  process(record: StreamRecord<unknown, unknown>): void {
+    this.forwardToChildren(record)
+  }
+}
+
+export class UserProcessorNode extends ProcessorNode {
+  context: ProcessorContext<unknown, unknown> | undefined
+
+  constructor(
+    name: string,
+    readonly processor: Processor<unknown, unknown, unknown, unknown>,
+  ) {
+    super(name)
+  }
+
+  process(record: StreamRecord<unknown, unknown>): void {
+    this.processor.process(record)
+  }
+
+  override init(): void {
+    this.processor.init?.(this.context as ProcessorContext<unknown, unknown>)
+  }
+
+  override close(): void {
+    this.processor.close?.()
+  }
+}
+
+export class SinkNode extends ProcessorNode {
+  constructor(
+    name: string,
+    readonly topic: string,
+    private readonly keySerde: Serde<unknown>,
+    private readonly valueSerde: Serde<unknown>,
+    private readonly partitioner: StreamPartitioner<unknown, unknown> | undefined,
+    private readonly collector: RecordCollector,
+  ) {
+    super(name)
+  }
+
+  process(record: StreamRecord<unknown, unknown>): void {
+    const ts = record.timestamp
+    if (!Number.isSafeInteger(ts) || ts < 0) {
+      throw new PunctualError('INVALID_TIMESTAMP', `sink "${this.name}": cannot write a record with timestamp ${ts} to topic "${this.topic}"`)
+    }
+    const topic = this.topic
+    const key = this.keySerde.serialize(topic, record.key)
+    const value = this.valueSerde.serialize(topic, record.value)
+    const partition =
+      this.partitioner === undefined
+        ? undefined
+        : this.partitioner(topic, record.key, record.value, this.collector.partitionsFor(topic))
+    this.collector.send(topic, partition, key, value, ts, record.headers)
+  }
+}

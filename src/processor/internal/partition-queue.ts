@@ -1,0 +1,84 @@
+import type { PartitionLog } from '../../log/partition-log.js'
+import type { DropReason } from '../errors.js'
+import type { StreamRecord } from '../api.js'
+import type { SourceNode } from './nodes.js'
+
+/** Reports a record that could not be read; decides whether processing goes on. */
+export type BadInputSink = (reason: DropReason, queue: PartitionQueue, offset: number, error: unknown) => void
+
+/**
+ * A task's reader of one input partition. The head record is deserialized and validated lazily, once;
+ * records that cannot be read are reported and skipped here, so they never reach a processor nor count
+ * towards stream time.
+ */
+export class PartitionQueue {
+  /** Offset of the next record to read from the log. */
+  private position: number
+  private headRecord: StreamRecord<unknown, unknown> | undefined
+  private headOffset = -1
+  /** Wall-clock time until which the task waits for this partition while it is empty (maxTaskIdleMs). */
+  idleDeadline = -1
+
+  constructor(
+    readonly log: PartitionLog,
+    readonly source: SourceNode,
+    private readonly reportBadInput: BadInputSink,
+    startOffset: number,
+  ) {
+    this.position = startOffset
+  }
+
+  get topic(): string {
+    return this.log.topic
+  }
+
+  get partition(): number {
+    return this.log.partition
+  }
+
+  /** The next valid record, or undefined when none is available now. */
+  head(): StreamRecord<unknown, unknown> | undefined {
+    if (this.headRecord !== undefined) return this.headRecord
+    const log = this.log
+    const end = log.endOffset()
+    while (this.position < end) {
+      const offset = this.position++
+      const raw = log.get(offset)
+      if (raw === undefined) continue
+      const ts = raw.timestamp
+      if (!Number.isSafeInteger(ts) || ts < 0) {
+        this.reportBadInput('invalid-timestamp', this, offset, new RangeError(`invalid timestamp ${ts}`))
+        continue
+      }
+      let key: unknown
+      let value: unknown
+      try {
+        key = this.source.keySerde.deserialize(log.topic, raw.key)
+        value = this.source.valueSerde.deserialize(log.topic, raw.value)
+      } catch (err) {
+        this.reportBadInput('deserialization', this, offset, err)
+        continue
+      }
+      this.headRecord = { key, value, timestamp: ts, headers: raw.headers }
+      this.headOffset = offset
+      return this.headRecord
+    }
+    return undefined
+  }
+
+  /** Takes the head (call `head()` first); its offset is then `lastOffset`. */
+  take(): StreamRecord<unknown, unknown> {
+    const r = this.headRecord as StreamRecord<unknown, unknown>
+    this.headRecord = undefined
+    return r
+  }
+
+  get lastOffset(): number {
+    return this.headOffset
+  }
+
+  /** The offset to resume from after a restart: everything before it is processed or dropped. */
+  committableOffset(): number {
+    return this.headRecord === undefined ? this.position : this.headOffset
+  }
+}

@@ -1,0 +1,317 @@
+import { PunctualError } from '../../errors.js'
+import type { ErrorCode } from '../../errors.js'
+import type { TopicRegistry } from '../../log/topics.js'
+import { TaskMetrics } from '../../metrics.js'
+import type { Clock } from '../../time/clock.js'
+import { PunctuationType } from '../api.js'
+import type { Cancellable, Punctuator, RecordMetadata, ScheduleSpec, StateStore, TaskId } from '../api.js'
+import type { DropReason, ErrorHandler } from '../errors.js'
+import type { Subtopology } from '../topology.js'
+import { ProcessorContextImpl } from './context.js'
+import type { TaskServices } from './context.js'
+import { SinkNode, SourceNode, UserProcessorNode } from './nodes.js'
+import type { ProcessorNode } from './nodes.js'
+import { PartitionQueue } from './partition-queue.js'
+import { compileSchedule, Punctuation, PunctuationQueue } from './punctuation.js'
+
+/** Stream time before the first record. Timestamps are >= 0, so -1 keeps the field a plain number. */
+const UNKNOWN = -1
+
+export class TaskIdImpl implements TaskId {
+  constructor(
+    readonly subtopology: number,
+    readonly partition: number,
+  ) {}
+
+  toString(): string {
+    return `${this.subtopology}_${this.partition}`
+  }
+}
+
+/** What a task commits; restoring it resumes the task where it stopped (durable with issue 5). */
+export interface TaskCheckpoint {
+  readonly streamTime: number | undefined
+  /** Last fire time per schedule name, for the `fireOnce` missed-trigger policy. */
+  readonly lastFires: Readonly<Record<string, number>>
+  /** Next offset to read per input, keyed `topic:partition`. */
+  readonly positions: Readonly<Record<string, number>>
+}
+
+export interface TaskConfig {
+  readonly subtopology: Subtopology
+  readonly partition: number
+  readonly topics: TopicRegistry
+  readonly clock: Clock
+  readonly maxTaskIdleMs: number
+  readonly errorHandler: ErrorHandler
+  readonly checkpoint?: TaskCheckpoint | undefined
+  /** Called when the earliest wall-clock due time may have moved (to re-arm the runtime's timer). */
+  readonly onWallClockChange?: (() => void) | undefined
+}
+
+/**
+ * One task: one partition of each input topic of a sub-topology, its processors, stores, stream time
+ * and punctuation queues. Single-threaded and synchronous: the runtime or the test driver decides when
+ * it runs.
+ */
+export class StreamTask implements TaskServices {
+  readonly taskId: TaskIdImpl
+  readonly metrics = new TaskMetrics()
+  private readonly queues: PartitionQueue[] = []
+  private readonly nodes: ProcessorNode[] = []
+  private readonly stores = new Map<string, StateStore>()
+  private readonly streamPunctuations = new PunctuationQueue()
+  private readonly wallPunctuations = new PunctuationQueue()
+  private readonly activeSchedules = new Map<string, Punctuation>()
+  private readonly scheduleOrdinals = new Map<string, number>()
+  private readonly lastFires: Map<string, number>
+  private readonly catchUps: Punctuation[] = []
+  private scheduleSeq = 0
+  private streamTime: number
+  /** Where the record being processed came from; undefined in punctuations. */
+  private current: PartitionQueue | undefined
+  private state: 'created' | 'running' | 'closed' = 'created'
+
+  constructor(private readonly config: TaskConfig) {
+    const { subtopology, partition, topics, checkpoint } = config
+    this.taskId = new TaskIdImpl(subtopology.id, partition)
+    this.streamTime = checkpoint?.streamTime ?? UNKNOWN
+    this.lastFires = new Map(Object.entries(checkpoint?.lastFires ?? {}))
+    for (const b of subtopology.stores) this.stores.set(b.name, b.build())
+
+    const byName = new Map<string, ProcessorNode>()
+    for (const def of subtopology.nodes) {
+      let node: ProcessorNode
+      if (def.kind === 'source') {
+        const source = new SourceNode(def.name, def.keySerde, def.valueSerde)
+        node = source
+        for (const topic of def.topics) {
+          const log = topics.partitions(topic)[partition]
+          if (log === undefined) throw new PunctualError('INVALID_TOPOLOGY', `task ${this.taskId}: topic "${topic}" has no partition ${partition}`)
+          const start = checkpoint?.positions[`${topic}:${partition}`] ?? log.startOffset()
+          this.queues.push(new PartitionQueue(log, source, this.reportBadInput, start))
+        }
+      } else if (def.kind === 'processor') {
+        const user = new UserProcessorNode(def.name, def.supplier())
+        user.context = new ProcessorContextImpl(this, user, def.stores)
+        node = user
+      } else {
+        node = new SinkNode(def.name, def.topic, def.keySerde, def.valueSerde, def.partitioner, topics)
+      }
+      if (def.kind !== 'source') for (const p of def.parents) (byName.get(p) as ProcessorNode).addChild(node)
+      byName.set(def.name, node)
+      this.nodes.push(node)
+    }
+  }
+
+  /** Initializes processors (which register schedules), then makes the `fireOnce` catch-up calls. */
+  init(): void {
+    for (const node of this.nodes) node.init()
+    this.state = 'running'
+    const catchUps = this.catchUps.splice(0)
+    for (const p of catchUps) {
+      if (p.cancelled) continue
+      const now = p.type === PunctuationType.STREAM_TIME ? this.streamTime : this.config.clock.now()
+      this.runPunctuation(p, now)
+    }
+  }
+
+  /**
+   * Processes up to `max` records, choosing each from the partition whose head has the smallest
+   * timestamp, and fires stream-time punctuations after each. Returns how many records it processed.
+   */
+  process(max: number): number {
+    let n = 0
+    while (n < max) {
+      const q = this.choose()
+      if (q === undefined) break
+      const record = q.take()
+      if (record.timestamp > this.streamTime) this.streamTime = record.timestamp
+      this.current = q
+      try {
+        q.source.process(record)
+      } catch (err) {
+        this.handleError('processing', err, q, q.lastOffset)
+      }
+      this.current = undefined
+      this.metrics.processedRecords++
+      n++
+      if (this.streamPunctuations.nextDue() <= this.streamTime) this.streamPunctuations.punctuate(this.streamTime, this.runPunctuation)
+    }
+    return n
+  }
+
+  /** Fires the wall-clock punctuations due at `now`; returns how many fired. */
+  punctuateWallClock(now: number): number {
+    return this.wallPunctuations.punctuate(now, this.runPunctuation)
+  }
+
+  /** Earliest wall-clock time this task needs to be woken for (punctuation, or the end of an idle wait). */
+  nextWallClockDue(): number {
+    let due = this.wallPunctuations.nextDue()
+    for (const q of this.queues) if (q.idleDeadline >= 0 && q.idleDeadline < due) due = q.idleDeadline
+    return due
+  }
+
+  /** Whether a record could be processed now. */
+  hasProcessable(): boolean {
+    return this.choose() !== undefined
+  }
+
+  streamTimeOrUndefined(): number | undefined {
+    return this.streamTime === UNKNOWN ? undefined : this.streamTime
+  }
+
+  wallClockNow(): number {
+    return this.config.clock.now()
+  }
+
+  recordMetadata(): RecordMetadata | undefined {
+    const q = this.current
+    return q === undefined ? undefined : { topic: q.topic, partition: q.partition, offset: q.lastOffset }
+  }
+
+  schedule(processorName: string, spec: ScheduleSpec, callback: Punctuator): Cancellable {
+    if (this.state === 'closed') throw new PunctualError('ILLEGAL_STATE', `processor "${processorName}": cannot schedule after the task closed`)
+    const { rule, onMissed } = compileSchedule(spec, processorName)
+    if (typeof callback !== 'function') {
+      throw new PunctualError('INVALID_CONFIG', `processor "${processorName}" schedule: the callback must be a function`)
+    }
+    const ordinal = this.scheduleOrdinals.get(processorName) ?? 0
+    this.scheduleOrdinals.set(processorName, ordinal + 1)
+    const name = spec.name ?? `${processorName}#${ordinal}`
+    if (this.activeSchedules.has(name)) {
+      throw new PunctualError('INVALID_CONFIG', `processor "${processorName}": a schedule named "${name}" is already active in task ${this.taskId}`)
+    }
+    const p = new Punctuation(name, processorName, spec.type, rule, onMissed, callback, this.scheduleSeq++)
+    const isStream = spec.type === PunctuationType.STREAM_TIME
+    const now = isStream ? this.streamTimeOrUndefined() : this.config.clock.now()
+    p.due = rule.first(now)
+    if (onMissed === 'fireOnce' && now !== undefined) {
+      const last = this.lastFires.get(name)
+      if (last !== undefined && rule.missedSince(last, now)) this.catchUps.push(p)
+    }
+    this.activeSchedules.set(name, p)
+    const queue = isStream ? this.streamPunctuations : this.wallPunctuations
+    if (queue.add(p) && !isStream) this.config.onWallClockChange?.()
+    return {
+      cancel: () => {
+        if (p.cancelled) return
+        if (this.activeSchedules.get(name) === p) this.activeSchedules.delete(name)
+        if (queue.cancel(p) && !isStream) this.config.onWallClockChange?.()
+      },
+    }
+  }
+
+  store(processorName: string, allowed: ReadonlySet<string>, name: string): StateStore {
+    const store = this.stores.get(name)
+    if (store === undefined || !allowed.has(name)) {
+      throw new PunctualError('INVALID_TOPOLOGY', `processor "${processorName}" is not connected to a state store named "${name}"; connect it with Topology.addStateStore(builder, "${processorName}")`)
+    }
+    return store
+  }
+
+  /** Stores by name, for the test kit. */
+  getStore(name: string): StateStore | undefined {
+    return this.stores.get(name)
+  }
+
+  checkpoint(): TaskCheckpoint {
+    const positions: Record<string, number> = {}
+    for (const q of this.queues) positions[`${q.topic}:${q.partition}`] = q.committableOffset()
+    return { streamTime: this.streamTimeOrUndefined(), lastFires: Object.fromEntries(this.lastFires), positions }
+  }
+
+  /** Input partitions with the offset every record before which is done with. */
+  committedPositions(): Array<{ queue: PartitionQueue; offset: number }> {
+    return this.queues.map((queue) => ({ queue, offset: queue.committableOffset() }))
+  }
+
+  close(): void {
+    if (this.state === 'closed') return
+    this.state = 'closed'
+    let first: unknown
+    for (const node of this.nodes) {
+      try {
+        node.close()
+      } catch (err) {
+        first ??= err
+      }
+    }
+    for (const s of this.stores.values()) s.close()
+    if (first !== undefined) throw new PunctualError('PROCESSING', `task ${this.taskId}: a processor failed to close: ${(first as Error).message}`, { cause: first })
+  }
+
+  private choose(): PartitionQueue | undefined {
+    const queues = this.queues
+    if (queues.length === 1) {
+      const q = queues[0] as PartitionQueue
+      return q.head() === undefined ? undefined : q
+    }
+    let best: PartitionQueue | undefined
+    let bestTs = Infinity
+    let anyEmpty = false
+    for (let i = 0; i < queues.length; i++) {
+      const q = queues[i] as PartitionQueue
+      const h = q.head()
+      if (h === undefined) {
+        anyEmpty = true
+        continue
+      }
+      q.idleDeadline = -1
+      // Strictly smaller: ties go to the earlier queue (lower partition, then source order).
+      if (h.timestamp < bestTs) {
+        best = q
+        bestTs = h.timestamp
+      }
+    }
+    if (best === undefined || !anyEmpty || this.config.maxTaskIdleMs <= 0) return best
+    // Some partition is empty: wait up to maxTaskIdleMs for it before processing the others.
+    const now = this.config.clock.now()
+    let ready = true
+    for (const q of queues) {
+      if (q.head() !== undefined) continue
+      if (q.idleDeadline < 0) q.idleDeadline = now + this.config.maxTaskIdleMs
+      if (q.idleDeadline > now) ready = false
+    }
+    if (!ready) this.config.onWallClockChange?.()
+    return ready ? best : undefined
+  }
+
+  private readonly runPunctuation = (p: Punctuation, now: number): void => {
+    this.lastFires.set(p.name, now)
+    this.metrics.punctuations++
+    try {
+      p.callback(now)
+    } catch (err) {
+      this.handleError('punctuation', err, undefined, -1, p)
+    }
+  }
+
+  private readonly reportBadInput = (reason: DropReason, q: PartitionQueue, offset: number, error: unknown): void => {
+    this.handleError(reason, error, q, offset)
+  }
+
+  private handleError(reason: DropReason, error: unknown, q: PartitionQueue | undefined, offset: number, p?: Punctuation): void {
+    this.metrics.droppedRecords[reason]++
+    const where = q === undefined ? `punctuation "${p?.name}" of processor "${p?.processorName}"` : `topic ${q.topic} partition ${q.partition} offset ${offset}`
+    const detail = error instanceof Error ? error.message : String(error)
+    const message = `task ${this.taskId}: ${reason} error at ${where}: ${detail}`
+    const response = this.config.errorHandler({
+      reason,
+      taskId: this.taskId.toString(),
+      ...(q === undefined ? {} : { topic: q.topic, partition: q.partition, offset }),
+      ...(p === undefined ? {} : { processorName: p.processorName }),
+      error,
+      message,
+    })
+    if (response === 'fail') throw new PunctualError(CODE_OF[reason], message, { cause: error })
+  }
+}
+
+const CODE_OF: Record<DropReason, ErrorCode> = {
+  'invalid-timestamp': 'INVALID_TIMESTAMP',
+  deserialization: 'DESERIALIZATION',
+  processing: 'PROCESSING',
+  punctuation: 'PROCESSING',
+}

@@ -1,0 +1,231 @@
+import { PunctualError } from '../errors.js'
+import type { StoreBuilder } from '../state/stores.js'
+import type { ProcessorSupplier, StateStore } from './api.js'
+import type { Serde } from './serdes.js'
+import { Serdes } from './serdes.js'
+
+/** Chooses the output partition of a record; undefined falls back to the default (murmur2 of the key). */
+export type StreamPartitioner<K, V> = (topic: string, key: K, value: V, numPartitions: number) => number | undefined
+
+export interface SourceOptions<K, V> {
+  /** @default Serdes.String() */
+  keySerde?: Serde<K>
+  /** @default Serdes.String() */
+  valueSerde?: Serde<V>
+}
+
+export interface SinkOptions<K, V> {
+  /** @default Serdes.String() */
+  keySerde?: Serde<K>
+  /** @default Serdes.String() */
+  valueSerde?: Serde<V>
+  partitioner?: StreamPartitioner<K, V>
+}
+
+/** @internal The definitions the runtime instantiates per task. */
+export type NodeDef =
+  | {
+      readonly kind: 'source'
+      readonly name: string
+      readonly topics: readonly string[]
+      readonly keySerde: Serde<unknown>
+      readonly valueSerde: Serde<unknown>
+    }
+  | {
+      readonly kind: 'processor'
+      readonly name: string
+      readonly supplier: ProcessorSupplier<unknown, unknown, unknown, unknown>
+      readonly parents: readonly string[]
+      readonly stores: Set<string>
+    }
+  | {
+      readonly kind: 'sink'
+      readonly name: string
+      readonly topic: string
+      readonly keySerde: Serde<unknown>
+      readonly valueSerde: Serde<unknown>
+      readonly partitioner: StreamPartitioner<unknown, unknown> | undefined
+      readonly parents: readonly string[]
+    }
+
+/** @internal A connected part of the topology: it gets one task per input partition. */
+export interface Subtopology {
+  readonly id: number
+  /** Nodes in the order they were added (parents always precede children). */
+  readonly nodes: readonly NodeDef[]
+  readonly sourceTopics: readonly string[]
+  readonly stores: readonly StoreBuilder[]
+}
+
+/**
+ * The processing graph: sources read topics, processors transform, sinks write topics. Mistakes are
+ * reported when a node is added, naming the node, so a bad topology never starts.
+ */
+export class Topology {
+  private readonly nodes = new Map<string, NodeDef>()
+  private readonly storeBuilders = new Map<string, StoreBuilder>()
+  private readonly topicToSource = new Map<string, string>()
+
+  addSource<K = string, V = string>(name: string, topics: string | readonly string[], options: SourceOptions<K, V> = {}): this {
+    this.assertNewName(name)
+    const list = typeof topics === 'string' ? [topics] : [...topics]
+    if (list.length === 0) throw topologyError(`source "${name}" needs at least one topic`)
+    for (const topic of list) {
+      if (typeof topic !== 'string' || topic.length === 0) throw topologyError(`source "${name}": invalid topic name ${JSON.stringify(topic)}`)
+      const other = this.topicToSource.get(topic)
+      if (other !== undefined) throw topologyError(`source "${name}": topic "${topic}" is already read by source "${other}"`)
+    }
+    for (const topic of list) this.topicToSource.set(topic, name)
+    this.nodes.set(name, {
+      kind: 'source',
+      name,
+      topics: list,
+      keySerde: (options.keySerde ?? Serdes.String()) as Serde<unknown>,
+      valueSerde: (options.valueSerde ?? Serdes.String()) as Serde<unknown>,
+    })
+    return this
+  }
+
+  addProcessor<KIn, VIn, KOut = never, VOut = never>(
+    name: string,
+    supplier: ProcessorSupplier<KIn, VIn, KOut, VOut>,
+    ...parentNames: string[]
+  ): this {
+    this.assertNewName(name)
+    if (typeof supplier !== 'function') throw topologyError(`processor "${name}": supplier must be a function returning a new processor`)
+    this.assertParents(name, parentNames)
+    this.nodes.set(name, {
+      kind: 'processor',
+      name,
+      supplier: supplier as ProcessorSupplier<unknown, unknown, unknown, unknown>,
+      parents: parentNames,
+      stores: new Set(),
+    })
+    return this
+  }
+
+  addSink<K = string, V = string>(name: string, topic: string, options: SinkOptions<K, V>, ...parentNames: string[]): this {
+    this.assertNewName(name)
+    if (typeof topic !== 'string' || topic.length === 0) throw topologyError(`sink "${name}": invalid topic name ${JSON.stringify(topic)}`)
+    this.assertParents(name, parentNames)
+    this.nodes.set(name, {
+      kind: 'sink',
+      name,
+      topic,
+      keySerde: (options.keySerde ?? Serdes.String()) as Serde<unknown>,
+      valueSerde: (options.valueSerde ?? Serdes.String()) as Serde<unknown>,
+      partitioner: options.partitioner as StreamPartitioner<unknown, unknown> | undefined,
+      parents: parentNames,
+    })
+    return this
+  }
+
+  /** Adds a store and connects it to the named processors (each task gets its own instance). */
+  addStateStore<S extends StateStore>(builder: StoreBuilder<S>, ...processorNames: string[]): this {
+    if (this.storeBuilders.has(builder.name)) throw topologyError(`state store "${builder.name}" is already added`)
+    this.storeBuilders.set(builder.name, builder)
+    return this.connectProcessorAndStateStores(builder.name, ...processorNames)
+  }
+
+  connectProcessorAndStateStores(storeName: string, ...processorNames: string[]): this {
+    if (!this.storeBuilders.has(storeName)) throw topologyError(`state store "${storeName}" is not added to the topology`)
+    for (const p of processorNames) {
+      const node = this.nodes.get(p)
+      if (node === undefined || node.kind !== 'processor') {
+        throw topologyError(`state store "${storeName}": "${p}" is not a processor of this topology`)
+      }
+      node.stores.add(storeName)
+    }
+    return this
+  }
+
+  /** @internal The connected parts of the graph, numbered in the order of their first node. */
+  subtopologies(): Subtopology[] {
+    const names = [...this.nodes.keys()]
+    const parent = new Map<string, string>(names.map((n) => [n, n]))
+    const find = (n: string): string => {
+      let r = n
+      while (parent.get(r) !== r) r = parent.get(r) as string
+      parent.set(n, r)
+      return r
+    }
+    const union = (a: string, b: string): void => {
+      const ra = find(a)
+      const rb = find(b)
+      if (ra !== rb) parent.set(rb, ra)
+    }
+    const storeOwner = new Map<string, string>()
+    for (const node of this.nodes.values()) {
+      if (node.kind !== 'source') for (const p of node.parents) union(node.name, p)
+      if (node.kind === 'processor') {
+        // Processors sharing a store must run in the same task.
+        for (const s of node.stores) {
+          const owner = storeOwner.get(s)
+          if (owner === undefined) storeOwner.set(s, node.name)
+          else union(owner, node.name)
+        }
+      }
+    }
+    const groups = new Map<string, NodeDef[]>()
+    for (const node of this.nodes.values()) {
+      const root = find(node.name)
+      let g = groups.get(root)
+      if (g === undefined) groups.set(root, (g = []))
+      g.push(node)
+    }
+    return [...groups.values()].map((nodes, id) => {
+      const stores = new Set<string>()
+      for (const n of nodes) if (n.kind === 'processor') for (const s of n.stores) stores.add(s)
+      return {
+        id,
+        nodes,
+        sourceTopics: nodes.flatMap((n) => (n.kind === 'source' ? n.topics : [])),
+        stores: [...stores].map((s) => this.storeBuilders.get(s) as StoreBuilder),
+      }
+    })
+  }
+
+  /** A readable description of the graph, in the layout Kafka Streams' `describe()` uses. */
+  describe(): string {
+    const children = new Map<string, string[]>()
+    for (const node of this.nodes.values()) {
+      if (node.kind === 'source') continue
+      for (const p of node.parents) {
+        const list = children.get(p)
+        if (list === undefined) children.set(p, [node.name])
+        else list.push(node.name)
+      }
+    }
+    const lines = ['Topologies:']
+    for (const sub of this.subtopologies()) {
+      lines.push(`   Sub-topology: ${sub.id}`)
+      for (const node of sub.nodes) {
+        if (node.kind === 'source') lines.push(`    Source: ${node.name} (topics: [${node.topics.join(', ')}])`)
+        else if (node.kind === 'processor') lines.push(`    Processor: ${node.name} (stores: [${[...node.stores].join(', ')}])`)
+        else lines.push(`    Sink: ${node.name} (topic: ${node.topic})`)
+        const kids = children.get(node.name)
+        if (kids !== undefined) lines.push(`      --> ${kids.join(', ')}`)
+        if (node.kind !== 'source') lines.push(`      <-- ${node.parents.join(', ')}`)
+      }
+    }
+    return lines.join('\n') + '\n'
+  }
+
+  private assertNewName(name: string): void {
+    if (typeof name !== 'string' || name.length === 0) throw topologyError(`node name must be a non-empty string, got ${JSON.stringify(name)}`)
+    if (this.nodes.has(name)) throw topologyError(`a node named "${name}" is already in the topology`)
+  }
+
+  private assertParents(name: string, parents: readonly string[]): void {
+    if (parents.length === 0) throw topologyError(`"${name}" needs at least one parent node`)
+    for (const p of parents) {
+      const node = this.nodes.get(p)
+      if (node === undefined) throw topologyError(`"${name}": parent "${p}" is not in the topology (add parents first)`)
+      if (node.kind === 'sink') throw topologyError(`"${name}": parent "${p}" is a sink, which has no children`)
+    }
+  }
+}
+
+function topologyError(message: string): PunctualError {
+  return new PunctualError('INVALID_TOPOLOGY', message)
+}

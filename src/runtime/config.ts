@@ -1,0 +1,50 @@
+import { invalidConfig } from '../errors.js'
+import { ErrorHandlers } from '../processor/errors.js'
+import type { ErrorHandler } from '../processor/errors.js'
+import { systemClock } from '../time/clock.js'
+import type { Clock } from '../time/clock.js'
+import { consoleLogger } from '../util/logger.js'
+import type { Logger } from '../util/logger.js'
+
+export interface EmbeddedRuntimeConfig {
+  /** Names the application in logs (and, with durable state, its state directory). */
+  applicationId: string
+  /** Partitions of topics not created explicitly. @default 1 */
+  defaultPartitions?: number
+  /** Topics to create up front, with their partition counts. */
+  topics?: Record<string, { partitions: number }>
+  /** How long a task waits for an empty input partition before processing the others. @default 0 */
+  maxTaskIdleMs?: number
+  /** How often processed positions are committed. @default 100 */
+  commitIntervalMs?: number
+  /** @default the system clock */
+  clock?: Clock
+  /** @default ErrorHandlers.logAndContinue(logger) */
+  errorHandler?: ErrorHandler
+  /** @default writes to stderr */
+  logger?: Logger
+}
+
+/** Validates once, at construction, and fills in defaults. */
+export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): Required<Omit<EmbeddedRuntimeConfig, 'topics'>> {
+  const where = 'EmbeddedRuntime config'
+  if (config === null || typeof config !== 'object') throw invalidConfig(where, 'expected an object with at least applicationId')
+  if (typeof config.applicationId !== 'string' || !/^[A-Za-z0-9._-]+$/.test(config.applicationId)) {
+    throw invalidConfig(where, `applicationId must be a non-empty string of letters, digits, '.', '_' or '-', got ${JSON.stringify(config.applicationId)}`)
+  }
+  const int = (name: string, value: number | undefined, def: number, min: number): number => {
+    const v = value ?? def
+    if (!Number.isSafeInteger(v) || v < min) throw invalidConfig(where, `${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`)
+    return v
+  }
+  const logger = config.logger ?? consoleLogger
+  return {
+    applicationId: config.applicationId,
+    defaultPartitions: int('defaultPartitions', config.defaultPartitions, 1, 1),
+    maxTaskIdleMs: int('maxTaskIdleMs', config.maxTaskIdleMs, 0, 0),
+    commitIntervalMs: int('commitIntervalMs', config.commitIntervalMs, 100, 1),
+    clock: config.clock ?? systemClock,
+    errorHandler: config.errorHandler ?? ErrorHandlers.logAndContinue(logger),
+    logger,
+  }
+}

@@ -1,0 +1,323 @@
+import { PunctualError } from '../errors.js'
+import type { PartitionLog } from '../log/partition-log.js'
+import { TopicRegistry } from '../log/topics.js'
+import { sumMetrics } from '../metrics.js'
+import type { MetricsSnapshot } from '../metrics.js'
+import { NO_HEADERS } from '../processor/api.js'
+import type { Headers, StreamRecord } from '../processor/api.js'
+import type { ErrorHandler } from '../processor/errors.js'
+import { StreamTask } from '../processor/internal/task.js'
+import type { TaskCheckpoint } from '../processor/internal/task.js'
+import { Serdes } from '../processor/serdes.js'
+import type { Serde } from '../processor/serdes.js'
+import type { Topology } from '../processor/topology.js'
+import { Alarm } from '../time/alarm.js'
+import type { Clock } from '../time/clock.js'
+import type { Logger } from '../util/logger.js'
+import { validateRuntimeConfig } from './config.js'
+import type { EmbeddedRuntimeConfig } from './config.js'
+
+export type RuntimeState = 'CREATED' | 'RUNNING' | 'PENDING_SHUTDOWN' | 'NOT_RUNNING' | 'ERROR'
+
+/** Records a task processes before the loop looks at the clock again. */
+const BATCH = 256
+/** Longest stretch of processing before the loop yields to the event loop (timers, I/O). */
+const SLICE_MS = 5
+
+export interface Producer<K, V> {
+  /** Appends a record; the timestamp defaults to the wall clock. Returns the partition written. */
+  send(key: K | null, value: V | null, timestamp?: number, headers?: Headers): number
+}
+
+export type RecordListener<K, V> = (record: StreamRecord<K | null, V | null>, partition: number, offset: number) => void
+
+interface Subscription {
+  readonly logs: PartitionLog[]
+  readonly positions: number[]
+  readonly deliver: (log: PartitionLog, offset: number) => void
+}
+
+/**
+ * Runs a topology in this process over in-memory partitioned topics: one task per input partition, the
+ * task loop on the event loop in short slices, and one real timer armed for the earliest wall-clock due
+ * time, so wall-clock punctuations fire on time with no input and nothing polls in between.
+ */
+export class EmbeddedRuntime {
+  private readonly config: Required<Omit<EmbeddedRuntimeConfig, 'topics'>>
+  private readonly clock: Clock
+  private readonly logger: Logger
+  private readonly errorHandler: ErrorHandler
+  private readonly topics: TopicRegistry
+  private readonly tasks: StreamTask[] = []
+  private readonly alarm: Alarm
+  private readonly subscriptions: Subscription[] = []
+  private readonly errorListeners: Array<(err: Error) => void> = []
+  private readonly checkpoints = new Map<string, TaskCheckpoint>()
+  private runScheduled = false
+  private inRun = false
+  private nextCommitAt = 0
+  /** Whether records were processed since the last commit: an idle runtime has nothing to commit. */
+  private uncommitted = false
+  private currentState: RuntimeState = 'CREATED'
+  private failure: Error | undefined
+
+  constructor(
+    private readonly topology: Topology,
+    config: EmbeddedRuntimeConfig,
+  ) {
+    const valid = validateRuntimeConfig(config)
+    this.config = valid
+    this.clock = valid.clock
+    this.logger = valid.logger
+    this.errorHandler = valid.errorHandler
+    this.topics = new TopicRegistry(valid.defaultPartitions, this.scheduleRun)
+    for (const [name, t] of Object.entries(config.topics ?? {})) this.topics.create(name, t.partitions)
+    this.alarm = new Alarm(this.clock, this.onAlarm)
+  }
+
+  get state(): RuntimeState {
+    return this.currentState
+  }
+
+  /** Creates a topic with a partition count (topics not created are made with `defaultPartitions`). */
+  createTopic(name: string, partitions: number): void {
+    this.topics.create(name, partitions)
+  }
+
+  producer<K = string, V = string>(topic: string, serdes: { keySerde?: Serde<K>; valueSerde?: Serde<V> } = {}): Producer<K, V> {
+    const keySerde = serdes.keySerde ?? (Serdes.String() as unknown as Serde<K>)
+    const valueSerde = serdes.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
+    this.topics.partitions(topic)
+    return {
+      send: (key, value, timestamp, headers = NO_HEADERS) =>
+        this.topics.send(topic, undefined, keySerde.serialize(topic, key), valueSerde.serialize(topic, value), timestamp ?? this.clock.now(), headers),
+    }
+  }
+
+  /**
+   * Calls `listener` for every record of `topic` (from its start), in offset order per partition, right
+   * after the processing slice that wrote it. Returns a function that ends the subscription.
+   */
+  subscribe<K = string, V = string>(topic: string, listener: RecordListener<K, V>, serdes: { keySerde?: Serde<K>; valueSerde?: Serde<V> } = {}): () => void {
+    const keySerde = serdes.keySerde ?? (Serdes.String() as unknown as Serde<K>)
+    const valueSerde = serdes.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
+    const logs = this.topics.partitions(topic)
+    const sub: Subscription = {
+      logs,
+      positions: logs.map((l) => l.startOffset()),
+      deliver: (log, offset) => {
+        const raw = log.get(offset)
+        if (raw === undefined) return
+        listener(
+          { key: keySerde.deserialize(topic, raw.key), value: valueSerde.deserialize(topic, raw.value), timestamp: raw.timestamp, headers: raw.headers },
+          log.partition,
+          offset,
+        )
+      },
+    }
+    this.subscriptions.push(sub)
+    this.scheduleRun()
+    return () => {
+      const i = this.subscriptions.indexOf(sub)
+      if (i >= 0) this.subscriptions.splice(i, 1)
+    }
+  }
+
+  on(event: 'error', listener: (err: Error) => void): this {
+    if (event === 'error') this.errorListeners.push(listener)
+    return this
+  }
+
+  start(): void {
+    if (this.currentState !== 'CREATED') throw new PunctualError('ILLEGAL_STATE', `cannot start the runtime in state ${this.currentState}`)
+    try {
+      this.createTasks()
+      for (const task of this.tasks) task.init()
+    } catch (err) {
+      this.fail(err)
+      throw err
+    }
+    this.currentState = 'RUNNING'
+    this.nextCommitAt = this.clock.now() + this.config.commitIntervalMs
+    this.scheduleRun()
+    this.rearm()
+  }
+
+  /**
+   * Stops: by default first processes every record already in the input topics, then commits and closes
+   * the processors. Rejects with the failure if the runtime had stopped on an error.
+   */
+  async stop(options: { drain?: boolean } = {}): Promise<void> {
+    if (this.currentState === 'RUNNING') {
+      this.currentState = 'PENDING_SHUTDOWN'
+      this.alarm.disarm()
+      try {
+        if (options.drain ?? true) this.drain()
+        this.commit()
+        this.deliver()
+        for (const task of this.tasks) task.close()
+        this.currentState = 'NOT_RUNNING'
+      } catch (err) {
+        this.fail(err)
+      }
+    } else if (this.currentState === 'CREATED') {
+      this.currentState = 'NOT_RUNNING'
+    }
+    if (this.failure !== undefined) throw this.failure
+  }
+
+  metrics(): MetricsSnapshot {
+    return sumMetrics(this.tasks.map((t) => t.metrics))
+  }
+
+  /** The last committed checkpoint of each task (in memory until durable state arrives). */
+  committed(): ReadonlyMap<string, TaskCheckpoint> {
+    return this.checkpoints
+  }
+
+  /** Number of tasks: one per input partition of each sub-topology. */
+  taskIds(): string[] {
+    return this.tasks.map((t) => t.taskId.toString())
+  }
+
+  private createTasks(): void {
+    for (const sub of this.topology.subtopologies()) {
+      // Sink topics exist before the first record, so keys are partitioned over the final count.
+      for (const node of sub.nodes) if (node.kind === 'sink') this.topics.partitions(node.topic)
+      const counts = sub.sourceTopics.map((t) => this.topics.partitions(t).length)
+      const partitions = counts[0] ?? 0
+      if (counts.some((c) => c !== partitions)) {
+        throw new PunctualError(
+          'INVALID_TOPOLOGY',
+          `sub-topology ${sub.id}: co-partitioned topics must have the same number of partitions, got ${sub.sourceTopics.map((t, i) => `${t}=${counts[i]}`).join(', ')}`,
+        )
+      }
+      for (let p = 0; p < partitions; p++) {
+        this.tasks.push(
+          new StreamTask({
+            subtopology: sub,
+            partition: p,
+            topics: this.topics,
+            clock: this.clock,
+            maxTaskIdleMs: this.config.maxTaskIdleMs,
+            errorHandler: this.errorHandler,
+            onWallClockChange: this.onWallClockChange,
+          }),
+        )
+      }
+    }
+  }
+
+  private readonly scheduleRun = (): void => {
+    if (this.runScheduled || this.currentState !== 'RUNNING') return
+    this.runScheduled = true
+    setImmediate(this.run)
+  }
+
+  private readonly run = (): void => {
+    this.runScheduled = false
+    if (this.currentState !== 'RUNNING') return
+    this.inRun = true
+    let more = false
+    try {
+      const sliceEnd = this.clock.now() + SLICE_MS
+      for (;;) {
+        let full = false
+        for (const task of this.tasks) {
+          const n = task.process(BATCH)
+          if (n > 0) this.uncommitted = true
+          if (n === BATCH) full = true
+        }
+        more = full
+        const now = this.clock.now()
+        if (now >= this.nextWallClockDue()) this.punctuateWallClock(now)
+        if (this.uncommitted && now >= this.nextCommitAt) this.commit()
+        if (!more || now >= sliceEnd) break
+      }
+      this.deliver()
+    } catch (err) {
+      this.fail(err)
+      return
+    } finally {
+      this.inRun = false
+    }
+    if (more) this.scheduleRun()
+    this.rearm()
+  }
+
+  private readonly onAlarm = (): void => {
+    if (this.currentState !== 'RUNNING') return
+    if (this.runScheduled) return // the scheduled run fires what is due
+    this.run()
+  }
+
+  private readonly onWallClockChange = (): void => {
+    if (!this.inRun && this.currentState === 'RUNNING') this.rearm()
+  }
+
+  private punctuateWallClock(now: number): void {
+    for (const task of this.tasks) task.punctuateWallClock(now)
+    // Punctuations may have written records, and tasks waiting on an empty partition may be ready now.
+    this.scheduleRun()
+  }
+
+  private nextWallClockDue(): number {
+    let due = Infinity
+    for (const task of this.tasks) {
+      const d = task.nextWallClockDue()
+      if (d < due) due = d
+    }
+    return due
+  }
+
+  private rearm(): void {
+    if (this.currentState !== 'RUNNING') return
+    this.alarm.armAt(Math.min(this.nextWallClockDue(), this.uncommitted ? this.nextCommitAt : Infinity))
+  }
+
+  private drain(): void {
+    for (let progressed = true; progressed; ) {
+      progressed = false
+      for (const task of this.tasks) if (task.process(Infinity) > 0) progressed = true
+    }
+  }
+
+  private commit(): void {
+    for (const task of this.tasks) {
+      this.checkpoints.set(task.taskId.toString(), task.checkpoint())
+      for (const { queue, offset } of task.committedPositions()) {
+        if (!this.subscriptions.some((s) => s.logs.includes(queue.log))) queue.log.truncateBefore(offset)
+      }
+    }
+    this.uncommitted = false
+    this.nextCommitAt = this.clock.now() + this.config.commitIntervalMs
+  }
+
+  private deliver(): void {
+    for (const sub of this.subscriptions) {
+      for (let p = 0; p < sub.logs.length; p++) {
+        const log = sub.logs[p] as PartitionLog
+        const end = log.endOffset()
+        let pos = sub.positions[p] as number
+        while (pos < end) sub.deliver(log, pos++)
+        sub.positions[p] = pos
+      }
+    }
+  }
+
+  private fail(err: unknown): void {
+    const error = err instanceof Error ? err : new Error(String(err))
+    this.failure = error
+    this.currentState = 'ERROR'
+    this.alarm.disarm()
+    for (const task of this.tasks) {
+      try {
+        task.close()
+      } catch {
+        // The first failure is the one reported; close errors after it add nothing.
+      }
+    }
+    if (this.errorListeners.length === 0) this.logger.error(`runtime ${this.config.applicationId} stopped: ${error.message}`)
+    for (const l of this.errorListeners) l(error)
+  }
+}

@@ -1,0 +1,208 @@
+import { PunctualError } from '../errors.js'
+import type { PartitionLog } from '../log/partition-log.js'
+import { TopicRegistry } from '../log/topics.js'
+import { sumMetrics } from '../metrics.js'
+import type { MetricsSnapshot } from '../metrics.js'
+import { NO_HEADERS } from '../processor/api.js'
+import type { Headers, KeyValueStore, StateStore, StoreKey, StreamRecord } from '../processor/api.js'
+import { ErrorHandlers } from '../processor/errors.js'
+import type { ErrorHandler } from '../processor/errors.js'
+import { StreamTask } from '../processor/internal/task.js'
+import type { TaskCheckpoint } from '../processor/internal/task.js'
+import type { Serde } from '../processor/serdes.js'
+import type { Topology } from '../processor/topology.js'
+import { ManualClock } from '../time/clock.js'
+import { consoleLogger } from '../util/logger.js'
+
+export interface TestDriverOptions {
+  /** Start of the manual wall clock, epoch ms. @default 0 */
+  wallClockStartMs?: number
+  /** @default 0 */
+  maxTaskIdleMs?: number
+  /** @default ErrorHandlers.logAndContinue() */
+  errorHandler?: ErrorHandler
+  /** Resume from a previous driver's `checkpoint()` (stream time, punctuation last-fire times). */
+  checkpoint?: DriverCheckpoint
+}
+
+/** Per-task checkpoints, keyed by task id. */
+export type DriverCheckpoint = Readonly<Record<string, TaskCheckpoint>>
+
+/**
+ * Runs a topology synchronously on a manual clock, as Kafka Streams' TopologyTestDriver does: every
+ * topic has one partition, each piped record is processed at once (then stream-time punctuations due
+ * are fired), and wall-clock punctuations fire only in `advanceWallClockTime`.
+ */
+export class TopologyTestDriver {
+  private readonly clock: ManualClock
+  private readonly topics = new TopicRegistry(1)
+  private readonly tasks: StreamTask[] = []
+  private closed = false
+
+  constructor(topology: Topology, options: TestDriverOptions = {}) {
+    this.clock = new ManualClock(options.wallClockStartMs ?? 0)
+    const errorHandler = options.errorHandler ?? ErrorHandlers.logAndContinue(consoleLogger)
+    for (const sub of topology.subtopologies()) {
+      for (const t of sub.sourceTopics) this.topics.create(t, 1)
+      this.tasks.push(
+        new StreamTask({
+          subtopology: sub,
+          partition: 0,
+          topics: this.topics,
+          clock: this.clock,
+          maxTaskIdleMs: options.maxTaskIdleMs ?? 0,
+          errorHandler,
+          checkpoint: options.checkpoint?.[`${sub.id}_0`],
+        }),
+      )
+    }
+    for (const task of this.tasks) task.init()
+    this.processAll()
+  }
+
+  createInputTopic<K, V>(name: string, keySerde: Serde<K>, valueSerde: Serde<V>): TestInputTopic<K, V> {
+    return new TestInputTopic(this, name, keySerde, valueSerde)
+  }
+
+  createOutputTopic<K, V>(name: string, keySerde: Serde<K>, valueSerde: Serde<V>): TestOutputTopic<K, V> {
+    return new TestOutputTopic(this.topics.partitions(name), name, keySerde, valueSerde)
+  }
+
+  /** Moves the manual wall clock and fires the wall-clock punctuations that became due. */
+  advanceWallClockTime(ms: number): void {
+    this.assertOpen()
+    const now = this.clock.advance(ms)
+    for (const task of this.tasks) task.punctuateWallClock(now)
+    this.processAll()
+  }
+
+  /** Current wall-clock time of the manual clock. */
+  wallClockTime(): number {
+    return this.clock.now()
+  }
+
+  getStateStore<S extends StateStore = StateStore>(name: string): S | undefined {
+    for (const task of this.tasks) {
+      const store = task.getStore(name)
+      if (store !== undefined) return store as S
+    }
+    return undefined
+  }
+
+  getKeyValueStore<K extends StoreKey, V>(name: string): KeyValueStore<K, V> | undefined {
+    return this.getStateStore<KeyValueStore<K, V>>(name)
+  }
+
+  metrics(): MetricsSnapshot {
+    return sumMetrics(this.tasks.map((t) => t.metrics))
+  }
+
+  /** What the tasks would commit now; pass it to a new driver to simulate a restart. */
+  checkpoint(): DriverCheckpoint {
+    return Object.fromEntries(this.tasks.map((t) => [t.taskId.toString(), t.checkpoint()]))
+  }
+
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    for (const task of this.tasks) task.close()
+  }
+
+  /** @internal */
+  append(topic: string, key: Uint8Array | null, value: Uint8Array | null, timestamp: number, headers: Headers): void {
+    this.assertOpen()
+    this.topics.send(topic, 0, key, value, timestamp, headers)
+    this.processAll()
+  }
+
+  /** Runs tasks until none has work left (outputs of one may be inputs of another). */
+  private processAll(): void {
+    let progressed = true
+    while (progressed) {
+      progressed = false
+      for (const task of this.tasks) if (task.process(Infinity) > 0) progressed = true
+    }
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new PunctualError('ILLEGAL_STATE', 'the TopologyTestDriver is closed')
+  }
+}
+
+export class TestInputTopic<K, V> {
+  constructor(
+    private readonly driver: TopologyTestDriver,
+    readonly name: string,
+    private readonly keySerde: Serde<K>,
+    private readonly valueSerde: Serde<V>,
+  ) {}
+
+  /** Pipes one record; the timestamp defaults to the driver's wall-clock time. */
+  pipeInput(key: K | null, value: V | null, timestamp?: number, headers: Headers = NO_HEADERS): void {
+    const ts = timestamp ?? this.driver.wallClockTime()
+    this.driver.append(this.name, this.keySerde.serialize(this.name, key), this.valueSerde.serialize(this.name, value), ts, headers)
+  }
+
+  pipeRecordList(records: Iterable<{ key: K | null; value: V | null; timestamp?: number }>): void {
+    for (const r of records) this.pipeInput(r.key, r.value, r.timestamp)
+  }
+}
+
+export interface KeyValue<K, V> {
+  readonly key: K
+  readonly value: V
+}
+
+export class TestOutputTopic<K, V> {
+  private position = 0
+
+  constructor(
+    private readonly logs: PartitionLog[],
+    readonly name: string,
+    private readonly keySerde: Serde<K>,
+    private readonly valueSerde: Serde<V>,
+  ) {}
+
+  private get log(): PartitionLog {
+    return this.logs[0] as PartitionLog
+  }
+
+  getQueueSize(): number {
+    return this.log.endOffset() - this.position
+  }
+
+  isEmpty(): boolean {
+    return this.getQueueSize() === 0
+  }
+
+  readRecord(): StreamRecord<K | null, V | null> {
+    const raw = this.log.get(this.position)
+    if (raw === undefined) throw new PunctualError('ILLEGAL_STATE', `output topic "${this.name}" has no record to read`)
+    this.position++
+    return {
+      key: this.keySerde.deserialize(this.name, raw.key),
+      value: this.valueSerde.deserialize(this.name, raw.value),
+      timestamp: raw.timestamp,
+      headers: raw.headers,
+    }
+  }
+
+  readKeyValue(): KeyValue<K | null, V | null> {
+    const r = this.readRecord()
+    return { key: r.key, value: r.value }
+  }
+
+  readValue(): V | null {
+    return this.readRecord().value
+  }
+
+  readRecordsToList(): Array<StreamRecord<K | null, V | null>> {
+    const out: Array<StreamRecord<K | null, V | null>> = []
+    while (!this.isEmpty()) out.push(this.readRecord())
+    return out
+  }
+
+  readKeyValuesToList(): Array<KeyValue<K | null, V | null>> {
+    return this.readRecordsToList().map((r) => ({ key: r.key, value: r.value }))
+  }
+}

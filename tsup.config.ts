@@ -1,0 +1,15 @@
+import { defineConfig } from 'tsup'
+
+export default defineConfig({
+  entry: {
+    index: 'src/index.ts',
+    'testing/index': 'src/testing/index.ts',
+    'cli/main': 'src/cli/main.ts',
+  },
+  format: ['esm'],
+  target: 'node20',
+  dts: true,
+  sourcemap: true,
+  clean: true,
+  splitting: true,
+})
