@@ -218,22 +218,9 @@ export class EmbeddedRuntime {
     this.runScheduled = false
     if (this.currentState !== 'RUNNING') return
     this.inRun = true
-    let more = false
+    let more: boolean
     try {
-      const sliceEnd = this.clock.now() + SLICE_MS
-      for (;;) {
-        let full = false
-        for (const task of this.tasks) {
-          const n = task.process(BATCH)
-          if (n > 0) this.uncommitted = true
-          if (n === BATCH) full = true
-        }
-        more = full
-        const now = this.clock.now()
-        if (now >= this.nextWallClockDue()) this.punctuateWallClock(now)
-        if (this.uncommitted && now >= this.nextCommitAt) this.commit()
-        if (!more || now >= sliceEnd) break
-      }
+      more = this.runSlice()
       this.deliver()
     } catch (err) {
       this.fail(err)
@@ -243,6 +230,23 @@ export class EmbeddedRuntime {
     }
     if (more) this.scheduleRun()
     this.rearm()
+  }
+
+  /** Processes in batches for at most SLICE_MS; returns whether records are left to process. */
+  private runSlice(): boolean {
+    const sliceEnd = this.clock.now() + SLICE_MS
+    for (;;) {
+      let more = false
+      for (const task of this.tasks) {
+        const n = task.process(BATCH)
+        if (n > 0) this.uncommitted = true
+        if (n === BATCH) more = true
+      }
+      const now = this.clock.now()
+      if (now >= this.nextWallClockDue()) this.punctuateWallClock(now)
+      if (this.uncommitted && now >= this.nextCommitAt) this.commit()
+      if (!more || now >= sliceEnd) return more
+    }
   }
 
   private readonly onAlarm = (): void => {

@@ -21,7 +21,7 @@ export interface TestDriverOptions {
   maxTaskIdleMs?: number
   /** @default ErrorHandlers.logAndContinue() */
   errorHandler?: ErrorHandler
-  /** Resume from a previous driver's `checkpoint()` (stream time, punctuation last-fire times). */
+  /** Resume from a previous driver's `checkpoint()`: stream time and punctuation last-fire times (topics start empty). */
   checkpoint?: DriverCheckpoint
 }
 
@@ -52,7 +52,7 @@ export class TopologyTestDriver {
           clock: this.clock,
           maxTaskIdleMs: options.maxTaskIdleMs ?? 0,
           errorHandler,
-          checkpoint: options.checkpoint?.[`${sub.id}_0`],
+          checkpoint: withoutPositions(options.checkpoint?.[`${sub.id}_0`]),
         }),
       )
     }
@@ -127,6 +127,11 @@ export class TopologyTestDriver {
   private assertOpen(): void {
     if (this.closed) throw new PunctualError('ILLEGAL_STATE', 'the TopologyTestDriver is closed')
   }
+}
+
+/** A new driver starts with empty topics, so only stream time and punctuation state carry over. */
+function withoutPositions(c: TaskCheckpoint | undefined): TaskCheckpoint | undefined {
+  return c === undefined ? undefined : { ...c, positions: {} }
 }
 
 export class TestInputTopic<K, V> {

@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { murmur2, partitionForKey } from '../../src/log/murmur2.js'
+import { TopicRegistry } from '../../src/log/topics.js'
+import { NO_HEADERS } from '../../src/processor/api.js'
+
+// Values Kafka's own UtilsTest asserts for Utils.murmur2.
+const KAFKA_VECTORS: Array<[string, number]> = [
+  ['21', -973932308],
+  ['foobar', -790332482],
+  ['a-little-bit-long-string', -985981536],
+  ['a-little-bit-longer-string', -1486304829],
+  ['lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8', -58897971],
+  ['abc', 479470107],
+]
+
+describe("murmur2 matches Kafka's default partitioner", () => {
+  for (const [input, expected] of KAFKA_VECTORS) {
+    it(`murmur2("${input}") = ${expected}`, () => {
+      assert.equal(murmur2(Buffer.from(input)), expected)
+    })
+  }
+
+  it('partitionForKey is toPositive(murmur2) % n', () => {
+    assert.equal(partitionForKey(Buffer.from('foobar'), 7), (-790332482 & 0x7fffffff) % 7)
+  })
+})
+
+describe('TopicRegistry partitioning', () => {
+  it('puts every record of a key into the same partition, murmur2-chosen', () => {
+    const topics = new TopicRegistry(4)
+    for (const key of ['a', 'b', 'c', 'a', 'b', 'a']) topics.send('t', undefined, Buffer.from(key), null, 0, NO_HEADERS)
+    const logs = topics.partitions('t')
+    for (const key of ['a', 'b', 'c']) {
+      const p = partitionForKey(Buffer.from(key), 4)
+      const count = logs[p]!.endOffset()
+      assert.ok(count >= { a: 3, b: 2, c: 1 }[key]!)
+    }
+    assert.equal(logs.reduce((n, l) => n + l.endOffset(), 0), 6)
+  })
+
+  it('spreads null keys round robin', () => {
+    const topics = new TopicRegistry(3)
+    for (let i = 0; i < 6; i++) topics.send('t', undefined, null, null, 0, NO_HEADERS)
+    assert.deepEqual(topics.partitions('t').map((l) => l.endOffset()), [2, 2, 2])
+  })
+
+  it('rejects a partition that does not exist, and a partition count that conflicts', () => {
+    const topics = new TopicRegistry(2)
+    assert.throws(() => topics.send('t', 5, null, null, 0, NO_HEADERS), /topic "t" has 2 partitions; partition 5 does not exist/)
+    assert.throws(() => topics.create('t', 3), /already exists with 2 partitions, not 3/)
+    assert.throws(() => topics.create('u', 0), /partitions must be an integer >= 1, got 0/)
+  })
+})
