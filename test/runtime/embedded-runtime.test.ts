@@ -1,0 +1,213 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { setImmediate as tick } from 'node:timers/promises'
+import { EmbeddedRuntime, ErrorHandlers, partitionForKey, PunctualError, PunctuationType, silentLogger, Topology } from '../../src/index.js'
+import type { ProcessorContext, StreamRecord } from '../../src/index.js'
+
+const passThrough = (): Topology => new Topology().addSource('src', 'in').addSink('sink', 'out', {}, 'src')
+
+/** Resolves when `predicate` holds, checked after each event-loop turn; rejects after `ms`. */
+async function until(predicate: () => boolean, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time')
+    await new Promise((r) => setTimeout(r, 2))
+  }
+}
+
+describe('EmbeddedRuntime', () => {
+  it('runs one task per partition and partitions output keys with murmur2, per-key order kept', async () => {
+    const rt = new EmbeddedRuntime(passThrough(), { applicationId: 'pt', topics: { in: { partitions: 3 }, out: { partitions: 3 } }, logger: silentLogger })
+    const received: Array<{ key: string; value: string; partition: number }> = []
+    rt.subscribe<string, string>('out', (r, partition) => received.push({ key: r.key!, value: r.value!, partition }))
+    rt.start()
+    assert.deepEqual(rt.taskIds(), ['0_0', '0_1', '0_2'])
+    const producer = rt.producer('in')
+    const keys = ['alpha', 'beta', 'gamma', 'delta', 'epsilon']
+    for (let i = 0; i < 500; i++) producer.send(keys[i % 5]!, String(i), i)
+    await rt.stop()
+    assert.equal(received.length, 500)
+    for (const key of keys) {
+      const mine = received.filter((r) => r.key === key)
+      assert.ok(mine.every((r) => r.partition === partitionForKey(Buffer.from(key), 3)), `${key} in its murmur2 partition`)
+      const values = mine.map((r) => Number(r.value))
+      assert.deepEqual(values, [...values].sort((a, b) => a - b), `${key} in order`)
+    }
+    assert.equal(rt.metrics().processedRecords, 500)
+  })
+
+  it('processes records produced while it runs', async () => {
+    const rt = new EmbeddedRuntime(passThrough(), { applicationId: 'live', logger: silentLogger })
+    const got: string[] = []
+    rt.subscribe<string, string>('out', (r) => got.push(r.value!))
+    rt.start()
+    const p = rt.producer('in')
+    p.send('k', 'one', 1)
+    await until(() => got.length === 1)
+    p.send('k', 'two', 2)
+    await until(() => got.length === 2)
+    assert.deepEqual(got, ['one', 'two'])
+    await rt.stop()
+  })
+
+  it('fires wall-clock punctuations with no input at all', async () => {
+    const fires: number[] = []
+    const topology = new Topology().addSource('src', 'in').addProcessor(
+      'p',
+      () => ({
+        init(ctx: ProcessorContext) {
+          ctx.schedule({ type: PunctuationType.WALL_CLOCK_TIME, intervalMs: 15 }, (now) => fires.push(now))
+        },
+        process() {},
+      }),
+      'src',
+    )
+    const rt = new EmbeddedRuntime(topology, { applicationId: 'wall', logger: silentLogger })
+    const started = Date.now()
+    rt.start()
+    await until(() => fires.length >= 3)
+    await rt.stop()
+    assert.ok(fires.every((t) => t >= started + 15), 'never before the first due time')
+    assert.ok(fires.every((t, i) => i === 0 || t > fires[i - 1]!), 'increasing')
+  })
+
+  it('arms one real timer per due time: no polling between due times', async () => {
+    const realSetTimeout = globalThis.setTimeout
+    let armed = 0
+    let fires = 0
+    const topology = new Topology().addSource('src', 'in').addProcessor(
+      'p',
+      () => ({
+        init(ctx: ProcessorContext) {
+          ctx.schedule({ type: PunctuationType.WALL_CLOCK_TIME, intervalMs: 40 }, () => fires++)
+        },
+        process() {},
+      }),
+      'src',
+    )
+    const rt = new EmbeddedRuntime(topology, { applicationId: 'timers', logger: silentLogger })
+    globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+      armed++
+      return realSetTimeout(fn, ms)
+    }) as typeof setTimeout
+    try {
+      rt.start()
+      await new Promise<void>((resolve) => realSetTimeout(resolve, 330))
+      await rt.stop()
+    } finally {
+      globalThis.setTimeout = realSetTimeout
+    }
+    assert.ok(fires >= 5, `fired ${fires} times`)
+    // One arming per fire (plus the first); a polling loop would arm hundreds.
+    assert.ok(armed <= fires + 2, `armed ${armed} timers for ${fires} fires`)
+  })
+
+  it('stop() drains input already written, then closes every processor once', async () => {
+    let closed = 0
+    let processed = 0
+    const topology = new Topology().addSource('src', 'in').addProcessor(
+      'p',
+      () => ({
+        process() {
+          processed++
+        },
+        close() {
+          closed++
+        },
+      }),
+      'src',
+    )
+    const rt = new EmbeddedRuntime(topology, { applicationId: 'drain', defaultPartitions: 2, logger: silentLogger })
+    const p = rt.producer('in')
+    for (let i = 0; i < 10_000; i++) p.send(`k${i}`, 'v', i)
+    rt.start()
+    await rt.stop()
+    assert.equal(processed, 10_000)
+    assert.equal(closed, 2)
+    assert.equal(rt.state, 'NOT_RUNNING')
+  })
+
+  it('stops with an error when the error handler says fail, and reports it', async () => {
+    const topology = new Topology().addSource('src', 'in').addProcessor(
+      'p',
+      () => ({
+        process(r: StreamRecord<string, string>) {
+          if (r.value === 'bad') throw new Error('refused')
+        },
+      }),
+      'src',
+    )
+    const rt = new EmbeddedRuntime(topology, { applicationId: 'err', errorHandler: ErrorHandlers.logAndFail(silentLogger), logger: silentLogger })
+    const errors: Error[] = []
+    rt.on('error', (e) => errors.push(e))
+    rt.start()
+    rt.producer('in').send('k', 'bad', 1)
+    await until(() => errors.length === 1)
+    assert.equal(rt.state, 'ERROR')
+    assert.ok(errors[0] instanceof PunctualError)
+    assert.match(errors[0]!.message, /processing error at topic in partition 0 offset 0: refused/)
+    await assert.rejects(rt.stop(), /refused/)
+  })
+
+  it('continues after bad input by default, counting it', async () => {
+    const rt = new EmbeddedRuntime(passThrough(), { applicationId: 'bad', logger: silentLogger })
+    const got: string[] = []
+    rt.subscribe<string, string>('out', (r) => got.push(r.value!))
+    rt.start()
+    const p = rt.producer('in')
+    p.send('k', 'a', 1)
+    p.send('k', 'negative', -1)
+    p.send('k', 'b', 2)
+    await rt.stop()
+    assert.deepEqual(got, ['a', 'b'])
+    assert.equal(rt.metrics().droppedRecords['invalid-timestamp'], 1)
+  })
+
+  it('waits maxTaskIdleMs for an empty co-partitioned input, woken by its timer', async () => {
+    const seen: string[] = []
+    const topology = new Topology().addSource('src', ['a', 'b']).addProcessor(
+      'p',
+      () => ({
+        process(r: StreamRecord<string, string>) {
+          seen.push(r.value)
+        },
+      }),
+      'src',
+    )
+    const rt = new EmbeddedRuntime(topology, { applicationId: 'idle', maxTaskIdleMs: 60, logger: silentLogger })
+    rt.start()
+    rt.producer('a').send('k', 'a1', 1)
+    await tick()
+    await tick()
+    assert.deepEqual(seen, [], 'waits while b is empty')
+    await until(() => seen.length === 1)
+    assert.deepEqual(seen, ['a1'])
+    await rt.stop()
+  })
+
+  it('commits processed positions and releases consumed input', async () => {
+    const rt = new EmbeddedRuntime(new Topology().addSource('src', 'in').addProcessor('p', () => ({ process() {} }), 'src'), {
+      applicationId: 'commit',
+      commitIntervalMs: 1,
+      logger: silentLogger,
+    })
+    const p = rt.producer('in')
+    for (let i = 0; i < 20_000; i++) p.send('k', 'v', i)
+    rt.start()
+    await rt.stop()
+    assert.deepEqual(rt.committed().get('0_0')?.positions, { 'in:0': 20_000 })
+    assert.equal(rt.committed().get('0_0')?.streamTime, 19_999)
+  })
+
+  it('rejects co-partitioned topics with different partition counts', () => {
+    const topology = new Topology().addSource('src', ['a', 'b']).addProcessor('p', () => ({ process() {} }), 'src')
+    const rt = new EmbeddedRuntime(topology, { applicationId: 'copart', topics: { a: { partitions: 2 }, b: { partitions: 3 } }, logger: silentLogger })
+    assert.throws(() => rt.start(), /sub-topology 0: co-partitioned topics must have the same number of partitions, got a=2, b=3/)
+  })
+
+  it('validates its configuration, naming the option and value', () => {
+    assert.throws(() => new EmbeddedRuntime(passThrough(), { applicationId: '' }), /applicationId must be a non-empty string/)
+    assert.throws(() => new EmbeddedRuntime(passThrough(), { applicationId: 'x', commitIntervalMs: 0 }), /commitIntervalMs must be an integer >= 1, got 0/)
+    assert.throws(() => new EmbeddedRuntime(passThrough(), { applicationId: 'x', maxTaskIdleMs: -1 }), /maxTaskIdleMs must be an integer >= 0, got -1/)
+  })
+})
