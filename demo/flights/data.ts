@@ -1,0 +1,64 @@
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { parquetRead } from 'hyparquet'
+import { compressors } from 'hyparquet-compressors'
+
+/** The US domestic flights of 2001 from vega-datasets, column by column. */
+export interface Flights {
+  readonly count: number
+  /** Scheduled departure, epoch ms (the record timestamp). */
+  readonly scheduled: Float64Array
+  /** Departure delay in minutes (negative: early). */
+  readonly delay: Int32Array
+  readonly distance: Int32Array
+  readonly origin: string[]
+  readonly destination: string[]
+  /** Row indexes in order of actual departure (scheduled + delay): the replay order. */
+  readonly replayOrder: Uint32Array
+}
+
+const MINUTE = 60_000
+
+/** The parquet file inside the vega-datasets package (its exports map does not list data files). */
+export function flightsFile(): string {
+  const entry = createRequire(import.meta.url).resolve('vega-datasets') // <root>/build/index.js
+  return join(dirname(dirname(entry)), 'data', 'flights-3m.parquet')
+}
+
+/** Reads the first `limit` flights (all 3,000,000 by default) and computes the replay order. */
+export async function loadFlights(limit = Infinity): Promise<Flights> {
+  const buf = readFileSync(flightsFile())
+  const file = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer
+  const rows = 3_000_000
+  const count = Math.min(rows, limit)
+  const scheduled = new Float64Array(count)
+  const delay = new Int32Array(count)
+  const distance = new Int32Array(count)
+  const origin = new Array<string>(count)
+  const destination = new Array<string>(count)
+  await parquetRead({
+    file,
+    compressors,
+    rowEnd: count,
+    columns: ['date', 'delay', 'distance', 'origin', 'destination'],
+    onChunk({ columnName, columnData, rowStart }) {
+      const n = Math.min(columnData.length, count - rowStart)
+      for (let i = 0; i < n; i++) {
+        const r = rowStart + i
+        const v = columnData[i] as unknown
+        if (columnName === 'date') scheduled[r] = v instanceof Date ? v.getTime() : Number(v)
+        else if (columnName === 'delay') delay[r] = Number(v)
+        else if (columnName === 'distance') distance[r] = Number(v)
+        else if (columnName === 'origin') origin[r] = v as string
+        else destination[r] = v as string
+      }
+    },
+  })
+  const actual = new Float64Array(count)
+  for (let i = 0; i < count; i++) actual[i] = (scheduled[i] as number) + (delay[i] as number) * MINUTE
+  const replayOrder = new Uint32Array(count)
+  for (let i = 0; i < count; i++) replayOrder[i] = i
+  replayOrder.sort((a, b) => (actual[a] as number) - (actual[b] as number) || a - b)
+  return { count, scheduled, delay, distance, origin, destination, replayOrder }
+}

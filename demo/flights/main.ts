@@ -1,0 +1,120 @@
+/**
+ * `npm start`: the flights demo on the embedded runtime (no broker, no setup).
+ * Options: --limit N (replay only the first N flights), --partitions N (default 4).
+ */
+import { parseArgs } from 'node:util'
+import { EmbeddedRuntime, Serdes } from '../../src/index.js'
+import { loadFlights } from './data.js'
+import { DAY, flightsTopology } from './topology.js'
+import type { DailyReport, FlightValue, Progress } from './topology.js'
+
+const { values: args } = parseArgs({ options: { limit: { type: 'string' }, partitions: { type: 'string', default: '4' } } })
+const limit = args.limit === undefined ? Infinity : Number(args.limit)
+const partitions = Number(args.partitions)
+if (!(limit > 0) || !Number.isInteger(partitions) || partitions < 1) {
+  console.error('usage: npm start -- [--limit N] [--partitions N]')
+  process.exit(2)
+}
+
+const fmt = (n: number): string => n.toLocaleString('en-US')
+const date = (t: number): string => new Date(t).toISOString().slice(0, 10)
+const minute = (t: number): string => new Date(t).toISOString().slice(0, 16).replace('T', ' ')
+
+console.log('punctual demo: US domestic flights of 2001 (vega-datasets), keyed by origin airport')
+const loadStart = Date.now()
+const flights = await loadFlights(limit)
+console.log(
+  `loaded ${fmt(flights.count)} flights in ${((Date.now() - loadStart) / 1000).toFixed(1)} s; replaying them in order of actual departure ` +
+    `over ${partitions} partitions. Record timestamps are scheduled departures, so the stream is out of order.\n`,
+)
+
+const startedAt = Date.now()
+const runtime = new EmbeddedRuntime(flightsTopology({ progressStartMs: startedAt - (startedAt % 1000) }), {
+  applicationId: 'flights-demo',
+  topics: { flights: { partitions }, 'daily-reports': { partitions: 1 }, progress: { partitions: 1 } },
+})
+
+// Each task reports each day; print a day once every task has reported it.
+const partialDays = new Map<number, DailyReport[]>()
+let daysPrinted = 0
+function printDay(parts: DailyReport[], complete: boolean): void {
+  const day = parts[0]!.day
+  const byOrigin: Record<string, number> = {}
+  let flightsOfDay = 0
+  let delayed = 0
+  let late = 0
+  for (const p of parts) {
+    flightsOfDay += p.flights
+    delayed += p.delayed
+    late += p.lateForReportedDays
+    for (const [o, n] of Object.entries(p.byOrigin)) byOrigin[o] = (byOrigin[o] ?? 0) + n
+  }
+  const busiest = Object.entries(byOrigin)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([o, n]) => `${o} ${fmt(n)}`)
+    .join(', ')
+  const lateNote = late > 0 ? ` · ${late} late for earlier days` : ''
+  console.log(`day ${date(day)}  ${fmt(flightsOfDay).padStart(6)} flights · ${fmt(delayed).padStart(5)} delayed >15 min · busiest ${busiest}${lateNote}${complete ? '' : ' (partial)'}`)
+  daysPrinted++
+}
+runtime.subscribe<string, DailyReport>(
+  'daily-reports',
+  (r) => {
+    const report = r.value!
+    const parts = partialDays.get(report.day) ?? []
+    parts.push(report)
+    partialDays.set(report.day, parts)
+    if (parts.length === partitions) {
+      partialDays.delete(report.day)
+      printDay(parts, true)
+    }
+  },
+  { valueSerde: Serdes.JSON<DailyReport>() },
+)
+
+// Each task reports progress every wall-clock second, aligned; print one line per tick.
+const ticks = new Map<number, Progress[]>()
+runtime.subscribe<string, Progress>(
+  'progress',
+  (r) => {
+    const p = r.value!
+    const list = ticks.get(p.tick) ?? []
+    list.push(p)
+    ticks.set(p.tick, list)
+    if (list.length < partitions) return
+    ticks.delete(p.tick)
+    const processed = list.reduce((n, x) => n + x.processed, 0)
+    const behind = list.reduce((n, x) => n + x.behindStreamTime, 0)
+    const streamTimes = list.map((x) => x.streamTime).filter((t): t is number => t !== null)
+    const st = streamTimes.length > 0 ? minute(Math.min(...streamTimes)) : 'unknown'
+    const pct = processed > 0 ? ((100 * behind) / processed).toFixed(1) : '0.0'
+    console.log(`  [wall clock ${Math.round((p.tick - startedAt) / 1000)} s] ${fmt(processed)} flights processed · slowest task's stream time ${st} · ${pct}% behind stream time`)
+  },
+  { valueSerde: Serdes.JSON<Progress>() },
+)
+
+runtime.start()
+const producer = runtime.producer<string, FlightValue>('flights', { valueSerde: Serdes.JSON<FlightValue>() })
+const BATCH = 20_000
+const order = flights.replayOrder
+for (let start = 0; start < flights.count; start += BATCH) {
+  const end = Math.min(flights.count, start + BATCH)
+  for (let j = start; j < end; j++) {
+    const i = order[j]!
+    producer.send(flights.origin[i]!, { delay: flights.delay[i]!, distance: flights.distance[i]!, destination: flights.destination[i]! }, flights.scheduled[i]!)
+  }
+  // Back-pressure: let the runtime catch up before producing more, as a real feed would.
+  while (runtime.metrics().processedRecords < end - BATCH) await new Promise((r) => setImmediate(r))
+}
+await runtime.stop()
+for (const parts of [...partialDays.values()].sort((a, b) => a[0]!.day - b[0]!.day)) printDay(parts, false)
+
+const seconds = (Date.now() - startedAt) / 1000
+const m = runtime.metrics()
+const dropped = Object.values(m.droppedRecords).reduce((a, b) => a + b, 0)
+console.log(
+  `\ndone: ${fmt(m.processedRecords)} flights in ${seconds.toFixed(1)} s (${fmt(Math.round(m.processedRecords / seconds))}/s) · ` +
+    `${daysPrinted} daily reports (${Math.round((flights.scheduled[flights.count - 1]! - flights.scheduled[0]!) / DAY)} days of data) · ` +
+    `${fmt(m.punctuations)} punctuations · ${dropped} records dropped`,
+)

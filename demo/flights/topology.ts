@@ -1,0 +1,115 @@
+import { PunctuationType, Serdes, Stores, Topology } from '../../src/index.js'
+import type { KeyValueStore, ProcessorContext, StreamRecord } from '../../src/index.js'
+
+export const DAY = 86_400_000
+/** Midnight UTC, 1 January 2001: the anchor of the daily report. */
+export const FIRST_MIDNIGHT = Date.UTC(2001, 0, 1)
+const DELAYED_MIN = 15
+
+export interface FlightValue {
+  readonly delay: number
+  readonly distance: number
+  readonly destination: string
+}
+
+interface DayStats {
+  flights: number
+  delayed: number
+  byOrigin: Record<string, number>
+}
+
+/** One task's summary of one day, sent when its stream time passes the following midnight. */
+export interface DailyReport {
+  readonly task: string
+  readonly day: number
+  readonly flights: number
+  readonly delayed: number
+  readonly byOrigin: Record<string, number>
+  /** Records that arrived after their day had been reported (counted, not added). */
+  readonly lateForReportedDays: number
+}
+
+/** One task's progress, sent by a wall-clock punctuation every second (aligned to whole seconds). */
+export interface Progress {
+  readonly task: string
+  readonly tick: number
+  readonly processed: number
+  readonly behindStreamTime: number
+  readonly streamTime: number | null
+}
+
+/**
+ * The demo application: flights keyed by origin airport. A stream-time punctuation anchored at
+ * midnight UTC reports each day once stream time has passed it; a wall-clock punctuation reports
+ * progress every second, whether or not records arrive.
+ */
+export function flightsTopology(options: { progressStartMs: number }): Topology {
+  return new Topology()
+    .addSource<string, FlightValue>('flights', 'flights', { valueSerde: Serdes.JSON<FlightValue>() })
+    .addProcessor('daily', () => new DailyReporter(options.progressStartMs), 'flights')
+    .addStateStore(Stores.inMemoryKeyValueStore<number, DayStats>('daily-stats'), 'daily')
+    .addSink('daily-reports', 'daily-reports', { valueSerde: Serdes.JSON<DailyReport>() }, 'daily')
+    .addSink('progress', 'progress', { valueSerde: Serdes.JSON<Progress>() }, 'daily')
+}
+
+class DailyReporter {
+  private ctx!: ProcessorContext<string, DailyReport | Progress>
+  private days!: KeyValueStore<number, DayStats>
+  /** Days before this one have been reported. */
+  private reportedUntil = FIRST_MIDNIGHT
+  private lateForReportedDays = 0
+  private processed = 0
+  private behindStreamTime = 0
+
+  constructor(private readonly progressStartMs: number) {}
+
+  init(ctx: ProcessorContext<string, DailyReport | Progress>): void {
+    this.ctx = ctx
+    this.days = ctx.getStateStore('daily-stats')
+    ctx.schedule({ type: PunctuationType.STREAM_TIME, intervalMs: DAY, startTime: FIRST_MIDNIGHT, name: 'daily-report' }, (now) => this.report(now))
+    ctx.schedule({ type: PunctuationType.WALL_CLOCK_TIME, intervalMs: 1000, startTime: this.progressStartMs, name: 'progress' }, (now) => this.progress(now))
+  }
+
+  process(record: StreamRecord<string, FlightValue>): void {
+    this.processed++
+    const streamTime = this.ctx.currentStreamTimeMs() ?? 0
+    // Stream time already includes this record; a record is out of order if it is older than that.
+    if (record.timestamp < streamTime) this.behindStreamTime++
+    const day = record.timestamp - (record.timestamp % DAY)
+    if (day < this.reportedUntil) {
+      this.lateForReportedDays++
+      return
+    }
+    let stats = this.days.get(day)
+    if (stats === undefined) {
+      stats = { flights: 0, delayed: 0, byOrigin: {} }
+      this.days.put(day, stats)
+    }
+    stats.flights++
+    if (record.value.delay > DELAYED_MIN) stats.delayed++
+    stats.byOrigin[record.key] = (stats.byOrigin[record.key] ?? 0) + 1
+  }
+
+  /** Reports every complete day before the midnight that stream time has passed. */
+  private report(now: number): void {
+    const midnight = now - (now % DAY)
+    for (let day = this.reportedUntil; day < midnight; day += DAY) {
+      const stats = this.days.delete(day) ?? { flights: 0, delayed: 0, byOrigin: {} }
+      const report: DailyReport = { task: this.ctx.taskId.toString(), day, ...stats, lateForReportedDays: this.lateForReportedDays }
+      this.lateForReportedDays = 0
+      this.ctx.forward({ key: String(day), value: report, timestamp: day + DAY - 1, headers: [] }, 'daily-reports')
+    }
+    if (midnight > this.reportedUntil) this.reportedUntil = midnight
+  }
+
+  private progress(now: number): void {
+    const value: Progress = {
+      task: this.ctx.taskId.toString(),
+      tick: now - (now % 1000),
+      processed: this.processed,
+      behindStreamTime: this.behindStreamTime,
+      streamTime: this.ctx.currentStreamTimeMs() ?? null,
+    }
+    this.ctx.forward({ key: value.task, value, timestamp: now, headers: [] }, 'progress')
+  }
+}
