@@ -1,9 +1,17 @@
 import type { Headers } from '../processor/api.js'
+import type { Serde } from '../processor/serdes.js'
 
-/** A record as stored in a topic: serialized key and value. */
-export interface RawRecord {
-  readonly key: Uint8Array | null
-  readonly value: Uint8Array | null
+/**
+ * A record as stored in an in-memory topic. Key and value are bytes, or, when the writer's serde has
+ * `inMemoryIdentity`, the typed value together with that serde (converted to bytes only if a reader
+ * with another serde, a partitioner or a durable log needs them). Read them with `log-record.ts`.
+ */
+export interface LogRecord {
+  readonly key: unknown
+  /** The serde `key` is typed with; undefined when `key` is bytes (Uint8Array or null). */
+  readonly keySerde: Serde<unknown> | undefined
+  readonly value: unknown
+  readonly valueSerde: Serde<unknown> | undefined
   readonly timestamp: number
   readonly headers: Headers
 }
@@ -16,7 +24,7 @@ const MIN_COMPACTION = 4096
  * positions; `truncateBefore` releases records every reader has passed.
  */
 export class PartitionLog {
-  private records: RawRecord[] = []
+  private records: LogRecord[] = []
   private base = 0
   private listener: (() => void) | undefined
 
@@ -35,11 +43,11 @@ export class PartitionLog {
     return this.base
   }
 
-  get(offset: number): RawRecord | undefined {
+  get(offset: number): LogRecord | undefined {
     return this.records[offset - this.base]
   }
 
-  append(record: RawRecord): number {
+  append(record: LogRecord): number {
     const offset = this.base + this.records.length
     this.records.push(record)
     if (this.listener !== undefined) this.listener()

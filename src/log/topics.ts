@@ -1,14 +1,32 @@
 import { PunctualError } from '../errors.js'
 import type { Headers } from '../processor/api.js'
+import { Serdes } from '../processor/serdes.js'
+import type { Serde } from '../processor/serdes.js'
+import { store, storedSerde } from './log-record.js'
 import { PartitionLog } from './partition-log.js'
 import { partitionForKey } from './murmur2.js'
 
-/** Where sinks send serialized records. */
+/** Where sinks send records. */
 export interface RecordCollector {
   partitionsFor(topic: string): number
-  /** Appends a record; `partition` undefined means the default partitioner. Returns the partition. */
-  send(topic: string, partition: number | undefined, key: Uint8Array | null, value: Uint8Array | null, timestamp: number, headers: Headers): number
+  /**
+   * Appends a record, serializing with the given serdes (eagerly, so a serialization error surfaces at
+   * the writer, unless the serde has `inMemoryIdentity`). `partition` undefined means the default
+   * partitioner. Returns the partition written.
+   */
+  send(
+    topic: string,
+    partition: number | undefined,
+    key: unknown,
+    keySerde: Serde<unknown>,
+    value: unknown,
+    valueSerde: Serde<unknown>,
+    timestamp: number,
+    headers: Headers,
+  ): number
 }
+
+const BYTES = Serdes.Bytes() as Serde<unknown>
 
 /** A set of in-memory partitioned topics. Both the embedded runtime and the test driver store data here. */
 export class TopicRegistry implements RecordCollector {
@@ -55,8 +73,19 @@ export class TopicRegistry implements RecordCollector {
     return [...this.topics.keys()]
   }
 
-  send(topic: string, partition: number | undefined, key: Uint8Array | null, value: Uint8Array | null, timestamp: number, headers: Headers): number {
+  send(
+    topic: string,
+    partition: number | undefined,
+    key: unknown,
+    keySerde: Serde<unknown>,
+    value: unknown,
+    valueSerde: Serde<unknown>,
+    timestamp: number,
+    headers: Headers,
+  ): number {
     const logs = this.partitions(topic)
+    const storedKey = store(keySerde, topic, key)
+    const storedValue = store(valueSerde, topic, value)
     let p: number
     if (partition !== undefined) {
       if (!Number.isInteger(partition) || partition < 0 || partition >= logs.length) {
@@ -66,12 +95,25 @@ export class TopicRegistry implements RecordCollector {
     } else if (logs.length === 1) {
       p = 0
     } else if (key !== null) {
-      p = partitionForKey(key, logs.length)
+      const bytes = keySerde.inMemoryIdentity === true ? keySerde.serialize(topic, key) : (storedKey as Uint8Array | null)
+      p = bytes === null ? this.roundRobin++ % logs.length : partitionForKey(bytes, logs.length)
     } else {
       // Kafka spreads null keys (sticky per batch); round robin is the in-memory equivalent.
       p = this.roundRobin++ % logs.length
     }
-    ;(logs[p] as PartitionLog).append({ key, value, timestamp, headers })
+    ;(logs[p] as PartitionLog).append({
+      key: storedKey,
+      keySerde: storedSerde(keySerde),
+      value: storedValue,
+      valueSerde: storedSerde(valueSerde),
+      timestamp,
+      headers,
+    })
     return p
+  }
+
+  /** Appends already serialized bytes (what a raw producer or a test of bad input writes). */
+  sendBytes(topic: string, partition: number | undefined, key: Uint8Array | null, value: Uint8Array | null, timestamp: number, headers: Headers): number {
+    return this.send(topic, partition, key, BYTES, value, BYTES, timestamp, headers)
   }
 }

@@ -6,6 +6,11 @@ import { isUtf8 } from 'node:buffer'
  */
 export interface Serde<T> {
   readonly name: string
+  /**
+   * True when values are immutable and `deserialize(serialize(v))` equals `v`: in-memory topics may then
+   * hand the value itself to a reader that uses the same serde, skipping both conversions.
+   */
+  readonly inMemoryIdentity?: boolean
   serialize(topic: string, data: T | null): Uint8Array | null
   deserialize(topic: string, data: Uint8Array | null): T | null
 }
@@ -16,6 +21,7 @@ function asBuffer(data: Uint8Array): Buffer {
 
 const stringSerde: Serde<string> = {
   name: 'String',
+  inMemoryIdentity: true,
   serialize: (_topic, data) => (data === null ? null : Buffer.from(data, 'utf8')),
   deserialize(topic, data) {
     if (data === null) return null
@@ -34,6 +40,7 @@ const bytesSerde: Serde<Uint8Array> = {
 /** IEEE-754 double, 8 bytes big-endian (Kafka's DoubleSerde layout). */
 const doubleSerde: Serde<number> = {
   name: 'Double',
+  inMemoryIdentity: true,
   serialize(_topic, data) {
     if (data === null) return null
     const buf = Buffer.allocUnsafe(8)

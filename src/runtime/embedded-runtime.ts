@@ -1,4 +1,5 @@
 import { PunctualError } from '../errors.js'
+import { readKey, readValue } from '../log/log-record.js'
 import type { PartitionLog } from '../log/partition-log.js'
 import { TopicRegistry } from '../log/topics.js'
 import { sumMetrics } from '../metrics.js'
@@ -90,7 +91,7 @@ export class EmbeddedRuntime {
     this.topics.partitions(topic)
     return {
       send: (key, value, timestamp, headers = NO_HEADERS) =>
-        this.topics.send(topic, undefined, keySerde.serialize(topic, key), valueSerde.serialize(topic, value), timestamp ?? this.clock.now(), headers),
+        this.topics.send(topic, undefined, key, keySerde as Serde<unknown>, value, valueSerde as Serde<unknown>, timestamp ?? this.clock.now(), headers),
     }
   }
 
@@ -109,7 +110,12 @@ export class EmbeddedRuntime {
         const raw = log.get(offset)
         if (raw === undefined) return
         listener(
-          { key: keySerde.deserialize(topic, raw.key), value: valueSerde.deserialize(topic, raw.value), timestamp: raw.timestamp, headers: raw.headers },
+          {
+            key: readKey(raw, keySerde as Serde<unknown>, topic) as K | null,
+            value: readValue(raw, valueSerde as Serde<unknown>, topic) as V | null,
+            timestamp: raw.timestamp,
+            headers: raw.headers,
+          },
           log.partition,
           offset,
         )

@@ -1,4 +1,5 @@
 import { PunctualError } from '../errors.js'
+import { readKey, readValue } from '../log/log-record.js'
 import type { PartitionLog } from '../log/partition-log.js'
 import { TopicRegistry } from '../log/topics.js'
 import { sumMetrics } from '../metrics.js'
@@ -109,9 +110,9 @@ export class TopologyTestDriver {
   }
 
   /** @internal */
-  append(topic: string, key: Uint8Array | null, value: Uint8Array | null, timestamp: number, headers: Headers): void {
+  append(topic: string, key: unknown, keySerde: Serde<unknown>, value: unknown, valueSerde: Serde<unknown>, timestamp: number, headers: Headers): void {
     this.assertOpen()
-    this.topics.send(topic, 0, key, value, timestamp, headers)
+    this.topics.send(topic, 0, key, keySerde, value, valueSerde, timestamp, headers)
     this.processAll()
   }
 
@@ -145,7 +146,7 @@ export class TestInputTopic<K, V> {
   /** Pipes one record; the timestamp defaults to the driver's wall-clock time. */
   pipeInput(key: K | null, value: V | null, timestamp?: number, headers: Headers = NO_HEADERS): void {
     const ts = timestamp ?? this.driver.wallClockTime()
-    this.driver.append(this.name, this.keySerde.serialize(this.name, key), this.valueSerde.serialize(this.name, value), ts, headers)
+    this.driver.append(this.name, key, this.keySerde as Serde<unknown>, value, this.valueSerde as Serde<unknown>, ts, headers)
   }
 
   pipeRecordList(records: Iterable<{ key: K | null; value: V | null; timestamp?: number }>): void {
@@ -185,8 +186,8 @@ export class TestOutputTopic<K, V> {
     if (raw === undefined) throw new PunctualError('ILLEGAL_STATE', `output topic "${this.name}" has no record to read`)
     this.position++
     return {
-      key: this.keySerde.deserialize(this.name, raw.key),
-      value: this.valueSerde.deserialize(this.name, raw.value),
+      key: readKey(raw, this.keySerde as Serde<unknown>, this.name) as K | null,
+      value: readValue(raw, this.valueSerde as Serde<unknown>, this.name) as V | null,
       timestamp: raw.timestamp,
       headers: raw.headers,
     }

@@ -29,7 +29,7 @@ describe("murmur2 matches Kafka's default partitioner", () => {
 describe('TopicRegistry partitioning', () => {
   it('puts every record of a key into the same partition, murmur2-chosen', () => {
     const topics = new TopicRegistry(4)
-    for (const key of ['a', 'b', 'c', 'a', 'b', 'a']) topics.send('t', undefined, Buffer.from(key), null, 0, NO_HEADERS)
+    for (const key of ['a', 'b', 'c', 'a', 'b', 'a']) topics.sendBytes('t', undefined, Buffer.from(key), null, 0, NO_HEADERS)
     const logs = topics.partitions('t')
     for (const key of ['a', 'b', 'c']) {
       const p = partitionForKey(Buffer.from(key), 4)
@@ -41,14 +41,37 @@ describe('TopicRegistry partitioning', () => {
 
   it('spreads null keys round robin', () => {
     const topics = new TopicRegistry(3)
-    for (let i = 0; i < 6; i++) topics.send('t', undefined, null, null, 0, NO_HEADERS)
+    for (let i = 0; i < 6; i++) topics.sendBytes('t', undefined, null, null, 0, NO_HEADERS)
     assert.deepEqual(topics.partitions('t').map((l) => l.endOffset()), [2, 2, 2])
   })
 
   it('rejects a partition that does not exist, and a partition count that conflicts', () => {
     const topics = new TopicRegistry(2)
-    assert.throws(() => topics.send('t', 5, null, null, 0, NO_HEADERS), /topic "t" has 2 partitions; partition 5 does not exist/)
+    assert.throws(() => topics.sendBytes('t', 5, null, null, 0, NO_HEADERS), /topic "t" has 2 partitions; partition 5 does not exist/)
     assert.throws(() => topics.create('t', 3), /already exists with 2 partitions, not 3/)
     assert.throws(() => topics.create('u', 0), /partitions must be an integer >= 1, got 0/)
+  })
+})
+
+describe('in-memory topics keep typed records only for identity serdes', () => {
+  it('a reader with the same identity serde gets the value itself; another serde gets the bytes', async () => {
+    const { Serdes } = await import('../../src/processor/serdes.js')
+    const { readValue } = await import('../../src/log/log-record.js')
+    const topics = new TopicRegistry(1)
+    topics.send('t', undefined, 'k', Serdes.String() as never, 'héllo', Serdes.String() as never, 1, NO_HEADERS)
+    const r = topics.partitions('t')[0]!.get(0)!
+    assert.equal(r.valueSerde, Serdes.String(), 'stored typed')
+    assert.equal(readValue(r, Serdes.String() as never, 't'), 'héllo')
+    assert.deepEqual(readValue(r, Serdes.Bytes() as never, 't'), Buffer.from('héllo'))
+  })
+
+  it('a non-identity serde serializes at the writer, so its errors surface there', async () => {
+    const { Serdes } = await import('../../src/processor/serdes.js')
+    const topics = new TopicRegistry(1)
+    assert.throws(() => topics.send('t', undefined, null, Serdes.Bytes() as never, 2 ** 40, Serdes.Integer() as never, 1, NO_HEADERS), /not a 32-bit integer/)
+    topics.send('t', undefined, null, Serdes.Bytes() as never, { a: 1 }, Serdes.JSON() as never, 1, NO_HEADERS)
+    const r = topics.partitions('t')[0]!.get(0)!
+    assert.equal(r.valueSerde, undefined, 'stored as bytes')
+    assert.deepEqual(Serdes.JSON().deserialize('t', r.value as Uint8Array), { a: 1 })
   })
 })

@@ -93,7 +93,7 @@ function runImplementation(ops: Op[]): Array<[number, number]> {
     } else if (o.op === 'cancel') {
       handles[o.index]?.cancel()
     } else if (o.op === 'record') {
-      topics.send('in', 0, null, null, o.ts, NO_HEADERS)
+      topics.sendBytes('in', 0, null, null, o.ts, NO_HEADERS)
       task.process(Infinity)
     } else {
       task.punctuateWallClock(clock.advance(o.ms))

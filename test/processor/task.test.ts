@@ -45,7 +45,7 @@ function twoInputTask(options: { maxTaskIdleMs?: number; errorHandler?: ErrorHan
   })
   task.init()
   const put = (topic: string, value: string, ts: number): void => {
-    topics.send(topic, 0, enc('k'), enc(value), ts, NO_HEADERS)
+    topics.sendBytes(topic, 0, enc('k'), enc(value), ts, NO_HEADERS)
   }
   return { task, seen, streamTimes, put, clock, topics, values: () => seen.map((r) => r.value) }
 }
@@ -156,7 +156,7 @@ describe('bad input is counted, reported and skipped; nothing else is lost (SEMA
   it('an undeserializable value: dropped, counted as deserialization, the next record processed', () => {
     const { calls, handler } = recordingHandler()
     const t = twoInputTask({ errorHandler: handler })
-    t.topics.send('a', 0, enc('k'), Uint8Array.from([0xff, 0xfe]), 1, NO_HEADERS) // not UTF-8
+    t.topics.sendBytes('a', 0, enc('k'), Uint8Array.from([0xff, 0xfe]), 1, NO_HEADERS) // not UTF-8
     t.put('a', 'fine', 2)
     t.task.process(Infinity)
     assert.deepEqual(t.values(), ['fine'])
@@ -269,9 +269,9 @@ describe('serdes per topic', () => {
     const topics = new TopicRegistry(1)
     const task = new StreamTask({ subtopology: topology.subtopologies()[0]!, partition: 0, topics, clock: new ManualClock(), maxTaskIdleMs: 0, errorHandler: ErrorHandlers.logAndContinue(silentLogger) })
     task.init()
-    topics.send('j', 0, null, enc('{"n":4}'), 1, NO_HEADERS)
-    topics.send('j', 0, null, enc('{not json'), 2, NO_HEADERS)
-    topics.send('j', 0, null, enc('{"n":5}'), 3, NO_HEADERS)
+    topics.sendBytes('j', 0, null, enc('{"n":4}'), 1, NO_HEADERS)
+    topics.sendBytes('j', 0, null, enc('{not json'), 2, NO_HEADERS)
+    topics.sendBytes('j', 0, null, enc('{"n":5}'), 3, NO_HEADERS)
     task.process(Infinity)
     assert.deepEqual(seen, [4, 5])
     assert.equal(task.metrics.droppedRecords.deserialization, 1)

@@ -82,12 +82,10 @@ export class SinkNode extends ProcessorNode {
       throw new PunctualError('INVALID_TIMESTAMP', `sink "${this.name}": cannot write a record with timestamp ${ts} to topic "${this.topic}"`)
     }
     const topic = this.topic
-    const key = this.keySerde.serialize(topic, record.key)
-    const value = this.valueSerde.serialize(topic, record.value)
     const partition =
       this.partitioner === undefined
         ? undefined
         : this.partitioner(topic, record.key, record.value, this.collector.partitionsFor(topic))
-    this.collector.send(topic, partition, key, value, ts, record.headers)
+    this.collector.send(topic, partition, record.key, this.keySerde, record.value, this.valueSerde, ts, record.headers)
   }
 }

@@ -1,3 +1,4 @@
+import { readKey, readValue } from '../../log/log-record.js'
 import type { PartitionLog } from '../../log/partition-log.js'
 import type { DropReason } from '../errors.js'
 import type { StreamRecord } from '../api.js'
@@ -53,8 +54,8 @@ export class PartitionQueue {
       let key: unknown
       let value: unknown
       try {
-        key = this.source.keySerde.deserialize(log.topic, raw.key)
-        value = this.source.valueSerde.deserialize(log.topic, raw.value)
+        key = readKey(raw, this.source.keySerde, log.topic)
+        value = readValue(raw, this.source.valueSerde, log.topic)
       } catch (err) {
         this.reportBadInput('deserialization', this, offset, err)
         continue

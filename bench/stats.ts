@@ -1,0 +1,11 @@
+/** Percentiles of a sample (nearest-rank), for benchmark reports. */
+export function percentiles(values: number[]): { p50: number; p99: number; max: number; count: number } {
+  const sorted = Float64Array.from(values).sort()
+  const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN
+  return { p50: at(0.5), p99: at(0.99), max: sorted[sorted.length - 1] ?? NaN, count: sorted.length }
+}
+
+/** Wall clock with sub-millisecond resolution, so lateness is not rounded to whole milliseconds. */
+export const preciseClock = { now: (): number => performance.timeOrigin + performance.now() }
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
