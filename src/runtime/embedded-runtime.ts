@@ -293,14 +293,22 @@ export class EmbeddedRuntime {
   }
 
   private commit(): void {
-    for (const task of this.tasks) {
-      this.checkpoints.set(task.taskId.toString(), task.checkpoint())
-      for (const { queue, offset } of task.committedPositions()) {
-        if (!this.subscriptions.some((s) => s.logs.includes(queue.log))) queue.log.truncateBefore(offset)
-      }
-    }
+    for (const task of this.tasks) this.checkpoints.set(task.taskId.toString(), task.checkpoint())
+    this.releaseConsumed()
     this.uncommitted = false
     this.nextCommitAt = this.clock.now() + this.config.commitIntervalMs
+  }
+
+  /** Frees records every reader of a log (tasks, subscribers) has passed; unread topics keep everything. */
+  private releaseConsumed(): void {
+    const readTo = new Map<PartitionLog, number>()
+    const reader = (log: PartitionLog, offset: number): void => {
+      const prev = readTo.get(log)
+      readTo.set(log, prev === undefined ? offset : Math.min(prev, offset))
+    }
+    for (const task of this.tasks) for (const { queue, offset } of task.committedPositions()) reader(queue.log, offset)
+    for (const sub of this.subscriptions) sub.logs.forEach((log, p) => reader(log, sub.positions[p] as number))
+    for (const [log, offset] of readTo) log.truncateBefore(offset)
   }
 
   private deliver(): void {
