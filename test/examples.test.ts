@@ -1,0 +1,28 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { Serdes } from '../src/index.js'
+import { TopologyTestDriver } from '../src/testing/index.js'
+import { sensorTopology } from '../examples/heartbeat.js'
+
+describe('README example (examples/heartbeat.ts)', () => {
+  it('reports counts on the stream-time grid and silent sensors on the wall clock', () => {
+    const driver = new TopologyTestDriver(sensorTopology(), { wallClockStartMs: 0 })
+    const readings = driver.createInputTopic('sensor-readings', Serdes.String(), Serdes.Double())
+    const alerts = driver.createOutputTopic('sensor-alerts', Serdes.String(), Serdes.String())
+
+    readings.pipeInput('s1', 20.5, 1_000)
+    readings.pipeInput('s2', 19.0, 4_000)
+    readings.pipeInput('s1', 21.0, 10_000) // stream time reaches 10 000: the grid point fires
+    assert.deepEqual(alerts.readKeyValuesToList(), [
+      { key: 's1', value: '2 readings' },
+      { key: 's2', value: '1 readings' },
+    ])
+
+    driver.advanceWallClockTime(30_000) // no input at all: both sensors went silent
+    assert.deepEqual(alerts.readKeyValuesToList(), [
+      { key: 's1', value: 'silent' },
+      { key: 's2', value: 'silent' },
+    ])
+    driver.close()
+  })
+})
