@@ -13,6 +13,8 @@ export const ERROR_CODES = [
   'INVALID_TIMESTAMP',
   /** User code threw while processing a record or a punctuation. */
   'PROCESSING',
+  /** A call got an argument it cannot take (a negative timer timestamp, ...). */
+  'INVALID_ARGUMENT',
   /** An operation was called at a moment it is not allowed (after close, outside init, ...). */
   'ILLEGAL_STATE',
   /** A conformance scenario file is malformed. */

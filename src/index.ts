@@ -31,6 +31,26 @@ export type { DropReason, ErrorContext, ErrorHandler, ErrorHandlerResponse } fro
 export { Stores } from './state/stores.js'
 export type { StoreBuilder } from './state/stores.js'
 
+export { StateDescriptors } from './keyed/api.js'
+export type {
+  ExpiredEntry,
+  KeyedProcessor,
+  KeyedProcessorContext,
+  KeyedProcessorSupplier,
+  ListState,
+  ListStateDescriptor,
+  MapState,
+  MapStateDescriptor,
+  StateDescriptor,
+  StateKind,
+  TimeDomain,
+  Timer,
+  TimerService,
+  TtlConfig,
+  ValueState,
+  ValueStateDescriptor,
+} from './keyed/api.js'
+
 export { EmbeddedRuntime } from './runtime/embedded-runtime.js'
 export type { Producer, RecordListener, RuntimeState } from './runtime/embedded-runtime.js'
 export type { EmbeddedRuntimeConfig } from './runtime/config.js'

@@ -9,6 +9,7 @@ export class TaskMetrics {
     deserialization: 0,
     processing: 0,
     punctuation: 0,
+    timer: 0,
   }
 }
 

@@ -4,6 +4,7 @@ import { PunctualError } from '../errors.js'
 import { Serdes } from '../processor/serdes.js'
 import { TopologyTestDriver } from '../testing/test-driver.js'
 import type { KindInstance, ScenarioKind } from './kinds/kind.js'
+import { keyedTimersKind } from './kinds/keyed-timers.js'
 import { punctuateKind } from './kinds/punctuate.js'
 import { malformed, parseRecord, parseScenario } from './scenario.js'
 import type { OutputEvent, RecordInput, Scenario } from './scenario.js'
@@ -13,7 +14,7 @@ const KINDS: Readonly<Record<string, ScenarioKind | undefined>> = {
   punctuate: punctuateKind,
   'suppress-table': undefined,
   'windowed-count': undefined,
-  'keyed-timers': undefined,
+  'keyed-timers': keyedTimersKind,
 }
 
 export function isKnownKind(kind: string): boolean {

@@ -1,6 +1,7 @@
 import { PunctualError } from '../errors.js'
 import type { StoreBuilder } from '../state/stores.js'
-import type { ProcessorSupplier, StateStore } from './api.js'
+import type { KeyedProcessorSupplier } from '../keyed/api.js'
+import type { ProcessorSupplier, StateStore, StoreKey } from './api.js'
 import type { Serde } from './serdes.js'
 import { Serdes } from './serdes.js'
 
@@ -34,7 +35,9 @@ export type NodeDef =
   | {
       readonly kind: 'processor'
       readonly name: string
-      readonly supplier: ProcessorSupplier<unknown, unknown, unknown, unknown>
+      /** Keyed processors get a current key, timers and keyed state. */
+      readonly keyed: boolean
+      readonly supplier: ProcessorSupplier<unknown, unknown, unknown, unknown> | KeyedProcessorSupplier<StoreKey, unknown, unknown, unknown>
       readonly parents: readonly string[]
       readonly stores: Set<string>
     }
@@ -97,7 +100,31 @@ export class Topology {
     this.nodes.set(name, {
       kind: 'processor',
       name,
+      keyed: false,
       supplier: supplier as ProcessorSupplier<unknown, unknown, unknown, unknown>,
+      parents: parentNames,
+      stores: new Set(),
+    })
+    return this
+  }
+
+  /**
+   * Adds a keyed processor: while it processes a record, a timer or an expiry it has a current key,
+   * and can use timers and keyed state (value, map, list, with TTL) for that key.
+   */
+  addKeyedProcessor<K extends StoreKey, VIn, KOut = never, VOut = never>(
+    name: string,
+    supplier: KeyedProcessorSupplier<K, VIn, KOut, VOut>,
+    ...parentNames: string[]
+  ): this {
+    this.assertNewName(name)
+    if (typeof supplier !== 'function') throw topologyError(`keyed processor "${name}": supplier must be a function returning a new processor`)
+    this.assertParents(name, parentNames)
+    this.nodes.set(name, {
+      kind: 'processor',
+      name,
+      keyed: true,
+      supplier: supplier as unknown as KeyedProcessorSupplier<StoreKey, unknown, unknown, unknown>,
       parents: parentNames,
       stores: new Set(),
     })
@@ -201,7 +228,7 @@ export class Topology {
       lines.push(`   Sub-topology: ${sub.id}`)
       for (const node of sub.nodes) {
         if (node.kind === 'source') lines.push(`    Source: ${node.name} (topics: [${node.topics.join(', ')}])`)
-        else if (node.kind === 'processor') lines.push(`    Processor: ${node.name} (stores: [${[...node.stores].join(', ')}])`)
+        else if (node.kind === 'processor') lines.push(`    ${node.keyed ? 'KeyedProcessor' : 'Processor'}: ${node.name} (stores: [${[...node.stores].join(', ')}])`)
         else lines.push(`    Sink: ${node.name} (topic: ${node.topic})`)
         const kids = children.get(node.name)
         if (kids !== undefined) lines.push(`      --> ${kids.join(', ')}`)

@@ -94,6 +94,24 @@ export class TopologyTestDriver {
     return this.getStateStore<KeyValueStore<K, V>>(name)
   }
 
+  /** Pending user timers of a keyed processor for one key, per domain, in firing order. */
+  pendingTimers(processorName: string, key: StoreKey): { event: number[]; processing: number[] } {
+    for (const task of this.tasks) {
+      const t = task.pendingTimers(processorName, key)
+      if (t !== undefined) return t as { event: number[]; processing: number[] }
+    }
+    throw new PunctualError('ILLEGAL_STATE', `no keyed processor named "${processorName}" in this topology`)
+  }
+
+  /** How many user timers a keyed processor has pending, per domain, over all keys. */
+  pendingTimerCount(processorName: string): { event: number; processing: number } {
+    for (const task of this.tasks) {
+      const t = task.pendingTimers(processorName)
+      if (t !== undefined) return t as { event: number; processing: number }
+    }
+    throw new PunctualError('ILLEGAL_STATE', `no keyed processor named "${processorName}" in this topology`)
+  }
+
   metrics(): MetricsSnapshot {
     return sumMetrics(this.tasks.map((t) => t.metrics))
   }

@@ -1,10 +1,17 @@
 import { PunctualError } from '../../errors.js'
+import type { KeyedProcessorSupplier, StateDescriptor, StateKind, TimeDomain } from '../../keyed/api.js'
+import { KeyedProcessorNode } from '../../keyed/keyed-node.js'
+import type { KeyedTaskServices } from '../../keyed/keyed-node.js'
+import type { StateTable } from '../../keyed/keyed-state.js'
+import { KeyedTaskState } from '../../keyed/keyed-task-state.js'
+import type { KeyedSnapshot } from '../../keyed/keyed-task-state.js'
+import type { TimerService } from '../../keyed/timer-service.js'
 import type { ErrorCode } from '../../errors.js'
 import type { TopicRegistry } from '../../log/topics.js'
 import { TaskMetrics } from '../../metrics.js'
 import type { Clock } from '../../time/clock.js'
 import { PunctuationType } from '../api.js'
-import type { Cancellable, Punctuator, RecordMetadata, ScheduleSpec, StateStore, TaskId } from '../api.js'
+import type { Cancellable, ProcessorSupplier, Punctuator, RecordMetadata, ScheduleSpec, StateStore, StoreKey, TaskId } from '../api.js'
 import type { DropReason, ErrorHandler } from '../errors.js'
 import type { Subtopology } from '../topology.js'
 import { ProcessorContextImpl } from './context.js'
@@ -35,6 +42,8 @@ export interface TaskCheckpoint {
   readonly lastFires: Readonly<Record<string, number>>
   /** Next offset to read per input, keyed `topic:partition`. */
   readonly positions: Readonly<Record<string, number>>
+  /** Timers and keyed state, when the task has keyed processors. */
+  readonly keyed?: KeyedSnapshot
 }
 
 export interface TaskConfig {
@@ -54,7 +63,7 @@ export interface TaskConfig {
  * and punctuation queues. Single-threaded and synchronous: the runtime or the test driver decides when
  * it runs.
  */
-export class StreamTask implements TaskServices {
+export class StreamTask implements TaskServices, KeyedTaskServices {
   readonly taskId: TaskIdImpl
   readonly metrics = new TaskMetrics()
   private readonly queues: PartitionQueue[] = []
@@ -71,6 +80,8 @@ export class StreamTask implements TaskServices {
   /** Where the record being processed came from; undefined in punctuations. */
   private current: PartitionQueue | undefined
   private state: 'created' | 'running' | 'closed' = 'created'
+  /** Timers and keyed state; created when the sub-topology has a keyed processor. */
+  private keyed: KeyedTaskState | undefined
 
   constructor(private readonly config: TaskConfig) {
     const { subtopology, partition, topics, checkpoint } = config
@@ -91,8 +102,14 @@ export class StreamTask implements TaskServices {
           const start = checkpoint?.positions[`${topic}:${partition}`] ?? log.startOffset()
           this.queues.push(new PartitionQueue(log, source, this.reportBadInput, start))
         }
+      } else if (def.kind === 'processor' && def.keyed) {
+        const keyed = this.keyedState()
+        const supplier = def.supplier as KeyedProcessorSupplier<StoreKey, unknown, unknown, unknown>
+        const kn = new KeyedProcessorNode(def.name, supplier(), keyed.nextOwner(), this, def.stores)
+        keyed.addNode(kn)
+        node = kn
       } else if (def.kind === 'processor') {
-        const user = new UserProcessorNode(def.name, def.supplier())
+        const user = new UserProcessorNode(def.name, (def.supplier as ProcessorSupplier<unknown, unknown, unknown, unknown>)())
         user.context = new ProcessorContextImpl(this, user, def.stores)
         node = user
       } else {
@@ -107,6 +124,8 @@ export class StreamTask implements TaskServices {
   /** Initializes processors (which register schedules), then makes the `fireOnce` catch-up calls. */
   init(): void {
     for (const node of this.nodes) node.init()
+    // States are registered in init; only then can timers be matched to their owners.
+    this.keyed?.restoreTimers(this.config.checkpoint?.keyed?.timers ?? [])
     this.state = 'running'
     const catchUps = this.catchUps.splice(0)
     for (const p of catchUps) {
@@ -136,19 +155,24 @@ export class StreamTask implements TaskServices {
       this.current = undefined
       this.metrics.processedRecords++
       n++
+      // Event-time timers first, then stream-time punctuations.
+      const timers = this.keyed?.timerService
+      if (timers !== undefined && timers.nextDue('event') <= this.streamTime) timers.advance('event', this.streamTime)
       if (this.streamPunctuations.nextDue() <= this.streamTime) this.streamPunctuations.punctuate(this.streamTime, this.runPunctuation)
     }
     return n
   }
 
-  /** Fires the wall-clock punctuations due at `now`; returns how many fired. */
+  /** Fires the processing-time timers, then the wall-clock punctuations, due at `now`. */
   punctuateWallClock(now: number): number {
-    return this.wallPunctuations.punctuate(now, this.runPunctuation)
+    const timers = this.keyed?.timerService
+    const fired = timers !== undefined && timers.nextDue('processing') <= now ? timers.advance('processing', now) : 0
+    return fired + this.wallPunctuations.punctuate(now, this.runPunctuation)
   }
 
-  /** Earliest wall-clock time this task needs to be woken for (punctuation, or the end of an idle wait). */
+  /** Earliest wall-clock time this task needs to be woken for (timer, punctuation, end of an idle wait). */
   nextWallClockDue(): number {
-    let due = this.wallPunctuations.nextDue()
+    let due = Math.min(this.wallPunctuations.nextDue(), this.keyed?.timerService.nextDue('processing') ?? Infinity)
     for (const q of this.queues) if (q.idleDeadline >= 0 && q.idleDeadline < due) due = q.idleDeadline
     return due
   }
@@ -219,7 +243,29 @@ export class StreamTask implements TaskServices {
   checkpoint(): TaskCheckpoint {
     const positions: Record<string, number> = {}
     for (const q of this.queues) positions[`${q.topic}:${q.partition}`] = q.committableOffset()
-    return { streamTime: this.streamTimeOrUndefined(), lastFires: Object.fromEntries(this.lastFires), positions }
+    const base = { streamTime: this.streamTimeOrUndefined(), lastFires: Object.fromEntries(this.lastFires), positions }
+    return this.keyed === undefined ? base : { ...base, keyed: this.keyed.snapshot() }
+  }
+
+  get timerService(): TimerService {
+    return this.keyedState().timerService
+  }
+
+  stateTable(node: KeyedProcessorNode, descriptor: StateDescriptor<StateKind, unknown>): StateTable {
+    return this.keyedState().stateTable(node, descriptor, this)
+  }
+
+  ttlNow(domain: TimeDomain): number {
+    return domain === 'processing' ? this.config.clock.now() : Math.max(this.streamTime, 0)
+  }
+
+  /** Pending user timers of a keyed processor, for the test kit: per key, or counts per domain. */
+  pendingTimers(processorName: string, key?: StoreKey): { event: number[]; processing: number[] } | { event: number; processing: number } | undefined {
+    const node = this.keyed?.nodeByName(processorName)
+    if (node === undefined) return undefined
+    const ts = this.keyed!.timerService
+    if (key === undefined) return { event: ts.userTimerCount('event', node.owner), processing: ts.userTimerCount('processing', node.owner) }
+    return { event: ts.userTimers('event', node.owner, key), processing: ts.userTimers('processing', node.owner, key) }
   }
 
   /** Input partitions with the offset every record before which is done with. */
@@ -240,6 +286,17 @@ export class StreamTask implements TaskServices {
     }
     for (const s of this.stores.values()) s.close()
     if (first !== undefined) throw new PunctualError('PROCESSING', `task ${this.taskId}: a processor failed to close: ${(first as Error).message}`, { cause: first })
+  }
+
+  private keyedState(): KeyedTaskState {
+    if (this.keyed === undefined) {
+      this.keyed = new KeyedTaskState(
+        () => this.config.onWallClockChange?.(),
+        (reason, error, where) => this.handleError(reason, error, undefined, -1, undefined, where),
+        this.config.checkpoint?.keyed,
+      )
+    }
+    return this.keyed
   }
 
   private choose(): PartitionQueue | undefined {
@@ -292,9 +349,9 @@ export class StreamTask implements TaskServices {
     this.handleError(reason, error, q, offset)
   }
 
-  private handleError(reason: DropReason, error: unknown, q: PartitionQueue | undefined, offset: number, p?: Punctuation): void {
+  private handleError(reason: DropReason, error: unknown, q: PartitionQueue | undefined, offset: number, p?: Punctuation, at?: string): void {
     this.metrics.droppedRecords[reason]++
-    const where = q === undefined ? `punctuation "${p?.name}" of processor "${p?.processorName}"` : `topic ${q.topic} partition ${q.partition} offset ${offset}`
+    const where = at ?? (q === undefined ? `punctuation "${p?.name}" of processor "${p?.processorName}"` : `topic ${q.topic} partition ${q.partition} offset ${offset}`)
     const detail = error instanceof Error ? error.message : String(error)
     const message = `task ${this.taskId}: ${reason} error at ${where}: ${detail}`
     const response = this.config.errorHandler({
@@ -314,4 +371,5 @@ const CODE_OF: Record<DropReason, ErrorCode> = {
   deserialization: 'DESERIALIZATION',
   processing: 'PROCESSING',
   punctuation: 'PROCESSING',
+  timer: 'PROCESSING',
 }

@@ -1,0 +1,121 @@
+import { PunctualError } from '../errors.js'
+import type { StoreKey } from '../processor/api.js'
+import type { DropReason } from '../processor/errors.js'
+import type { StateDescriptor, StateKind, TimeDomain } from './api.js'
+import type { KeyedProcessorNode, KeyedTaskServices } from './keyed-node.js'
+import { stateHost } from './keyed-node.js'
+import { ListStateTable, MapStateTable, ValueStateTable } from './keyed-state.js'
+import type { StateTable } from './keyed-state.js'
+import { TimerService } from './timer-service.js'
+import type { TimerRecord, TimerTargets } from './timer-service.js'
+import { compileTtl, sameTtl } from './ttl.js'
+
+/** Keyed state and timers of one task, as a checkpoint carries them. */
+export interface KeyedSnapshot {
+  readonly timers: readonly TimerRecord[]
+  /** Per state, `node/state`: its kind and entries. */
+  readonly states: Readonly<Record<string, { readonly kind: StateKind; readonly entries: ReadonlyArray<[StoreKey, unknown]> }>>
+}
+
+/**
+ * Everything keyed a task owns: the timer service, the keyed nodes (owners of user timers) and their
+ * state tables (owners of TTL timers). It routes fired timers and reports callback errors.
+ */
+export class KeyedTaskState implements TimerTargets {
+  readonly timerService: TimerService
+  private readonly nodes: KeyedProcessorNode[] = []
+  private readonly tables: StateTable[] = []
+  private readonly tableByName = new Map<string, StateTable>()
+  private pendingStates: KeyedSnapshot['states']
+
+  constructor(
+    onProcessingTimerAdded: () => void,
+    private readonly onError: (reason: DropReason, error: unknown, where: string) => void,
+    restore: KeyedSnapshot | undefined,
+  ) {
+    this.timerService = new TimerService(this, onProcessingTimerAdded)
+    this.pendingStates = restore?.states ?? {}
+  }
+
+  /** The owner index the next keyed node gets. */
+  nextOwner(): number {
+    return this.nodes.length
+  }
+
+  addNode(node: KeyedProcessorNode): void {
+    this.nodes.push(node)
+  }
+
+  stateTable(node: KeyedProcessorNode, descriptor: StateDescriptor<StateKind, unknown>, task: KeyedTaskServices): StateTable {
+    const where = `keyed processor "${node.name}" state "${descriptor.name}"`
+    if (typeof descriptor.name !== 'string' || descriptor.name.length === 0) {
+      throw new PunctualError('INVALID_CONFIG', `keyed processor "${node.name}": a state needs a non-empty name, got ${JSON.stringify(descriptor.name)}`)
+    }
+    const ttl = compileTtl(descriptor.ttl, where)
+    const fullName = `${node.name}/${descriptor.name}`
+    const existing = this.tableByName.get(fullName)
+    if (existing !== undefined) {
+      if (existing.kind !== descriptor.kind) throw new PunctualError('INVALID_CONFIG', `${where} is already registered as ${existing.kind} state, not ${descriptor.kind}`)
+      if (!sameTtl(existing.ttl, ttl)) throw new PunctualError('INVALID_CONFIG', `${where} is already registered with a different TTL config`)
+      return existing
+    }
+    const id = this.tables.length
+    const host = stateHost(node, task, () => id, ttl?.domain ?? 'processing')
+    const table: StateTable =
+      descriptor.kind === 'value'
+        ? new ValueStateTable(id, descriptor.name, 'value', ttl, host)
+        : descriptor.kind === 'map'
+          ? new MapStateTable(id, descriptor.name, 'map', ttl, host)
+          : new ListStateTable(id, descriptor.name, 'list', ttl, host)
+    const saved = this.pendingStates[fullName]
+    if (saved !== undefined) {
+      if (saved.kind !== descriptor.kind) throw new PunctualError('INVALID_CONFIG', `${where}: the checkpoint holds ${saved.kind} state under this name, not ${descriptor.kind}`)
+      table.restore(saved.entries)
+    }
+    this.tables.push(table)
+    this.tableByName.set(fullName, table)
+    return table
+  }
+
+  onUserTimer(owner: number, key: StoreKey, timestamp: number, domain: TimeDomain): void {
+    const node = this.nodes[owner] as KeyedProcessorNode
+    try {
+      node.fireTimer(key, timestamp, domain)
+    } catch (err) {
+      this.onError('timer', err, `${domain}-time timer ${timestamp} of key ${String(key)} in keyed processor "${node.name}"`)
+    }
+  }
+
+  onTtlTimer(owner: number, key: StoreKey, _timestamp: number, _domain: TimeDomain, now: number): void {
+    const table = this.tables[owner] as StateTable
+    try {
+      table.cleanup(key, now)
+    } catch (err) {
+      this.onError('timer', err, `TTL cleanup of state "${table.name}" for key ${String(key)}`)
+    }
+  }
+
+  /** Restores timers (after processors registered their states in init). */
+  restoreTimers(records: readonly TimerRecord[]): void {
+    const nodeIndex = new Map(this.nodes.map((n, i) => [n.name, i]))
+    const tableIndex = new Map([...this.tableByName].map(([name, t]) => [name, t.id]))
+    // A timer whose node or state no longer exists is dropped: nothing could handle it.
+    const known = records.filter((r) => (r.kind === 'user' ? nodeIndex.has(r.owner) : tableIndex.has(r.owner)))
+    this.timerService.restore(known, (n) => nodeIndex.get(n) as number, (n) => tableIndex.get(n) as number)
+    this.pendingStates = {}
+  }
+
+  snapshot(): KeyedSnapshot {
+    const states: Record<string, { kind: StateKind; entries: Array<[StoreKey, unknown]> }> = {}
+    for (const [name, t] of this.tableByName) states[name] = { kind: t.kind, entries: t.snapshot() }
+    const timers = this.timerService.snapshot(
+      this.nodes.map((n) => n.name),
+      this.tables.map((t) => [...this.tableByName].find(([, x]) => x === t)?.[0] as string),
+    )
+    return { timers, states }
+  }
+
+  nodeByName(name: string): KeyedProcessorNode | undefined {
+    return this.nodes.find((n) => n.name === name)
+  }
+}

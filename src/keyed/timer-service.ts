@@ -1,0 +1,139 @@
+import type { StoreKey } from '../processor/api.js'
+import type { TimeDomain } from './api.js'
+import { TimerQueue } from './timer-queue.js'
+import type { TimerEntry } from './timer-queue.js'
+
+/** Where fired timers go: the task routes user timers to their node, TTL timers to their state. */
+export interface TimerTargets {
+  onUserTimer(owner: number, key: StoreKey, timestamp: number, domain: TimeDomain): void
+  onTtlTimer(owner: number, key: StoreKey, timestamp: number, domain: TimeDomain, now: number): void
+}
+
+/** A pending timer as a snapshot holds it; `owner` is a stable name (node, or node/state). */
+export interface TimerRecord {
+  readonly kind: 'user' | 'ttl'
+  readonly domain: TimeDomain
+  readonly timestamp: number
+  readonly seq: number
+  readonly owner: string
+  readonly key: StoreKey
+}
+
+interface Queues {
+  readonly event: TimerQueue
+  readonly processing: TimerQueue
+}
+
+/**
+ * The timers of one task (Flink's timer service): per time domain, a queue of user timers and a
+ * separate queue of TTL timers. When a domain's time advances, every due user timer fires first (also
+ * those registered by callbacks and already due), then due TTL timers; a user timer made due by a TTL
+ * callback still goes before the next TTL timer. TTL timers never change how user timers are kept.
+ */
+export class TimerService {
+  private readonly user: Queues = { event: new TimerQueue(), processing: new TimerQueue() }
+  private readonly ttl: Queues = { event: new TimerQueue(), processing: new TimerQueue() }
+  private seq = 0
+
+  constructor(
+    private readonly targets: TimerTargets,
+    /** Told when a processing-time timer may have become the earliest (to re-arm the real timer). */
+    private readonly onProcessingTimerAdded: () => void,
+  ) {}
+
+  registerUser(domain: TimeDomain, owner: number, key: StoreKey, timestamp: number): void {
+    const q = this.user[domain]
+    if (q.add(owner, key, timestamp, this.seq) && domain === 'processing') this.onProcessingTimerAdded()
+    this.seq++
+  }
+
+  deleteUser(domain: TimeDomain, owner: number, key: StoreKey, timestamp: number): void {
+    this.user[domain].remove(owner, key, timestamp)
+  }
+
+  registerTtl(domain: TimeDomain, owner: number, key: StoreKey, timestamp: number): void {
+    if (this.ttl[domain].add(owner, key, timestamp, this.seq) && domain === 'processing') this.onProcessingTimerAdded()
+    this.seq++
+  }
+
+  deleteTtl(domain: TimeDomain, owner: number, key: StoreKey, timestamp: number): void {
+    this.ttl[domain].remove(owner, key, timestamp)
+  }
+
+  /** Earliest due time of a domain, user or TTL; Infinity when none. */
+  nextDue(domain: TimeDomain): number {
+    return Math.min(this.user[domain].peekTime(), this.ttl[domain].peekTime())
+  }
+
+  /** Fires what is due at `now` in a domain: all due user timers first, then TTL timers. */
+  advance(domain: TimeDomain, now: number): number {
+    const user = this.user[domain]
+    const ttl = this.ttl[domain]
+    let fired = 0
+    for (;;) {
+      const u = user.pollDue(now)
+      if (u !== undefined) {
+        this.targets.onUserTimer(u.owner, u.key, u.timestamp, domain)
+        fired++
+        continue
+      }
+      const t = ttl.pollDue(now)
+      if (t === undefined) return fired
+      this.targets.onTtlTimer(t.owner, t.key, t.timestamp, domain, now)
+      fired++
+    }
+  }
+
+  userTimers(domain: TimeDomain, owner: number, key: StoreKey): number[] {
+    return this.user[domain].list(owner, key).map((e) => e.timestamp)
+  }
+
+  userTimerCount(domain: TimeDomain, owner: number): number {
+    return this.user[domain].countOwner(owner)
+  }
+
+  ttlTimerCount(domain: TimeDomain): number {
+    return this.ttl[domain].size
+  }
+
+  /** Every pending timer, in the time-ordered layout of `timerSortKey`. */
+  snapshot(userOwners: readonly string[], ttlOwners: readonly string[]): TimerRecord[] {
+    const out: TimerRecord[] = []
+    const add = (kind: 'user' | 'ttl', domain: TimeDomain, entries: readonly TimerEntry[], names: readonly string[]): void => {
+      for (const e of entries) out.push({ kind, domain, timestamp: e.timestamp, seq: e.seq, owner: names[e.owner] as string, key: e.key })
+    }
+    for (const domain of ['event', 'processing'] as const) {
+      add('user', domain, this.user[domain].entries(), userOwners)
+      add('ttl', domain, this.ttl[domain].entries(), ttlOwners)
+    }
+    return out.sort((a, b) => Buffer.compare(timerSortKey(a), timerSortKey(b)))
+  }
+
+  /** Restores a snapshot; owners are matched by name, and registration order is kept. */
+  restore(records: readonly TimerRecord[], userOwner: (name: string) => number, ttlOwner: (name: string) => number): void {
+    for (const r of records) {
+      const queues = r.kind === 'user' ? this.user : this.ttl
+      queues[r.domain].add(r.kind === 'user' ? userOwner(r.owner) : ttlOwner(r.owner), r.key, r.timestamp, r.seq)
+      if (r.seq >= this.seq) this.seq = r.seq + 1
+    }
+  }
+}
+
+/**
+ * Byte key whose order is firing order within a domain: domain, kind (user before TTL), timestamp and
+ * registration order as big-endian unsigned 64-bit numbers, then owner and key. The layout an ordered
+ * on-disk store (lmdb) keeps timers in.
+ */
+export function timerSortKey(r: TimerRecord): Buffer {
+  const owner = Buffer.from(r.owner, 'utf8')
+  const key = Buffer.from(`${typeof r.key}:${String(r.key)}`, 'utf8')
+  const buf = Buffer.allocUnsafe(18 + 2 + owner.length + key.length)
+  buf.writeUInt8(r.domain === 'event' ? 0 : 1, 0)
+  buf.writeUInt8(r.kind === 'user' ? 0 : 1, 1)
+  buf.writeBigUInt64BE(BigInt(r.timestamp), 2)
+  buf.writeBigUInt64BE(BigInt(r.seq), 10)
+  buf.writeUInt16BE(owner.length, 18)
+  owner.copy(buf, 20)
+  key.copy(buf, 20 + owner.length)
+  return buf
+}
