@@ -98,8 +98,10 @@ describe('EmbeddedRuntime', () => {
       globalThis.setTimeout = realSetTimeout
     }
     assert.ok(fires >= 5, `fired ${fires} times`)
-    // One arming per fire (plus the first); a polling loop would arm hundreds.
-    assert.ok(armed <= fires + 2, `armed ${armed} timers for ${fires} fires`)
+    // One arming per due time, and at most one more when libuv wakes the timer a fraction of a
+    // millisecond before the due time (its start time is the loop's cached time); a polling loop
+    // would arm hundreds.
+    assert.ok(armed <= 2 * fires + 2, `armed ${armed} timers for ${fires} fires`)
   })
 
   it('stop() drains input already written, then closes every processor once', async () => {
