@@ -1,12 +1,14 @@
 /**
  * `npm run bench`: benchmarks (not tests). Prints a table and writes bench/results.json.
- * Options: --only NAME[,NAME] (lateness-idle, lateness-load, pass-through), --seconds N (lateness run length).
+ * Options: --only NAME[,NAME] (lateness-idle, lateness-load, pass-through, timers, timer-memory),
+ * --seconds N (lateness run length). Run with --expose-gc (npm run bench does) for memory figures.
  */
 import { writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { parseArgs } from 'node:util'
 import { punctuationLateness } from './punctuation-lateness.js'
 import { passThrough } from './pass-through.js'
+import { timerMemory, timerStreaming, timerThroughput } from './timers.js'
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, seconds: { type: 'string', default: '10' } } })
 const only = values.only?.split(',')
@@ -21,6 +23,15 @@ const results: Record<string, unknown> = {
 }
 const rows: string[][] = []
 const f = (n: number, d = 2): string => n.toFixed(d)
+
+// Memory first, on a fresh heap: later benchmarks leave garbage that would skew it.
+if (want('timer-memory')) {
+  for (const n of [1_000_000, 10_000_000]) {
+    const r = timerMemory(n)
+    results[`timer-memory-${n}`] = r
+    rows.push([`memory per pending timer, ${(n / 1e6).toFixed(0)} M timers`, `${r.bytesPerTimer.toFixed(1)} bytes`, `${(r.keys / 1e3).toFixed(0)} k keys, (heap + array buffers) / count`, '<= 100 bytes'])
+  }
+}
 
 if (want('lateness-idle')) {
   const r = await punctuationLateness('idle', durationMs)
@@ -45,6 +56,16 @@ if (want('pass-through')) {
   }
 }
 
+if (want('timers')) {
+  const r = timerThroughput()
+  results.timers = r
+  const k = (n: number): string => `${(n / 1e6).toFixed(2)} M/s`
+  rows.push(['event-time timers: register + fire (1 M timers, 100 k keys)', k(r.registerAndFirePerSecond), `register ${k(r.registerPerSecond)}, fire ${k(r.firePerSecond)}`, '>= 2 M/s'])
+  rows.push(['event-time timers: delete', k(r.deletePerSecond), `${(r.timers / 1e6).toFixed(0)} M timers`, ''])
+  const st = timerStreaming()
+  results['timers-streaming'] = st
+  rows.push(['event-time timers: register + fire as stream time advances', k(st.perSecond), `1 M timers, 100 k keys, up to ${(st.maxPending / 1e3).toFixed(0)} k pending`, '>= 2 M/s'])
+}
 const header = ['benchmark', 'result', 'detail', 'target']
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
 const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ')

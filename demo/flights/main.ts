@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util'
 import { EmbeddedRuntime, Serdes } from '../../src/index.js'
 import { loadFlights } from './data.js'
 import { DAY, flightsTopology } from './topology.js'
-import type { DailyReport, FlightValue, Progress } from './topology.js'
+import type { AirportAlert, DailyReport, FlightValue, Progress } from './topology.js'
 
 const { values: args } = parseArgs({ options: { limit: { type: 'string' }, partitions: { type: 'string', default: '4' } } })
 const limit = args.limit === undefined ? Infinity : Number(args.limit)
@@ -94,6 +94,26 @@ runtime.subscribe<string, Progress>(
   { valueSerde: Serdes.JSON<Progress>() },
 )
 
+// Airport alerts: count the quiet ones, print each expiry (an airport without a flight for a day).
+const quietByAirport = new Map<string, number>()
+let quietAlerts = 0
+let expiries = 0
+runtime.subscribe<string, AirportAlert>(
+  'airport-alerts',
+  (r) => {
+    const a = r.value!
+    if (a.kind === 'quiet') {
+      quietAlerts++
+      quietByAirport.set(a.airport, (quietByAirport.get(a.airport) ?? 0) + 1)
+      return
+    }
+    expiries++
+    if (expiries <= 8) console.log(`  airport ${a.airport}: no departure for a day since ${minute(a.lastDeparture)}; its state expired at ${minute(a.at)} (event-time TTL)`)
+    else if (expiries === 9) console.log('  (further expiries are counted, not printed)')
+  },
+  { valueSerde: Serdes.JSON<AirportAlert>() },
+)
+
 runtime.start()
 const producer = runtime.producer<string, FlightValue>('flights', { valueSerde: Serdes.JSON<FlightValue>() })
 const BATCH = 20_000
@@ -109,6 +129,10 @@ for (let start = 0; start < flights.count; start += BATCH) {
 }
 await runtime.stop()
 for (const parts of [...partialDays.values()].sort((a, b) => a[0]!.day - b[0]!.day)) printDay(parts, false)
+
+const topQuiet = [...quietByAirport].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([a, n]) => `${a} ${fmt(n)}`).join(', ')
+console.log(`\nquiet-airport alerts (no departure for 3 h, event-time timers): ${fmt(quietAlerts)} at ${quietByAirport.size} airports; most: ${topQuiet}`)
+console.log(`airport state expired after a day without departures (event-time TTL): ${fmt(expiries)}`)
 
 const seconds = (Date.now() - startedAt) / 1000
 const m = runtime.metrics()

@@ -1,7 +1,10 @@
-import { PunctuationType, Serdes, Stores, Topology } from '../../src/index.js'
-import type { KeyValueStore, ProcessorContext, StreamRecord } from '../../src/index.js'
+import { PunctuationType, Serdes, StateDescriptors, Stores, Topology } from '../../src/index.js'
+import type { ExpiredEntry, KeyedProcessor, KeyedProcessorContext, KeyValueStore, ProcessorContext, StreamRecord, Timer, ValueState } from '../../src/index.js'
 
 export const DAY = 86_400_000
+export const HOUR = 3_600_000
+/** An airport with no departure for this long (in event time) raises an alert. */
+export const QUIET_AFTER = 3 * HOUR
 /** Midnight UTC, 1 January 2001: the anchor of the daily report. */
 export const FIRST_MIDNIGHT = Date.UTC(2001, 0, 1)
 const DELAYED_MIN = 15
@@ -38,6 +41,16 @@ export interface Progress {
   readonly streamTime: number | null
 }
 
+/** An airport alert: quiet for three hours (event-time timer), or its state expired after a day (TTL). */
+export interface AirportAlert {
+  readonly kind: 'quiet' | 'expired'
+  readonly airport: string
+  /** The last scheduled departure seen from the airport. */
+  readonly lastDeparture: number
+  /** When the alert was raised (the timer's time, or the expiry). */
+  readonly at: number
+}
+
 /**
  * The demo application: flights keyed by origin airport. A stream-time punctuation anchored at
  * midnight UTC reports each day once stream time has passed it; a wall-clock punctuation reports
@@ -50,6 +63,45 @@ export function flightsTopology(options: { progressStartMs: number }): Topology 
     .addStateStore(Stores.inMemoryKeyValueStore<number, DayStats>('daily-stats'), 'daily')
     .addSink('daily-reports', 'daily-reports', { valueSerde: Serdes.JSON<DailyReport>() }, 'daily')
     .addSink('progress', 'progress', { valueSerde: Serdes.JSON<Progress>() }, 'daily')
+    .addKeyedProcessor('quiet-airports', () => new QuietAirports(), 'flights')
+    .addSink('airport-alerts', 'airport-alerts', { valueSerde: Serdes.JSON<AirportAlert>() }, 'quiet-airports')
+}
+
+/**
+ * Per airport: an event-time timer three hours after its latest departure (moved on every newer
+ * departure), and the latest departure in state with an event-time TTL of one day, whose expiry is
+ * reported.
+ */
+class QuietAirports implements KeyedProcessor<string, FlightValue, string, AirportAlert> {
+  private ctx!: KeyedProcessorContext<string, string, AirportAlert>
+  private last!: ValueState<number>
+
+  init(ctx: KeyedProcessorContext<string, string, AirportAlert>): void {
+    this.ctx = ctx
+    this.last = ctx.getState(StateDescriptors.value<number>('last-departure', { ttl: { ttlMs: DAY, timeDomain: 'event' } }))
+  }
+
+  process(record: StreamRecord<string, FlightValue>): void {
+    const previous = this.last.value()
+    // Out-of-order data: only a newer departure moves the alert.
+    if (previous !== undefined && record.timestamp <= previous) return
+    if (previous !== undefined) this.ctx.timers.deleteEventTimeTimer(previous + QUIET_AFTER)
+    this.last.update(record.timestamp)
+    this.ctx.timers.registerEventTimeTimer(record.timestamp + QUIET_AFTER)
+  }
+
+  onTimer(timer: Timer<string>): void {
+    const lastDeparture = this.last.value() ?? timer.timestamp - QUIET_AFTER
+    this.emit({ kind: 'quiet', airport: timer.key, lastDeparture, at: timer.timestamp })
+  }
+
+  onExpire(entry: ExpiredEntry<string>): void {
+    this.emit({ kind: 'expired', airport: entry.key, lastDeparture: entry.value as number, at: entry.expiredAt })
+  }
+
+  private emit(alert: AirportAlert): void {
+    this.ctx.forward({ key: alert.airport, value: alert, timestamp: alert.at, headers: [] })
+  }
 }
 
 class DailyReporter {
