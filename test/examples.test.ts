@@ -26,3 +26,25 @@ describe('README example (examples/heartbeat.ts)', () => {
     driver.close()
   })
 })
+
+describe('README example (examples/abandoned-carts.ts)', () => {
+  it('alerts an hour after the last order and forgets the customer after a day', async () => {
+    const { cartsTopology } = await import('../examples/abandoned-carts.js')
+    const driver = new TopologyTestDriver(cartsTopology())
+    const orders = driver.createInputTopic('orders', Serdes.String(), Serdes.String())
+    const out = driver.createOutputTopic('cart-alerts', Serdes.String(), Serdes.String())
+    const HOUR = 3_600_000
+    orders.pipeInput('ann', 'order', 0)
+    orders.pipeInput('ann', 'order', 30 * 60_000) // moves the timer to 1:30
+    orders.pipeInput('bob', 'order', HOUR)
+    assert.deepEqual(out.readKeyValuesToList(), [])
+    orders.pipeInput('bob', 'order', 90 * 60_000) // stream time 1:30: ann's cart is abandoned
+    assert.deepEqual(out.readRecordsToList().map((r) => [r.key, r.value, r.timestamp]), [['ann', 'cart abandoned', 90 * 60_000]])
+    orders.pipeInput('cid', 'order', 26 * HOUR)
+    assert.deepEqual(out.readKeyValuesToList(), [
+      { key: 'bob', value: 'cart abandoned' },
+      { key: 'ann', value: 'forgotten' },
+      { key: 'bob', value: 'forgotten' },
+    ])
+  })
+})
