@@ -17,6 +17,8 @@ export const ERROR_CODES = [
   'INVALID_ARGUMENT',
   /** An operation was called at a moment it is not allowed (after close, outside init, ...). */
   'ILLEGAL_STATE',
+  /** A suppression buffer exceeded its bound and is configured to stop (shutDownWhenFull). */
+  'BUFFER_FULL',
   /** A conformance scenario file is malformed. */
   'SCENARIO_INVALID',
   /** A feature is not supported yet. */
@@ -29,17 +31,21 @@ export interface PunctualErrorOptions {
   cause?: unknown
   /** Whether trying the same operation again may succeed. */
   retriable?: boolean
+  /** Stops the application whatever the error handler says (not bad input: a configured stop). */
+  fatal?: boolean
 }
 
 export class PunctualError extends Error {
   readonly code: ErrorCode
   readonly retriable: boolean
+  readonly fatal: boolean
 
   constructor(code: ErrorCode, message: string, options: PunctualErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause })
     this.name = 'PunctualError'
     this.code = code
     this.retriable = options.retriable ?? false
+    this.fatal = options.fatal ?? false
   }
 }
 

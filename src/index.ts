@@ -51,6 +51,16 @@ export type {
   ValueStateDescriptor,
 } from './keyed/api.js'
 
+export { StreamsBuilder } from './dsl/builder.js'
+export { KStream, BranchedKStream } from './dsl/kstream.js'
+export { KTable } from './dsl/ktable.js'
+export { KGroupedStream, TimeWindowedKStream, SessionWindowedKStream } from './dsl/grouped.js'
+export type { Consumed, Grouped, KeyValue, Materialized, Produced } from './dsl/options.js'
+export { TimeWindows, SessionWindows } from './windows/windows.js'
+export type { Window, Windowed } from './windows/windows.js'
+export { BufferConfig, Suppressed } from './suppress/config.js'
+export type { EagerBufferConfig, Sizer, StrictBufferConfig, TimeLimitSuppressed, WaitFrom, WhenFull, WindowClosesSuppressed } from './suppress/config.js'
+
 export { EmbeddedRuntime } from './runtime/embedded-runtime.js'
 export type { Producer, RecordListener, RuntimeState } from './runtime/embedded-runtime.js'
 export type { EmbeddedRuntimeConfig } from './runtime/config.js'

@@ -10,6 +10,7 @@ export class TaskMetrics {
     processing: 0,
     punctuation: 0,
     timer: 0,
+    late: 0,
   }
 }
 

@@ -6,14 +6,15 @@ import { TopologyTestDriver } from '../testing/test-driver.js'
 import type { KindInstance, ScenarioKind } from './kinds/kind.js'
 import { keyedTimersKind } from './kinds/keyed-timers.js'
 import { punctuateKind } from './kinds/punctuate.js'
+import { suppressTableKind, windowedCountKind } from './kinds/suppression.js'
 import { malformed, parseRecord, parseScenario } from './scenario.js'
 import type { OutputEvent, RecordInput, Scenario } from './scenario.js'
 
 /** Every kind FORMAT.md defines; `undefined` marks the ones later issues implement. */
 const KINDS: Readonly<Record<string, ScenarioKind | undefined>> = {
   punctuate: punctuateKind,
-  'suppress-table': undefined,
-  'windowed-count': undefined,
+  'suppress-table': suppressTableKind,
+  'windowed-count': windowedCountKind,
   'keyed-timers': keyedTimersKind,
 }
 
@@ -72,14 +73,23 @@ export function runScenario(scenario: Scenario, scenarioPath: string): OutputEve
   for (step = 0; step < scenario.steps.length; step++) {
     const s = scenario.steps[step] as Scenario['steps'][number]
     const where = `steps[${step}]`
-    if ('record' in s) pipe(s.record)
-    else if ('advanceWallClockMs' in s) driver.advanceWallClockTime(s.advanceWallClockMs)
-    else if ('recordsFromFile' in s) {
-      const records = readRecordsFile(resolve(dirname(scenarioPath), s.recordsFromFile), `${where}.recordsFromFile`)
-      for (line = 0; line < records.length; line++) pipe(records[line] as RecordInput)
+    try {
+      if ('record' in s) pipe(s.record)
+      else if ('advanceWallClockMs' in s) driver.advanceWallClockTime(s.advanceWallClockMs)
+      else if ('recordsFromFile' in s) {
+        const records = readRecordsFile(resolve(dirname(scenarioPath), s.recordsFromFile), `${where}.recordsFromFile`)
+        for (line = 0; line < records.length; line++) pipe(records[line] as RecordInput)
+        line = undefined
+      } else if (instance.handleStep?.(s, where) !== true) {
+        throw malformed(where, `is not a step kind ${kindName} supports`)
+      }
+    } catch (err) {
+      // An error that stops the topology is an output; later steps are not run.
+      const code = instance.errorOutput?.(err)
+      if (code === undefined) throw err
       line = undefined
-    } else if (instance.handleStep?.(s, where) !== true) {
-      throw malformed(where, `is not a step kind ${kindName} supports`)
+      outputs.push({ step, error: code })
+      return outputs
     }
   }
   driver.close()

@@ -82,6 +82,7 @@ export class KeyedTaskState implements TimerTargets {
     try {
       node.fireTimer(key, timestamp, domain)
     } catch (err) {
+      if (err instanceof PunctualError && err.fatal) throw err
       this.onError('timer', err, `${domain}-time timer ${timestamp} of key ${String(key)} in keyed processor "${node.name}"`)
     }
   }

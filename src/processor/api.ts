@@ -127,6 +127,11 @@ export interface ProcessorContext<KOut = never, VOut = never> {
   recordMetadata(): RecordMetadata | undefined
   /** A store connected to this processor in the topology. */
   getStateStore<S extends StateStore>(name: string): S
+  /**
+   * Counts a record this processor dropped on purpose (for example `late` for a closed window) in the
+   * task's `dropped-records` metric. Not an error: the error handler is not involved.
+   */
+  droppedRecord(reason: 'late'): void
 }
 
 export interface Processor<KIn, VIn, KOut = never, VOut = never> {

@@ -2,7 +2,7 @@ import type { Logger } from '../util/logger.js'
 import { consoleLogger } from '../util/logger.js'
 
 /** Why a record did not make it through. Also the `reason` label of the dropped-records metric. */
-export type DropReason = 'invalid-timestamp' | 'deserialization' | 'processing' | 'punctuation' | 'timer'
+export type DropReason = 'invalid-timestamp' | 'deserialization' | 'processing' | 'punctuation' | 'timer' | 'late'
 
 export interface ErrorContext {
   readonly reason: DropReason

@@ -94,10 +94,16 @@ describe('punctual scenario run', () => {
     }
   })
 
-  it('exits 2 saying a kind is not supported yet', async () => {
-    const r = await cli('scenario', 'run', scenarioFile({ ...wallScenario, topology: { kind: 'suppress-table' } }))
+  it('exits 2 saying what is not supported yet', async () => {
+    const r = await cli('scenario', 'run', scenarioFile({ ...wallScenario, topology: { kind: 'windowed-count', windows: { type: 'sliding', timeDifferenceMs: 5, graceMs: 0 }, suppress: null } }))
     assert.equal(r.code, 2)
-    assert.match(r.err.join('\n'), /kind suppress-table is not supported yet/)
+    assert.match(r.err.join('\n'), /sliding windows is not supported yet/)
+  })
+
+  it('passes every shared scenario with --check', async () => {
+    const r = await cli('scenario', 'run', SCENARIOS, '--check')
+    assert.equal(r.code, 0, r.out.join('\n'))
+    assert.equal(r.out.at(-1), '24 passed, 0 failed')
   })
 
   it('with several files and --check prints one line per failing file and a summary', async () => {

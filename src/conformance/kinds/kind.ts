@@ -18,6 +18,8 @@ export interface KindInstance {
   readonly inputTopic: string
   /** Handles a kind-specific step (`schedule`, `cancel`); returns false when the step is not the kind's. */
   handleStep?(step: Step, where: string): boolean
+  /** The output code of an error that stops the topology (`buffer-full`), or undefined to rethrow it. */
+  errorOutput?(err: unknown): string | undefined
 }
 
 export type { OutputEvent }

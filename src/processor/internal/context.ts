@@ -20,6 +20,7 @@ export interface TaskServices {
   recordMetadata(): RecordMetadata | undefined
   schedule(processorName: string, spec: ScheduleSpec, callback: Punctuator): Cancellable
   store(processorName: string, allowed: ReadonlySet<string>, name: string): StateStore
+  droppedRecord(reason: 'late'): void
 }
 
 /** The context handed to one processor node of one task. */
@@ -77,5 +78,9 @@ export class ProcessorContextImpl implements ProcessorContext<unknown, unknown> 
 
   getStateStore<S extends StateStore>(name: string): S {
     return this.task.store(this.node.name, this.stores, name) as S
+  }
+
+  droppedRecord(reason: 'late'): void {
+    this.task.droppedRecord(reason)
   }
 }

@@ -150,6 +150,8 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
       try {
         q.source.process(record)
       } catch (err) {
+        // A configured stop (a full suppression buffer) is not bad input: no handler can skip it.
+        if (err instanceof PunctualError && err.fatal) throw err
         this.handleError('processing', err, q, q.lastOffset)
       }
       this.current = undefined
@@ -233,6 +235,10 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
       throw new PunctualError('INVALID_TOPOLOGY', `processor "${processorName}" is not connected to a state store named "${name}"; connect it with Topology.addStateStore(builder, "${processorName}")`)
     }
     return store
+  }
+
+  droppedRecord(reason: 'late'): void {
+    this.metrics.droppedRecords[reason]++
   }
 
   /** Stores by name, for the test kit. */
@@ -341,6 +347,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
     try {
       p.callback(now)
     } catch (err) {
+      if (err instanceof PunctualError && err.fatal) throw err
       this.handleError('punctuation', err, undefined, -1, p)
     }
   }
@@ -372,4 +379,5 @@ const CODE_OF: Record<DropReason, ErrorCode> = {
   processing: 'PROCESSING',
   punctuation: 'PROCESSING',
   timer: 'PROCESSING',
+  late: 'PROCESSING',
 }

@@ -1,0 +1,49 @@
+import { Serdes } from '../processor/serdes.js'
+import type { Serde } from '../processor/serdes.js'
+import { Topology } from '../processor/topology.js'
+import { KStream } from './kstream.js'
+import { KTable } from './ktable.js'
+import type { Consumed } from './options.js'
+import { tableSourceProcessor } from './processors.js'
+
+/**
+ * Builds a topology with the Kafka Streams DSL. Every operation compiles to processor-API nodes on one
+ * `Topology` (no second engine), named as Kafka Streams names them unless a name is given.
+ */
+export class StreamsBuilder {
+  private readonly topology = new Topology()
+  private index = 0
+
+  stream<K = string, V = string>(topics: string | readonly string[], consumed: Consumed<K, V> = {}): KStream<K, V> {
+    const keySerde = consumed.keySerde ?? (Serdes.String() as unknown as Serde<K>)
+    const valueSerde = consumed.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
+    const name = consumed.name ?? this.newName('KSTREAM-SOURCE')
+    this.topology.addSource(name, topics, { keySerde, valueSerde })
+    return new KStream<K, V>(this, name, keySerde, valueSerde)
+  }
+
+  /** A table: the latest value per key of a topic (null values delete). */
+  table<K = string, V = string>(topic: string, consumed: Consumed<K, V> = {}): KTable<K, V> {
+    const keySerde = consumed.keySerde ?? (Serdes.String() as unknown as Serde<K>)
+    const valueSerde = consumed.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
+    const source = this.newName('KSTREAM-SOURCE')
+    this.topology.addSource(source, topic, { keySerde, valueSerde })
+    const name = consumed.name ?? this.newName('KTABLE-SOURCE')
+    this.topology.addProcessor(name, () => tableSourceProcessor<K, V>(), source)
+    return new KTable<K, V>(this, name, keySerde, valueSerde, undefined)
+  }
+
+  build(): Topology {
+    return this.topology
+  }
+
+  /** @internal */
+  get graph(): Topology {
+    return this.topology
+  }
+
+  /** @internal Kafka Streams' naming: PREFIX-0000000007. */
+  newName(prefix: string): string {
+    return `${prefix}-${String(this.index++).padStart(10, '0')}`
+  }
+}

@@ -1,0 +1,108 @@
+import { Serdes } from '../processor/serdes.js'
+import type { Serde } from '../processor/serdes.js'
+import { keyIdFunction } from '../windows/key-id.js'
+import { SessionAggregateProcessor } from '../windows/session-aggregate.js'
+import { WindowAggregateProcessor } from '../windows/window-aggregate.js'
+import type { SessionWindows, TimeWindows, Windowed } from '../windows/windows.js'
+import type { StreamsBuilder } from './builder.js'
+import { KTable } from './ktable.js'
+import type { Materialized } from './options.js'
+import { aggregateProcessor } from './processors.js'
+
+const keySerdeOr = <K>(serde: Serde<K> | undefined): Serde<K> => serde ?? (Serdes.JSON<K>() as Serde<K>)
+
+/** A stream grouped by key, ready to aggregate (Kafka Streams' KGroupedStream). */
+export class KGroupedStream<K, V> {
+  /** @internal */
+  constructor(
+    private readonly builder: StreamsBuilder,
+    private readonly node: string,
+    private readonly keySerde: Serde<K> | undefined,
+    private readonly valueSerde: Serde<V> | undefined,
+  ) {}
+
+  count(materialized: Materialized<K, number> = {}): KTable<K, number> {
+    return this.aggregate(() => 0, (_k, _v, n) => n + 1, { valueSerde: Serdes.Long(), ...materialized })
+  }
+
+  reduce(reducer: (aggregate: V, value: V) => V, materialized: Materialized<K, V> = {}): KTable<K, V> {
+    return this.aggregate<V | undefined>(() => undefined, (_k, v, agg) => (agg === undefined ? v : reducer(agg, v)), materialized as Materialized<K, V | undefined>) as KTable<K, V>
+  }
+
+  aggregate<VA>(initializer: () => VA, aggregator: (key: K, value: V, aggregate: VA) => VA, materialized: Materialized<K, VA> = {}): KTable<K, VA> {
+    const name = materialized.name ?? this.builder.newName('KSTREAM-AGGREGATE')
+    const keyId = keyIdFunction(keySerdeOr(this.keySerde))
+    this.builder.graph.addProcessor(name, aggregateProcessor(initializer, aggregator, keyId), this.node)
+    return new KTable<K, VA>(this.builder, name, materialized.keySerde ?? this.keySerde, materialized.valueSerde, undefined)
+  }
+
+  windowedBy(windows: TimeWindows): TimeWindowedKStream<K, V>
+  windowedBy(windows: SessionWindows): SessionWindowedKStream<K, V>
+  windowedBy(windows: TimeWindows | SessionWindows): TimeWindowedKStream<K, V> | SessionWindowedKStream<K, V> {
+    return windows.kind === 'time'
+      ? new TimeWindowedKStream(this.builder, this.node, this.keySerde, windows)
+      : new SessionWindowedKStream(this.builder, this.node, this.keySerde, windows)
+  }
+}
+
+/** A grouped stream over time windows: aggregations give a windowed table. */
+export class TimeWindowedKStream<K, V> {
+  /** @internal */
+  constructor(
+    private readonly builder: StreamsBuilder,
+    private readonly node: string,
+    private readonly keySerde: Serde<K> | undefined,
+    private readonly windows: TimeWindows,
+  ) {}
+
+  count(materialized: Materialized<Windowed<K>, number> = {}): KTable<Windowed<K>, number> {
+    return this.aggregate(() => 0, (_k, _v, n) => n + 1, { valueSerde: Serdes.Long(), ...materialized })
+  }
+
+  reduce(reducer: (aggregate: V, value: V) => V, materialized: Materialized<Windowed<K>, V> = {}): KTable<Windowed<K>, V> {
+    return this.aggregate<V | undefined>(() => undefined, (_k, v, agg) => (agg === undefined ? v : reducer(agg, v)), materialized as Materialized<Windowed<K>, V | undefined>) as KTable<Windowed<K>, V>
+  }
+
+  aggregate<VA>(initializer: () => VA, aggregator: (key: K, value: V, aggregate: VA) => VA, materialized: Materialized<Windowed<K>, VA> = {}): KTable<Windowed<K>, VA> {
+    const name = materialized.name ?? this.builder.newName('KSTREAM-AGGREGATE')
+    const keySerde = keySerdeOr(this.keySerde)
+    const keyId = keyIdFunction(keySerde)
+    const windows = this.windows
+    this.builder.graph.addProcessor(name, () => new WindowAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId), this.node)
+    return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, { graceMs: windows.graceMs, keySerde: keySerde as Serde<unknown> })
+  }
+}
+
+/** A grouped stream over session windows. */
+export class SessionWindowedKStream<K, V> {
+  /** @internal */
+  constructor(
+    private readonly builder: StreamsBuilder,
+    private readonly node: string,
+    private readonly keySerde: Serde<K> | undefined,
+    private readonly windows: SessionWindows,
+  ) {}
+
+  count(materialized: Materialized<Windowed<K>, number> = {}): KTable<Windowed<K>, number> {
+    return this.aggregate(() => 0, (_k, _v, n) => n + 1, (_k, a, b) => a + b, { valueSerde: Serdes.Long(), ...materialized })
+  }
+
+  reduce(reducer: (aggregate: V, value: V) => V, materialized: Materialized<Windowed<K>, V> = {}): KTable<Windowed<K>, V> {
+    const combine = (a: V | undefined, b: V | undefined): V | undefined => (a === undefined ? b : b === undefined ? a : reducer(a, b))
+    return this.aggregate<V | undefined>(() => undefined, (_k, v, agg) => combine(agg, v), (_k, a, b) => combine(a, b), materialized as Materialized<Windowed<K>, V | undefined>) as KTable<Windowed<K>, V>
+  }
+
+  aggregate<VA>(
+    initializer: () => VA,
+    aggregator: (key: K, value: V, aggregate: VA) => VA,
+    merger: (key: K, left: VA, right: VA) => VA,
+    materialized: Materialized<Windowed<K>, VA> = {},
+  ): KTable<Windowed<K>, VA> {
+    const name = materialized.name ?? this.builder.newName('KSTREAM-AGGREGATE')
+    const keySerde = keySerdeOr(this.keySerde)
+    const keyId = keyIdFunction(keySerde)
+    const windows = this.windows
+    this.builder.graph.addProcessor(name, () => new SessionAggregateProcessor<K, V, VA>(windows, { initializer, aggregator, merger }, keyId), this.node)
+    return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, { graceMs: windows.graceMs, keySerde: keySerde as Serde<unknown> })
+  }
+}

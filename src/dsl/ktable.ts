@@ -1,0 +1,95 @@
+import { invalidConfig } from '../errors.js'
+import { Serdes } from '../processor/serdes.js'
+import type { Serde } from '../processor/serdes.js'
+import { SuppressProcessor } from '../suppress/suppress-processor.js'
+import type { Sizer, Suppressed, TimeLimitSuppressed } from '../suppress/config.js'
+import { keyIdFunction, windowedKeyId } from '../windows/key-id.js'
+import type { Windowed } from '../windows/windows.js'
+import type { StreamsBuilder } from './builder.js'
+import { KStream } from './kstream.js'
+import { statelessProcessor } from './processors.js'
+
+/** What a windowed table knows of its windows: the grace period and the key serde. */
+export interface WindowedTableInfo {
+  readonly graceMs: number
+  readonly keySerde: Serde<unknown>
+}
+
+/** Per-entry overhead the default suppression sizer adds to key and value bytes (timestamp, offsets, headers). */
+const ENTRY_OVERHEAD = 24
+
+/** A changelog stream: the latest value per key; null is a tombstone (Kafka Streams' KTable). */
+export class KTable<K, V> {
+  /** @internal */
+  constructor(
+    private readonly builder: StreamsBuilder,
+    /** @internal */
+    readonly node: string,
+    private readonly keySerde: Serde<K> | undefined,
+    private readonly valueSerde: Serde<V> | undefined,
+    /** @internal Set for windowed tables. */
+    readonly windowed: WindowedTableInfo | undefined,
+  ) {}
+
+  /** Keys whose value fails the predicate become tombstones. */
+  filter(predicate: (key: K, value: V) => boolean, name?: string): KTable<K, V> {
+    return this.then(name, 'KTABLE-FILTER', (k, v) => (v !== null && predicate(k, v) ? v : null), this.valueSerde)
+  }
+
+  filterNot(predicate: (key: K, value: V) => boolean, name?: string): KTable<K, V> {
+    return this.filter((k, v) => !predicate(k, v), name)
+  }
+
+  mapValues<V2>(mapper: (value: V, key: K) => V2, name?: string): KTable<K, V2> {
+    return this.then<V2>(name, 'KTABLE-MAPVALUES', (k, v) => (v === null ? null : mapper(v, k)), undefined)
+  }
+
+  /** The table's updates as a stream (tombstones as null values). */
+  toStream(name?: string): KStream<K, V | null> {
+    const node = name ?? this.builder.newName('KTABLE-TOSTREAM')
+    this.builder.graph.addProcessor(node, statelessProcessor<K, V | null, K, V | null>((r, ctx) => ctx.forward(r)), this.node)
+    return new KStream<K, V | null>(this.builder, node, this.keySerde, this.valueSerde as Serde<V | null> | undefined)
+  }
+
+  /**
+   * Holds updates back (KIP-328): `Suppressed.untilTimeLimit(...)` on any table, or
+   * `Suppressed.untilWindowCloses(...)` (final results) on a windowed table.
+   */
+  suppress(suppressed: K extends Windowed<unknown> ? Suppressed<K, V> : TimeLimitSuppressed<K, V>): KTable<K, V> {
+    const s = suppressed as Suppressed<K, V>
+    const name = s.name ?? this.builder.newName('KTABLE-SUPPRESS')
+    const windowed = this.windowed
+    if (s.until === 'windowCloses' && windowed === undefined) {
+      throw invalidConfig(`suppression "${name}"`, 'untilWindowCloses needs a windowed table (after windowedBy(...).count/reduce/aggregate)')
+    }
+    let keyId: (key: K) => string
+    let keyBytes: (key: K) => number
+    if (windowed !== undefined) {
+      const inner = keyIdFunction(windowed.keySerde)
+      keyId = (k) => {
+        const w = k as unknown as Windowed<unknown>
+        return windowedKeyId(inner(w.key), w.window.start)
+      }
+      keyBytes = (k) => inner((k as unknown as Windowed<unknown>).key).length + 8
+    } else {
+      const id = keyIdFunction(this.keySerde ?? (Serdes.JSON<K>() as Serde<K>))
+      keyId = id
+      keyBytes = (k) => id(k).length
+    }
+    const valueSerde = this.valueSerde ?? (Serdes.JSON<V>() as Serde<V>)
+    const sizer: Sizer<K, V> = s.sizer ?? ((k, v) => keyBytes(k) + (valueSerde.serialize('', v)?.byteLength ?? 0) + ENTRY_OVERHEAD)
+    const graceMs = windowed?.graceMs ?? 0
+    this.builder.graph.addProcessor(name, () => new SuppressProcessor<K, V>({ name, suppressed: s, keyId, sizer, graceMs }), this.node)
+    return new KTable<K, V>(this.builder, name, this.keySerde, this.valueSerde, windowed)
+  }
+
+  private then<V2>(name: string | undefined, prefix: string, map: (key: K, value: V | null) => V2 | null, valueSerde: Serde<V2> | undefined): KTable<K, V2> {
+    const node = name ?? this.builder.newName(prefix)
+    this.builder.graph.addProcessor(
+      node,
+      statelessProcessor<K, V | null, K, V2 | null>((r, ctx) => ctx.forward({ key: r.key, value: map(r.key, r.value), timestamp: r.timestamp, headers: r.headers })),
+      this.node,
+    )
+    return new KTable<K, V2>(this.builder, node, this.keySerde, valueSerde, this.windowed)
+  }
+}

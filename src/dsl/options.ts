@@ -1,0 +1,36 @@
+import type { Serde } from '../processor/serdes.js'
+import type { StreamPartitioner } from '../processor/topology.js'
+
+/** How a stream is read from a topic. Defaults: String keys and values. */
+export interface Consumed<K, V> {
+  readonly keySerde?: Serde<K>
+  readonly valueSerde?: Serde<V>
+  readonly name?: string
+}
+
+/** How a stream is written to a topic. Defaults: the stream's serdes, else JSON. */
+export interface Produced<K, V> {
+  readonly keySerde?: Serde<K>
+  readonly valueSerde?: Serde<V>
+  readonly partitioner?: StreamPartitioner<K, V>
+  readonly name?: string
+}
+
+/** Serdes for grouping (and for the repartition topic of `groupBy`). */
+export interface Grouped<K, V> {
+  readonly keySerde?: Serde<K>
+  readonly valueSerde?: Serde<V>
+  readonly name?: string
+}
+
+/** Names and serdes of an aggregation's result. */
+export interface Materialized<K, V> {
+  readonly keySerde?: Serde<K>
+  readonly valueSerde?: Serde<V>
+  readonly name?: string
+}
+
+export interface KeyValue<K, V> {
+  readonly key: K
+  readonly value: V
+}

@@ -1,0 +1,86 @@
+import { IndexedMinHeap } from '../util/indexed-heap.js'
+import type { HeapElement } from '../util/indexed-heap.js'
+
+/** One buffered key: its latest value and record timestamp, and its order time. */
+export class BufferEntry<K, V> implements HeapElement {
+  heapIndex = -1
+
+  constructor(
+    /** The key's bytes as a latin1 string: compares in byte order, as Kafka orders keys. */
+    readonly keyId: string,
+    readonly key: K,
+    public value: V | null,
+    /** Timestamp of the latest update (the emitted record's timestamp). */
+    public timestamp: number,
+    /** The time the buffer orders and expires by (latest update, first update, or window end). */
+    public orderTime: number,
+    public size: number,
+  ) {}
+}
+
+const older = (a: BufferEntry<unknown, unknown>, b: BufferEntry<unknown, unknown>): boolean =>
+  a.orderTime < b.orderTime || (a.orderTime === b.orderTime && a.keyId < b.keyId)
+
+/**
+ * The suppression buffer: one entry per key, ordered by (order time, key bytes), with O(log n) put,
+ * update and eviction and exact byte accounting. It holds no policy: the suppress processor decides
+ * order times and calls `evictWhile` with its rule (as Kafka Streams' buffer offers evictWhile).
+ */
+export class TimeOrderedBuffer<K, V> {
+  private readonly heap = new IndexedMinHeap<BufferEntry<K, V>>(older)
+  private readonly byKey = new Map<string, BufferEntry<K, V>>()
+  private bytes = 0
+
+  get numRecords(): number {
+    return this.byKey.size
+  }
+
+  get bufferSize(): number {
+    return this.bytes
+  }
+
+  get(keyId: string): BufferEntry<K, V> | undefined {
+    return this.byKey.get(keyId)
+  }
+
+  /** Earliest order time, or Infinity when empty. */
+  minOrderTime(): number {
+    return this.heap.peek()?.orderTime ?? Infinity
+  }
+
+  /** Inserts a key, or updates it in place (value, timestamp, order time, size). */
+  put(keyId: string, key: K, value: V | null, timestamp: number, orderTime: number, size: number): void {
+    const existing = this.byKey.get(keyId)
+    if (existing === undefined) {
+      const entry = new BufferEntry(keyId, key, value, timestamp, orderTime, size)
+      this.byKey.set(keyId, entry)
+      this.heap.add(entry)
+      this.bytes += size
+      return
+    }
+    this.bytes += size - existing.size
+    existing.value = value
+    existing.timestamp = timestamp
+    existing.size = size
+    if (existing.orderTime !== orderTime) {
+      this.heap.remove(existing)
+      existing.orderTime = orderTime
+      this.heap.add(existing)
+    }
+  }
+
+  /** Removes oldest entries while `predicate` holds, handing each to `emit` after it left the buffer. */
+  evictWhile(predicate: (oldest: BufferEntry<K, V>) => boolean, emit: (entry: BufferEntry<K, V>) => void): void {
+    for (let head = this.heap.peek(); head !== undefined && predicate(head); head = this.heap.peek()) {
+      this.heap.poll()
+      this.byKey.delete(head.keyId)
+      this.bytes -= head.size
+      emit(head)
+    }
+  }
+
+  /** Entries oldest first (for snapshots and tests). */
+  entries(): Array<BufferEntry<K, V>> {
+    return [...this.byKey.values()].sort((a, b) => (older(a, b) ? -1 : older(b, a) ? 1 : 0))
+  }
+}

@@ -1,0 +1,78 @@
+import { invalidConfig } from '../errors.js'
+
+/** A window's bounds: [start, end) for time windows; [start, end] (both inclusive) for sessions. */
+export interface Window {
+  readonly start: number
+  readonly end: number
+}
+
+/** A windowed key: what windowed aggregations emit (Kafka Streams' Windowed<K>). */
+export interface Windowed<K> {
+  readonly key: K
+  readonly window: Window
+}
+
+function ms(name: string, v: number, min: number): number {
+  if (!Number.isSafeInteger(v) || v < min) throw invalidConfig(name, `must be an integer >= ${min}, got ${JSON.stringify(v)}`)
+  return v
+}
+
+/** Tumbling (advance = size) or hopping windows [start, start + size), aligned to the epoch. */
+export class TimeWindows {
+  readonly kind = 'time' as const
+
+  private constructor(
+    readonly sizeMs: number,
+    readonly advanceMs: number,
+    readonly graceMs: number,
+  ) {}
+
+  static ofSizeAndGrace(sizeMs: number, graceMs: number): TimeWindows {
+    const size = ms('TimeWindows.ofSizeAndGrace size', sizeMs, 1)
+    return new TimeWindows(size, size, ms('TimeWindows.ofSizeAndGrace grace', graceMs, 0))
+  }
+
+  static ofSizeWithNoGrace(sizeMs: number): TimeWindows {
+    const size = ms('TimeWindows.ofSizeWithNoGrace size', sizeMs, 1)
+    return new TimeWindows(size, size, 0)
+  }
+
+  /** Hopping windows: a new window every `advanceMs` (0 < advance <= size). */
+  advanceBy(advanceMs: number): TimeWindows {
+    const advance = ms('TimeWindows.advanceBy', advanceMs, 1)
+    if (advance > this.sizeMs) throw invalidConfig('TimeWindows.advanceBy', `advance ${advance} must not exceed the window size ${this.sizeMs}`)
+    return new TimeWindows(this.sizeMs, advance, this.graceMs)
+  }
+
+  /** Starts of the windows that contain `ts`, ascending (Kafka Streams' windowsFor). */
+  windowStartsFor(ts: number, out: number[]): number[] {
+    out.length = 0
+    let start = Math.max(0, ts - this.sizeMs + this.advanceMs)
+    start -= start % this.advanceMs
+    for (; start <= ts; start += this.advanceMs) out.push(start)
+    return out
+  }
+
+  /** How long windows are kept after they end: the grace period (at least until they close). */
+  retentionMs(): number {
+    return this.sizeMs + this.graceMs
+  }
+}
+
+/** Session windows: records of a key closer than the inactivity gap merge into one session. */
+export class SessionWindows {
+  readonly kind = 'session' as const
+
+  private constructor(
+    readonly gapMs: number,
+    readonly graceMs: number,
+  ) {}
+
+  static ofInactivityGapAndGrace(gapMs: number, graceMs: number): SessionWindows {
+    return new SessionWindows(ms('SessionWindows gap', gapMs, 1), ms('SessionWindows grace', graceMs, 0))
+  }
+
+  static ofInactivityGapWithNoGrace(gapMs: number): SessionWindows {
+    return new SessionWindows(ms('SessionWindows gap', gapMs, 1), 0)
+  }
+}
