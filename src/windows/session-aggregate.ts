@@ -65,17 +65,32 @@ export class SessionAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
     agg = this.aggregation.aggregator(record.key, record.value, agg)
     if (entry === undefined) this.sessions.set(id, (entry = { key: record.key, list: [] }))
     entry.list = entry.list.filter((s) => !overlapping.includes(s))
-    entry.list.push({ start, end, agg })
+    // Kept sorted by start: the expiry walk relies on it.
+    let at = entry.list.length
+    while (at > 0 && (entry.list[at - 1] as Session<VA>).start > start) at--
+    entry.list.splice(at, 0, { start, end, agg })
     this.ctx.forward({ key: { key: record.key, window: { start, end } }, value: agg, timestamp: end, headers: record.headers })
     this.expire(entry, id, closeTime)
   }
 
-  /** Drops this key's sessions that closed (no record can reach them any more). */
+  /**
+   * Drops this key's sessions that no accepted record can reach any more. An accepted record ends up in
+   * a session ending at or after `closeTime`, and one record bridges at most one gap, so it can reach
+   * the sessions ending at or after `closeTime - gap`, and the one session just before those.
+   */
   private expire(entry: { list: Array<Session<VA>> }, id: string, closeTime: number): void {
-    const gap = this.spec.gapMs
-    if (entry.list.some((s) => s.end + gap < closeTime)) {
-      entry.list = entry.list.filter((s) => s.end + gap >= closeTime)
-      if (entry.list.length === 0) this.sessions.delete(id)
+    const list = entry.list
+    const reachable = closeTime - this.spec.gapMs
+    let firstKept = list.length
+    for (let i = 0; i < list.length; i++) {
+      if ((list[i] as Session<VA>).end >= reachable) {
+        firstKept = i
+        break
+      }
     }
+    const from = Math.max(0, firstKept - 1)
+    if (from === 0) return
+    entry.list = list.slice(from)
+    if (entry.list.length === 0) this.sessions.delete(id)
   }
 }

@@ -1,0 +1,197 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { BufferConfig, EmbeddedRuntime, Serdes, SessionWindows, silentLogger, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
+import type { KStream, Windowed } from '../../src/index.js'
+import { TopologyTestDriver } from '../../src/testing/index.js'
+
+/** Collects what reaches the end of a stream as "key=value@ts" lines. */
+function collect<K, V>(stream: KStream<K, V>, show: (k: K) => string = String): string[] {
+  const out: string[] = []
+  stream.then(undefined, 'TEST-OUT', (r) => out.push(`${show(r.key)}=${r.value}@${r.timestamp}`))
+  return out
+}
+const win = (k: Windowed<string>): string => `${k.key}[${k.window.start},${k.window.end})`
+
+function drive(builder: StreamsBuilder, topic = 'in') {
+  const driver = new TopologyTestDriver(builder.build(), { errorHandler: () => 'fail' })
+  const input = driver.createInputTopic(topic, Serdes.String(), Serdes.String())
+  return { driver, pipe: (k: string, v: string, ts: number) => input.pipeInput(k, v, ts) }
+}
+
+describe('stateless KStream operations', () => {
+  it('filter, mapValues, selectKey, flatMap and peek compose', () => {
+    const b = new StreamsBuilder()
+    const seen: string[] = []
+    const out = collect(
+      b
+        .stream('in')
+        .filter((_k, v) => v !== 'skip')
+        .peek((k) => seen.push(k))
+        .mapValues((v) => v.toUpperCase())
+        .flatMap((k, v) => [
+          { key: `${k}1`, value: v },
+          { key: `${k}2`, value: v },
+        ])
+        .selectKey((k) => k.toUpperCase()),
+    )
+    const { pipe } = drive(b)
+    pipe('a', 'x', 1)
+    pipe('b', 'skip', 2)
+    assert.deepEqual(out, ['A1=X@1', 'A2=X@1'])
+    assert.deepEqual(seen, ['a'])
+  })
+
+  it('split routes to the first matching branch, else the default', () => {
+    const b = new StreamsBuilder()
+    const branches = b
+      .stream('in')
+      .split('route-')
+      .branch((_k, v) => v.startsWith('a'), 'a')
+      .branch((_k, v) => v.startsWith('b'), 'b')
+      .defaultBranch('other')
+    const a = collect(branches['route-a']!)
+    const other = collect(branches['route-other']!)
+    const { pipe } = drive(b)
+    pipe('k', 'apple', 1)
+    pipe('k', 'cherry', 2)
+    assert.deepEqual([a, other], [['k=apple@1'], ['k=cherry@2']])
+  })
+
+  it('merge interleaves two streams', () => {
+    const b = new StreamsBuilder()
+    const out = collect(b.stream('in').merge(b.stream('in2')))
+    const d = new TopologyTestDriver(b.build())
+    d.createInputTopic('in', Serdes.String(), Serdes.String()).pipeInput('a', '1', 1)
+    d.createInputTopic('in2', Serdes.String(), Serdes.String()).pipeInput('b', '2', 2)
+    assert.deepEqual(out, ['a=1@1', 'b=2@2'])
+  })
+})
+
+describe('aggregations', () => {
+  it('groupByKey().count() forwards every update', () => {
+    const b = new StreamsBuilder()
+    const out = collect(b.stream('in').groupByKey().count().toStream())
+    const { pipe } = drive(b)
+    for (const [k, ts] of [['a', 1], ['b', 2], ['a', 3]] as const) pipe(k, 'v', ts)
+    assert.deepEqual(out, ['a=1@1', 'b=1@2', 'a=2@3'])
+  })
+
+  it('groupBy repartitions by the new key through a topic, then aggregates', () => {
+    const b = new StreamsBuilder()
+    const out = collect(
+      b
+        .stream('in')
+        .groupBy((_k, v) => v.slice(0, 1), { keySerde: Serdes.String() })
+        .aggregate(
+          () => '',
+          (_k, v, agg) => agg + v,
+        )
+        .toStream(),
+    )
+    const { pipe } = drive(b)
+    pipe('1', 'ax', 1)
+    pipe('2', 'by', 2)
+    pipe('3', 'az', 3)
+    assert.deepEqual(out, ['a=ax@1', 'b=by@2', 'a=axaz@3'])
+    assert.match(b.build().describe(), /Sub-topology: 1/)
+  })
+
+  it('reduce combines values per key', () => {
+    const b = new StreamsBuilder()
+    const out = collect(b.stream('in').groupByKey().reduce((a, v) => `${a}+${v}`).toStream())
+    const { pipe } = drive(b)
+    pipe('k', 'x', 1)
+    pipe('k', 'y', 2)
+    assert.deepEqual(out, ['k=x@1', 'k=x+y@2'])
+  })
+})
+
+describe('time windows (SEMANTICS 5)', () => {
+  it('hopping windows: a record counts in every window containing it; output ts is the largest input ts', () => {
+    const b = new StreamsBuilder()
+    const out = collect(b.stream('in').groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(10, 100).advanceBy(5)).count().toStream(), win)
+    const { pipe } = drive(b)
+    pipe('k', 'v', 7)
+    pipe('k', 'v', 3)
+    assert.deepEqual(out, ['k[0,10)=1@7', 'k[5,15)=1@7', 'k[0,10)=2@7'])
+  })
+
+  it('a record is late once end + grace <= stream time: dropped and counted', () => {
+    const b = new StreamsBuilder()
+    const out = collect(b.stream('in').groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(10, 5)).count().toStream(), win)
+    const { pipe, driver } = drive(b)
+    pipe('k', 'v', 14) // stream time 14: [0,10) closes at 15
+    pipe('k', 'v', 9) // 10 + 5 > 14: still open
+    pipe('k', 'v', 15) // stream time 15
+    pipe('k', 'v', 9) // 10 + 5 <= 15: late
+    assert.deepEqual(out, ['k[10,20)=1@14', 'k[0,10)=1@9', 'k[10,20)=2@15'])
+    assert.equal(driver.metrics().droppedRecords.late, 1)
+  })
+
+  it('final results with untilWindowCloses: one result per window, when it closes', () => {
+    const b = new StreamsBuilder()
+    const out = collect(
+      b
+        .stream('in')
+        .groupByKey()
+        .windowedBy(TimeWindows.ofSizeAndGrace(10, 5))
+        .count()
+        .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))
+        .toStream(),
+      win,
+    )
+    const { pipe } = drive(b)
+    pipe('a', 'v', 1)
+    pipe('b', 'v', 2)
+    pipe('a', 'v', 8)
+    pipe('a', 'v', 14)
+    assert.deepEqual(out, [])
+    pipe('c', 'v', 15)
+    assert.deepEqual(out, ['a[0,10)=2@8', 'b[0,10)=1@2'])
+  })
+})
+
+describe('session windows', () => {
+  it('merge records within the gap, retracting merged sessions with tombstones', () => {
+    const b = new StreamsBuilder()
+    const out = collect(b.stream('in').groupByKey().windowedBy(SessionWindows.ofInactivityGapAndGrace(5, 0)).count().toStream(), (k) => `${k.key}[${k.window.start},${k.window.end}]`)
+    const { pipe } = drive(b)
+    pipe('k', 'v', 0)
+    pipe('k', 'v', 10)
+    pipe('k', 'v', 5) // bridges both sessions
+    assert.deepEqual(out, ['k[0,0]=1@0', 'k[10,10]=1@10', 'k[0,0]=null@0', 'k[10,10]=null@10', 'k[0,10]=3@10'])
+  })
+
+  it('a record whose session would end before stream time - grace is late', () => {
+    const b = new StreamsBuilder()
+    const out = collect(b.stream('in').groupByKey().windowedBy(SessionWindows.ofInactivityGapAndGrace(5, 2)).count().toStream(), (k) => `${k.key}[${k.window.start},${k.window.end}]`)
+    const { pipe, driver } = drive(b)
+    pipe('k', 'v', 20) // close time: 20 - 2 = 18
+    pipe('j', 'v', 18) // ends at 18: accepted
+    pipe('j', 'v', 18) // retract [18,18], send [18,18] again
+    pipe('i', 'v', 17) // ends at 17 < 18: late
+    assert.deepEqual(out, ['k[20,20]=1@20', 'j[18,18]=1@18', 'j[18,18]=null@18', 'j[18,18]=2@18'])
+    assert.equal(driver.metrics().droppedRecords.late, 1)
+  })
+})
+
+describe('DSL on the embedded runtime', () => {
+  it('windowed final results over several partitions', async () => {
+    const b = new StreamsBuilder()
+    const results: string[] = []
+    b.stream('in')
+      .groupByKey()
+      .windowedBy(TimeWindows.ofSizeWithNoGrace(10))
+      .count()
+      .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))
+      .toStream()
+      .then(undefined, 'OUT', (r) => results.push(`${win(r.key)}=${r.value}`))
+    const rt = new EmbeddedRuntime(b.build(), { applicationId: 'dsl', topics: { in: { partitions: 3 } }, logger: silentLogger })
+    rt.start()
+    const p = rt.producer('in')
+    for (let i = 0; i < 30; i++) p.send(`k${i % 3}`, 'v', i)
+    // Each key is in one partition; its windows close once that task's stream time passes them.
+    await rt.stop()
+    assert.deepEqual(results.sort(), ['k0[0,10)=4', 'k0[10,20)=3', 'k1[0,10)=3', 'k1[10,20)=4', 'k2[0,10)=3', 'k2[10,20)=3'].sort())
+  })
+})
