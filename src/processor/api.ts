@@ -132,6 +132,8 @@ export interface ProcessorContext<KOut = never, VOut = never> {
    * task's `dropped-records` metric. Not an error: the error handler is not involved.
    */
   droppedRecord(reason: 'late'): void
+  /** A directory for this task's files (created on first call) under the application's state directory. */
+  stateDir(): string
 }
 
 export interface Processor<KIn, VIn, KOut = never, VOut = never> {

@@ -5,6 +5,7 @@ import { systemClock } from '../time/clock.js'
 import type { Clock } from '../time/clock.js'
 import { consoleLogger } from '../util/logger.js'
 import type { Logger } from '../util/logger.js'
+import { temporaryStateDir } from '../util/state-dir.js'
 
 export interface EmbeddedRuntimeConfig {
   /** Names the application in logs (and, with durable state, its state directory). */
@@ -23,6 +24,8 @@ export interface EmbeddedRuntimeConfig {
   errorHandler?: ErrorHandler
   /** @default writes to stderr */
   logger?: Logger
+  /** Where tasks keep files (spilled suppression buffers). @default a new directory under the system temp dir */
+  stateDir?: string
 }
 
 /** Validates once, at construction, and fills in defaults. */
@@ -37,6 +40,9 @@ export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): Required<O
     if (!Number.isSafeInteger(v) || v < min) throw invalidConfig(where, `${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`)
     return v
   }
+  if (config.stateDir !== undefined && (typeof config.stateDir !== 'string' || config.stateDir.length === 0)) {
+    throw invalidConfig(where, `stateDir must be a non-empty path, got ${JSON.stringify(config.stateDir)}`)
+  }
   const logger = config.logger ?? consoleLogger
   return {
     applicationId: config.applicationId,
@@ -46,5 +52,6 @@ export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): Required<O
     clock: config.clock ?? systemClock,
     errorHandler: config.errorHandler ?? ErrorHandlers.logAndContinue(logger),
     logger,
+    stateDir: config.stateDir ?? temporaryStateDir(config.applicationId),
   }
 }

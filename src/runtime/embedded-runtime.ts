@@ -207,6 +207,7 @@ export class EmbeddedRuntime {
             clock: this.clock,
             maxTaskIdleMs: this.config.maxTaskIdleMs,
             errorHandler: this.errorHandler,
+            stateDir: this.config.stateDir,
             onWallClockChange: this.onWallClockChange,
           }),
         )

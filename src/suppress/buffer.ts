@@ -21,12 +21,23 @@ export class BufferEntry<K, V> implements HeapElement {
 const older = (a: BufferEntry<unknown, unknown>, b: BufferEntry<unknown, unknown>): boolean =>
   a.orderTime < b.orderTime || (a.orderTime === b.orderTime && a.keyId < b.keyId)
 
+/** What the suppress processor needs of a buffer: in memory, or spilling to disk. */
+export interface SuppressionBuffer<K, V> {
+  readonly numRecords: number
+  /** Sum of entry sizes. */
+  readonly bufferSize: number
+  has(keyId: string): boolean
+  put(keyId: string, key: K, value: V | null, timestamp: number, orderTime: number, size: number): void
+  evictWhile(predicate: (oldest: BufferEntry<K, V>) => boolean, emit: (entry: BufferEntry<K, V>) => void): void
+  close(): void
+}
+
 /**
  * The suppression buffer: one entry per key, ordered by (order time, key bytes), with O(log n) put,
  * update and eviction and exact byte accounting. It holds no policy: the suppress processor decides
  * order times and calls `evictWhile` with its rule (as Kafka Streams' buffer offers evictWhile).
  */
-export class TimeOrderedBuffer<K, V> {
+export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
   private readonly heap = new IndexedMinHeap<BufferEntry<K, V>>(older)
   private readonly byKey = new Map<string, BufferEntry<K, V>>()
   private bytes = 0
@@ -42,6 +53,12 @@ export class TimeOrderedBuffer<K, V> {
   get(keyId: string): BufferEntry<K, V> | undefined {
     return this.byKey.get(keyId)
   }
+
+  has(keyId: string): boolean {
+    return this.byKey.has(keyId)
+  }
+
+  close(): void {}
 
   /** Earliest order time, or Infinity when empty. */
   minOrderTime(): number {

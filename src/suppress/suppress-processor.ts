@@ -1,8 +1,10 @@
 import { PunctualError } from '../errors.js'
 import type { Processor, ProcessorContext, StreamRecord } from '../processor/api.js'
 import type { Windowed } from '../windows/windows.js'
+import { join } from 'node:path'
 import { TimeOrderedBuffer } from './buffer.js'
-import type { BufferEntry } from './buffer.js'
+import type { BufferEntry, SuppressionBuffer } from './buffer.js'
+import { SpillingBuffer } from './spilling-buffer.js'
 import type { Sizer, Suppressed } from './config.js'
 
 export interface SuppressOptions<K, V> {
@@ -29,7 +31,8 @@ export interface SuppressOptions<K, V> {
  */
 export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | null> {
   private ctx!: ProcessorContext<K, V | null>
-  private readonly buffer = new TimeOrderedBuffer<K, V>()
+  private buffer!: SuppressionBuffer<K, V>
+  private readonly spills: boolean
   /** First-update timestamps for `waitFrom: first`, by key id (cleared when the key leaves). */
   private readonly firstSeen = new Map<string, number>()
   private observedStreamTime = -1
@@ -44,13 +47,18 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
     this.delay = s.until === 'windowCloses' ? (options.graceMs ?? 0) : s.waitMs
     this.maxRecords = s.bufferConfig.maxRecords
     this.maxBytes = s.bufferConfig.maxBytes
-    if (s.bufferConfig.whenFull === 'spillToDisk' && (this.maxRecords !== Infinity || this.maxBytes !== Infinity)) {
-      throw new PunctualError('UNSUPPORTED', `suppression "${options.name}": spillToDiskWhenFull is not available yet`)
-    }
+    this.spills = s.bufferConfig.whenFull === 'spillToDisk' && (this.maxRecords !== Infinity || this.maxBytes !== Infinity)
   }
 
   init(ctx: ProcessorContext<K, V | null>): void {
     this.ctx = ctx
+    this.buffer = this.spills
+      ? new SpillingBuffer<K, V>(join(ctx.stateDir(), `suppress-${this.options.name}`), this.maxRecords, this.maxBytes)
+      : new TimeOrderedBuffer<K, V>()
+  }
+
+  close(): void {
+    this.buffer.close()
   }
 
   process(record: StreamRecord<K, V | null>): void {
@@ -63,7 +71,7 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
       orderTime = (record.key as unknown as Windowed<unknown>).window.end
     } else if (s.waitFrom === 'first') {
       let first = this.firstSeen.get(id)
-      if (first === undefined || this.buffer.get(id) === undefined) this.firstSeen.set(id, (first = ts))
+      if (first === undefined || !this.buffer.has(id)) this.firstSeen.set(id, (first = ts))
       orderTime = first
     } else {
       orderTime = ts
@@ -75,7 +83,8 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
   private enforceConstraints(): void {
     const expiry = this.observedStreamTime - this.delay
     this.buffer.evictWhile((e) => e.orderTime <= expiry, this.emit)
-    if (!this.overCapacity()) return
+    // A spilling buffer keeps its memory part within the bound itself and is never full.
+    if (this.spills || !this.overCapacity()) return
     const config = this.options.suppressed.bufferConfig
     if (config.whenFull === 'emitEarly') {
       this.buffer.evictWhile(() => this.overCapacity(), this.emit)

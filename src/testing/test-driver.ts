@@ -14,6 +14,7 @@ import type { Serde } from '../processor/serdes.js'
 import type { Topology } from '../processor/topology.js'
 import { ManualClock } from '../time/clock.js'
 import { consoleLogger } from '../util/logger.js'
+import { temporaryStateDir } from '../util/state-dir.js'
 
 export interface TestDriverOptions {
   /** Start of the manual wall clock, epoch ms. @default 0 */
@@ -22,6 +23,8 @@ export interface TestDriverOptions {
   maxTaskIdleMs?: number
   /** @default ErrorHandlers.logAndContinue() */
   errorHandler?: ErrorHandler
+  /** Where tasks keep files (spilled suppression buffers). @default a new directory under the system temp dir */
+  stateDir?: string
   /** Resume from a previous driver's `checkpoint()`: stream time and punctuation last-fire times (topics start empty). */
   checkpoint?: DriverCheckpoint
 }
@@ -43,6 +46,7 @@ export class TopologyTestDriver {
   constructor(topology: Topology, options: TestDriverOptions = {}) {
     this.clock = new ManualClock(options.wallClockStartMs ?? 0)
     const errorHandler = options.errorHandler ?? ErrorHandlers.logAndContinue(consoleLogger)
+    const stateDir = options.stateDir ?? temporaryStateDir('test-driver')
     for (const sub of topology.subtopologies()) {
       for (const t of sub.sourceTopics) this.topics.create(t, 1)
       this.tasks.push(
@@ -53,6 +57,7 @@ export class TopologyTestDriver {
           clock: this.clock,
           maxTaskIdleMs: options.maxTaskIdleMs ?? 0,
           errorHandler,
+          stateDir,
           checkpoint: withoutPositions(options.checkpoint?.[`${sub.id}_0`]),
         }),
       )

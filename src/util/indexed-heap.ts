@@ -3,6 +3,12 @@ export interface HeapElement {
   heapIndex: number
 }
 
+/** Reads and writes an element's slot; lets one element sit in two heaps (a min and a max heap). */
+export interface SlotAccess<T> {
+  get(item: T): number
+  set(item: T, index: number): void
+}
+
 /**
  * A binary min-heap whose elements store their index (as Flink's HeapPriorityQueue does). `add` and
  * `remove` report whether the head changed: that is how owners know to re-arm their one real timer.

@@ -21,6 +21,7 @@ export interface TaskServices {
   schedule(processorName: string, spec: ScheduleSpec, callback: Punctuator): Cancellable
   store(processorName: string, allowed: ReadonlySet<string>, name: string): StateStore
   droppedRecord(reason: 'late'): void
+  taskStateDir(): string
 }
 
 /** The context handed to one processor node of one task. */
@@ -82,5 +83,9 @@ export class ProcessorContextImpl implements ProcessorContext<unknown, unknown> 
 
   droppedRecord(reason: 'late'): void {
     this.task.droppedRecord(reason)
+  }
+
+  stateDir(): string {
+    return this.task.taskStateDir()
   }
 }

@@ -1,3 +1,5 @@
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
 import { PunctualError } from '../../errors.js'
 import type { KeyedProcessorSupplier, StateDescriptor, StateKind, TimeDomain } from '../../keyed/api.js'
 import { KeyedProcessorNode } from '../../keyed/keyed-node.js'
@@ -54,6 +56,8 @@ export interface TaskConfig {
   readonly maxTaskIdleMs: number
   readonly errorHandler: ErrorHandler
   readonly checkpoint?: TaskCheckpoint | undefined
+  /** The application's state directory; each task uses `<stateDir>/<task id>`. */
+  readonly stateDir: string
   /** Called when the earliest wall-clock due time may have moved (to re-arm the runtime's timer). */
   readonly onWallClockChange?: (() => void) | undefined
 }
@@ -239,6 +243,12 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
 
   droppedRecord(reason: 'late'): void {
     this.metrics.droppedRecords[reason]++
+  }
+
+  taskStateDir(): string {
+    const dir = join(this.config.stateDir, this.taskId.toString())
+    mkdirSync(dir, { recursive: true })
+    return dir
   }
 
   /** Stores by name, for the test kit. */

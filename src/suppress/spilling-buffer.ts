@@ -1,0 +1,203 @@
+import { mkdirSync, rmSync } from 'node:fs'
+import { open } from 'lmdb'
+import type { Database, RootDatabase } from 'lmdb'
+import { SlottedHeap } from '../util/double-heap.js'
+import type { BufferEntry, SuppressionBuffer } from './buffer.js'
+
+/** An entry in memory: a buffer entry that also knows its slot in the newest-first heap. */
+class MemEntry<K, V> {
+  oldestSlot = -1
+  newestSlot = -1
+
+  constructor(
+    readonly keyId: string,
+    readonly key: K,
+    public value: V | null,
+    public timestamp: number,
+    public orderTime: number,
+    public size: number,
+  ) {}
+}
+
+interface Spilled<K, V> {
+  readonly key: K
+  readonly value: V | null
+  readonly timestamp: number
+  readonly size: number
+}
+
+const older = (a: MemEntry<unknown, unknown>, b: MemEntry<unknown, unknown>): boolean => a.orderTime < b.orderTime || (a.orderTime === b.orderTime && a.keyId < b.keyId)
+const newer = (a: MemEntry<unknown, unknown>, b: MemEntry<unknown, unknown>): boolean => older(b, a)
+const compareOrder = (t1: number, k1: string, t2: number, k2: string): number => (t1 !== t2 ? t1 - t2 : k1 < k2 ? -1 : k1 > k2 ? 1 : 0)
+
+/**
+ * A suppression buffer that never emits early and never exceeds its memory bound: the oldest entries
+ * (by order time, then key bytes) stay in memory within the bound, and the newer ones spill to an lmdb
+ * environment whose keys are (order time, key bytes), so the disk part is ordered the same way. Every
+ * memory entry is older than every spilled one; eviction takes from memory and refills it from disk in
+ * order, so emission order and results are those of an unbounded buffer (KAFKA-7224, beyond Kafka).
+ * The environment lives in `dir` and is deleted on close.
+ */
+export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
+  private readonly mem = new Map<string, MemEntry<K, V>>()
+  private readonly oldest = new SlottedHeap<MemEntry<K, V>>(older, { get: (e) => e.oldestSlot, set: (e, i) => (e.oldestSlot = i) })
+  private readonly newest = new SlottedHeap<MemEntry<K, V>>(newer, { get: (e) => e.newestSlot, set: (e, i) => (e.newestSlot = i) })
+  private memBytes = 0
+  private diskCount = 0
+  private diskBytes = 0
+  private readonly env: RootDatabase
+  /** (order time, key id) -> entry. */
+  private readonly entries: Database<Spilled<K, V>, [number, string]>
+  /** key id -> order time, to find a spilled key on update. */
+  private readonly index: Database<number, string>
+
+  constructor(
+    private readonly dir: string,
+    private readonly maxRecords: number,
+    private readonly maxBytes: number,
+  ) {
+    mkdirSync(dir, { recursive: true })
+    // Spilled entries are a cache of the (separately durable) buffer: no fsync per write.
+    this.env = open({ path: dir, noSync: true, compression: false })
+    this.entries = this.env.openDB<Spilled<K, V>, [number, string]>({ name: 'entries' })
+    this.index = this.env.openDB<number, string>({ name: 'index' })
+  }
+
+  get numRecords(): number {
+    return this.mem.size + this.diskCount
+  }
+
+  get bufferSize(): number {
+    return this.memBytes + this.diskBytes
+  }
+
+  /** Bytes and entries held in memory (within the bound). */
+  get memoryRecords(): number {
+    return this.mem.size
+  }
+
+  get memorySize(): number {
+    return this.memBytes
+  }
+
+  get spilledRecords(): number {
+    return this.diskCount
+  }
+
+  has(keyId: string): boolean {
+    return this.mem.has(keyId) || this.index.get(keyId) !== undefined
+  }
+
+  put(keyId: string, key: K, value: V | null, timestamp: number, orderTime: number, size: number): void {
+    const inMemory = this.mem.get(keyId)
+    if (inMemory !== undefined) {
+      this.memBytes += size - inMemory.size
+      inMemory.value = value
+      inMemory.timestamp = timestamp
+      inMemory.size = size
+      if (inMemory.orderTime !== orderTime) {
+        this.oldest.remove(inMemory)
+        this.newest.remove(inMemory)
+        inMemory.orderTime = orderTime
+        this.oldest.add(inMemory)
+        this.newest.add(inMemory)
+      }
+    } else {
+      const spilledAt = this.index.get(keyId)
+      if (spilledAt !== undefined) this.unspill(spilledAt, keyId)
+      this.addToMemory(new MemEntry(keyId, key, value, timestamp, orderTime, size))
+    }
+    this.rebalance()
+  }
+
+  /** Removes oldest entries while `predicate` holds, refilling memory from disk in order. */
+  evictWhile(predicate: (oldest: BufferEntry<K, V>) => boolean, emit: (entry: BufferEntry<K, V>) => void): void {
+    for (;;) {
+      if (this.mem.size === 0 && this.diskCount > 0) this.refill()
+      const head = this.oldest.peek()
+      if (head === undefined || !predicate(head as unknown as BufferEntry<K, V>)) return
+      this.removeFromMemory(head)
+      emit(head as unknown as BufferEntry<K, V>)
+    }
+  }
+
+  close(): void {
+    this.env.close()
+    rmSync(this.dir, { recursive: true, force: true })
+  }
+
+  private addToMemory(e: MemEntry<K, V>): void {
+    this.mem.set(e.keyId, e)
+    this.oldest.add(e)
+    this.newest.add(e)
+    this.memBytes += e.size
+  }
+
+  private removeFromMemory(e: MemEntry<K, V>): void {
+    this.mem.delete(e.keyId)
+    this.oldest.remove(e)
+    this.newest.remove(e)
+    this.memBytes -= e.size
+  }
+
+  private overBound(): boolean {
+    return this.mem.size > this.maxRecords || this.memBytes > this.maxBytes
+  }
+
+  /** Restores the invariants: memory within its bound, and older than everything on disk. */
+  private rebalance(): void {
+    if (this.diskCount > 0) {
+      const diskMin = this.diskMin()
+      for (let top = this.newest.peek(); top !== undefined && diskMin !== undefined && compareOrder(top.orderTime, top.keyId, diskMin[0], diskMin[1]) > 0; top = this.newest.peek()) {
+        this.spill(top)
+      }
+    }
+    while (this.overBound()) this.spill(this.newest.peek() as MemEntry<K, V>)
+  }
+
+  private spill(e: MemEntry<K, V>): void {
+    this.removeFromMemory(e)
+    this.entries.putSync([e.orderTime, e.keyId], { key: e.key, value: e.value, timestamp: e.timestamp, size: e.size })
+    this.index.putSync(e.keyId, e.orderTime)
+    this.diskCount++
+    this.diskBytes += e.size
+  }
+
+  private unspill(orderTime: number, keyId: string): Spilled<K, V> {
+    const s = this.entries.get([orderTime, keyId]) as Spilled<K, V>
+    this.entries.removeSync([orderTime, keyId])
+    this.index.removeSync(keyId)
+    this.diskCount--
+    this.diskBytes -= s.size
+    return s
+  }
+
+  private diskMin(): [number, string] | undefined {
+    for (const k of this.entries.getKeys({ limit: 1 })) return k
+    return undefined
+  }
+
+  /** Moves the oldest spilled entries back into memory, as many as fit within the bound. */
+  private refill(): void {
+    const batch: Array<[number, string, Spilled<K, V>]> = []
+    let records = 0
+    let bytes = 0
+    for (const { key, value } of this.entries.getRange({})) {
+      if (batch.length > 0 && (records + 1 > this.maxRecords || bytes + value.size > this.maxBytes)) break
+      batch.push([key[0], key[1], value])
+      records++
+      bytes += value.size
+    }
+    this.env.transactionSync(() => {
+      for (const [orderTime, keyId] of batch) {
+        this.entries.removeSync([orderTime, keyId])
+        this.index.removeSync(keyId)
+      }
+    })
+    for (const [orderTime, keyId, s] of batch) {
+      this.diskCount--
+      this.diskBytes -= s.size
+      this.addToMemory(new MemEntry(keyId, s.key, s.value, s.timestamp, orderTime, s.size))
+    }
+  }
+}

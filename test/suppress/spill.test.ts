@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict'
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import fc from 'fast-check'
+import { BufferConfig, Serdes, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
+import type { Windowed } from '../../src/index.js'
+import { SpillingBuffer } from '../../src/suppress/spilling-buffer.js'
+import { TopologyTestDriver } from '../../src/testing/index.js'
+
+type Rec = { key: string; value: string | null; ts: number }
+
+function runTimeLimit(records: Rec[], waitMs: number, waitFrom: 'latest' | 'first', spillAt: number | undefined, stateDir: string): string[] {
+  const out: string[] = []
+  const config = spillAt === undefined ? BufferConfig.unbounded() : BufferConfig.maxRecords(spillAt).spillToDiskWhenFull()
+  const b = new StreamsBuilder()
+  b.table<string, string>('in')
+    .suppress(Suppressed.untilTimeLimit<string, string>(waitMs, config).withWaitFrom(waitFrom).withName('s'))
+    .toStream()
+    .then(undefined, 'OUT', (r) => out.push(`${r.key}=${r.value}@${r.timestamp}`))
+  const d = new TopologyTestDriver(b.build(), { errorHandler: () => 'fail', stateDir })
+  const input = d.createInputTopic('in', Serdes.String(), Serdes.String())
+  for (const r of records) input.pipeInput(r.key, r.value, r.ts)
+  d.close()
+  return out
+}
+
+const recs = fc.array(
+  fc.record({ key: fc.constantFrom(...'ABCDEFGHIJKLMNOP'.split('')), value: fc.option(fc.stringMatching(/^[a-z]{1,3}$/), { nil: null, freq: 10 }), ts: fc.nat(60) }),
+  { minLength: 1, maxLength: 60 },
+)
+
+describe('spillToDiskWhenFull (beyond Kafka)', () => {
+  it('emits exactly what an unbounded buffer emits, with most entries spilled (property)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'punctual-spill-'))
+    fc.assert(
+      fc.property(recs, fc.nat(12), fc.constantFrom<'latest' | 'first'>('latest', 'first'), fc.integer({ min: 1, max: 2 }), (records, wait, waitFrom, bound) => {
+        assert.deepEqual(runTimeLimit(records, wait, waitFrom, bound, dir), runTimeLimit(records, wait, waitFrom, undefined, dir))
+      }),
+      { numRuns: 300 },
+    )
+    assert.deepEqual(readdirSync(dir).flatMap((t) => readdirSync(join(dir, t))), [], 'spill files are removed on close')
+  })
+
+  it('final results of windowed counts are identical to unbounded, with a bound of one window in memory', () => {
+    const run = (spill: boolean): string[] => {
+      const out: string[] = []
+      const config = spill ? BufferConfig.unbounded().withMaxRecords(1).spillToDiskWhenFull() : BufferConfig.unbounded()
+      const b = new StreamsBuilder()
+      b.stream('in')
+        .groupByKey()
+        .windowedBy(TimeWindows.ofSizeAndGrace(10, 5))
+        .count()
+        .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(config))
+        .toStream()
+        .then(undefined, 'OUT', (r) => out.push(`${r.key.key}@${r.key.window.start}=${r.value}`))
+      const d = new TopologyTestDriver(b.build())
+      const input = d.createInputTopic('in', Serdes.String(), Serdes.String())
+      for (let i = 0; i < 500; i++) input.pipeInput(`k${(i * 7) % 13}`, 'v', i + ((i * 31) % 9))
+      d.close()
+      return out
+    }
+    const spilled = run(true)
+    assert.ok(spilled.length > 100)
+    assert.deepEqual(spilled, run(false))
+  })
+
+  it('keeps its memory part within the bound and the rest on disk', () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'punctual-spill-')), 'buffer')
+    const buf = new SpillingBuffer<string, string>(dir, 3, Infinity)
+    for (let i = 0; i < 20; i++) buf.put(`k${String(i).padStart(2, '0')}`, `k${i}`, 'v', i, i, 10)
+    assert.equal(buf.numRecords, 20)
+    assert.equal(buf.memoryRecords, 3)
+    assert.equal(buf.spilledRecords, 17)
+    assert.equal(buf.bufferSize, 200)
+    // An update that makes a spilled key the oldest brings it into memory.
+    buf.put('k15', 'k15', 'w', 0, -1, 10)
+    const emitted: string[] = []
+    buf.evictWhile((e) => e.orderTime <= 4, (e) => emitted.push(`${e.key}=${e.value}`))
+    assert.deepEqual(emitted, ['k15=w', 'k0=v', 'k1=v', 'k2=v', 'k3=v', 'k4=v'])
+    assert.ok(buf.memoryRecords <= 3)
+    buf.close()
+    assert.equal(existsSync(dir), false)
+  })
+})
