@@ -27,6 +27,8 @@ export interface SuppressionBuffer<K, V> {
   /** Sum of entry sizes. */
   readonly bufferSize: number
   has(keyId: string): boolean
+  /** Earliest order time, or Infinity when empty. */
+  minOrderTime(): number
   put(keyId: string, key: K, value: V | null, timestamp: number, orderTime: number, size: number): void
   evictWhile(predicate: (oldest: BufferEntry<K, V>) => boolean, emit: (entry: BufferEntry<K, V>) => void): void
   close(): void

@@ -84,6 +84,12 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
     return this.diskCount
   }
 
+  minOrderTime(): number {
+    const head = this.oldest.peek()
+    if (head !== undefined) return head.orderTime
+    return this.diskMin()?.[0] ?? Infinity
+  }
+
   has(keyId: string): boolean {
     return this.mem.has(keyId) || this.index.get(keyId) !== undefined
   }

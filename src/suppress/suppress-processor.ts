@@ -1,5 +1,6 @@
 import { PunctualError } from '../errors.js'
-import type { Processor, ProcessorContext, StreamRecord } from '../processor/api.js'
+import { PunctuationType } from '../processor/api.js'
+import type { Cancellable, Processor, ProcessorContext, StreamRecord } from '../processor/api.js'
 import type { Windowed } from '../windows/windows.js'
 import { join } from 'node:path'
 import { TimeOrderedBuffer } from './buffer.js'
@@ -28,6 +29,9 @@ export interface SuppressOptions<K, V> {
  *   buffered like values and forwarded when due.
  * - `untilWindowCloses`: a window is due when `windowEnd + grace <= stream time`; the order time is the
  *   window end. Tombstones (retracted sessions) replace the buffered value and are not forwarded.
+ *   Beyond Kafka, with a wall-clock limit d a window is also emitted once the wall clock reaches
+ *   `windowEnd + grace + d` (one wall-clock schedule, armed for the oldest window); later updates for a
+ *   window emitted that way are dropped as late.
  */
 export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | null> {
   private ctx!: ProcessorContext<K, V | null>
@@ -37,6 +41,12 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
   private readonly firstSeen = new Map<string, number>()
   private observedStreamTime = -1
   private readonly finalResults: boolean
+  /** For the wall-clock limit: the one schedule, and the time it is armed for. */
+  private wallSchedule: Cancellable | undefined
+  private wallScheduledFor = Infinity
+  /** Windows emitted on the wall clock before stream time closed them: (window end, key id), by end. */
+  private readonly closedEarly: Array<[number, string]> = []
+  private readonly closedEarlyIds = new Set<string>()
   private readonly delay: number
   private readonly maxRecords: number
   private readonly maxBytes: number
@@ -65,6 +75,13 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
     const ts = record.timestamp
     if (ts > this.observedStreamTime) this.observedStreamTime = ts
     const id = this.options.keyId(record.key)
+    if (this.closedEarly.length > 0) {
+      this.forgetClosedEarly()
+      if (this.closedEarlyIds.has(id)) {
+        this.ctx.droppedRecord('late')
+        return
+      }
+    }
     let orderTime: number
     const s = this.options.suppressed
     if (s.until === 'windowCloses') {
@@ -78,6 +95,52 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
     }
     this.buffer.put(id, record.key, record.value, ts, orderTime, this.options.sizer(record.key, record.value))
     this.enforceConstraints()
+    this.armWallClock()
+  }
+
+  /** Keeps the one wall-clock schedule armed for the oldest window's wall-clock deadline. */
+  private armWallClock(): void {
+    const s = this.options.suppressed
+    if (s.until !== 'windowCloses' || s.wallClockLimitMs === undefined) return
+    const due = this.buffer.minOrderTime() + this.delay + s.wallClockLimitMs
+    if (due === this.wallScheduledFor) return
+    this.wallSchedule?.cancel()
+    this.wallSchedule = undefined
+    this.wallScheduledFor = due
+    if (due === Infinity) return
+    const now = this.ctx.currentSystemTimeMs()
+    // A one-shot: anchored at the deadline (or now, if it passed), with an interval that never recurs.
+    this.wallSchedule = this.ctx.schedule(
+      { type: PunctuationType.WALL_CLOCK_TIME, intervalMs: Number.MAX_SAFE_INTEGER, startTime: Math.max(0, Math.ceil(Math.max(due, now))) },
+      this.onWallClock,
+    )
+  }
+
+  private readonly onWallClock = (now: number): void => {
+    const limit = (this.options.suppressed as { wallClockLimitMs: number }).wallClockLimitMs
+    this.wallScheduledFor = Infinity
+    this.wallSchedule?.cancel()
+    this.wallSchedule = undefined
+    this.buffer.evictWhile(
+      (e) => e.orderTime + this.delay + limit <= now,
+      (e) => {
+        // Closed by the wall clock before stream time closed it: later updates are late.
+        if (e.orderTime + this.delay > this.observedStreamTime) {
+          this.closedEarly.push([e.orderTime, e.keyId])
+          this.closedEarlyIds.add(e.keyId)
+        }
+        this.emit(e)
+      },
+    )
+    this.armWallClock()
+  }
+
+  /** Stream time closed these windows too: the upstream aggregation drops their late records itself. */
+  private forgetClosedEarly(): void {
+    const q = this.closedEarly
+    let n = 0
+    while (n < q.length && (q[n] as [number, string])[0] + this.delay <= this.observedStreamTime) this.closedEarlyIds.delete((q[n++] as [number, string])[1])
+    if (n > 0) q.splice(0, n)
   }
 
   private enforceConstraints(): void {
