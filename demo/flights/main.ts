@@ -4,8 +4,9 @@
  */
 import { parseArgs } from 'node:util'
 import { EmbeddedRuntime, Serdes } from '../../src/index.js'
+import type { Windowed } from '../../src/index.js'
 import { loadFlights } from './data.js'
-import { DAY, flightsTopology } from './topology.js'
+import { DAY, DELAYED_MIN, flightsTopology, HOURLY_GRACE } from './topology.js'
 import type { AirportAlert, DailyReport, FlightValue, Progress } from './topology.js'
 
 const { values: args } = parseArgs({ options: { limit: { type: 'string' }, partitions: { type: 'string', default: '4' } } })
@@ -31,7 +32,7 @@ console.log(
 const startedAt = Date.now()
 const runtime = new EmbeddedRuntime(flightsTopology({ progressStartMs: startedAt - (startedAt % 1000) }), {
   applicationId: 'flights-demo',
-  topics: { flights: { partitions }, 'daily-reports': { partitions: 1 }, progress: { partitions: 1 } },
+  topics: { flights: { partitions }, 'daily-reports': { partitions: 1 }, progress: { partitions: 1 }, 'hourly-delays': { partitions: 1 } },
 })
 
 // Each task reports each day; print a day once every task has reported it.
@@ -114,6 +115,19 @@ runtime.subscribe<string, AirportAlert>(
   { valueSerde: Serdes.JSON<AirportAlert>() },
 )
 
+// Hourly delayed-flight counts, final results only: each (airport, hour) must arrive exactly once.
+const hourly = new Map<string, number>()
+let duplicateFinals = 0
+runtime.subscribe<Windowed<string>, number>(
+  'hourly-delays',
+  (r) => {
+    const id = `${r.key!.key} ${r.key!.window.start}`
+    if (hourly.has(id)) duplicateFinals++
+    hourly.set(id, r.value!)
+  },
+  { keySerde: Serdes.JSON<Windowed<string>>(), valueSerde: Serdes.Long() },
+)
+
 runtime.start()
 const producer = runtime.producer<string, FlightValue>('flights', { valueSerde: Serdes.JSON<FlightValue>() })
 const BATCH = 20_000
@@ -129,6 +143,16 @@ for (let start = 0; start < flights.count; start += BATCH) {
 }
 await runtime.stop()
 for (const parts of [...partialDays.values()].sort((a, b) => a[0]!.day - b[0]!.day)) printDay(parts, false)
+
+const worst = [...hourly].sort((a, b) => b[1] - a[1]).slice(0, 10)
+console.log(`\nhourly flights delayed > ${DELAYED_MIN} min per airport, final results only (1 h windows, ${HOURLY_GRACE / 60_000} min grace, untilWindowCloses):`)
+console.log(`  ${fmt(hourly.size)} final (airport, hour) results, ${duplicateFinals} emitted twice; ${fmt(runtime.metrics().droppedRecords.late)} late flights dropped`)
+console.log('  worst airport-hours:')
+console.log('    airport  hour (UTC)          delayed')
+for (const [id, n] of worst) {
+  const [airport, start] = id.split(' ') as [string, string]
+  console.log(`    ${airport.padEnd(7)}  ${minute(Number(start))}  ${String(n).padStart(7)}`)
+}
 
 const topQuiet = [...quietByAirport].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([a, n]) => `${a} ${fmt(n)}`).join(', ')
 console.log(`\nquiet-airport alerts (no departure for 3 h, event-time timers): ${fmt(quietAlerts)} at ${quietByAirport.size} airports; most: ${topQuiet}`)

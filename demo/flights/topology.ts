@@ -1,5 +1,5 @@
-import { PunctuationType, Serdes, StateDescriptors, Stores, Topology } from '../../src/index.js'
-import type { ExpiredEntry, KeyedProcessor, KeyedProcessorContext, KeyValueStore, ProcessorContext, StreamRecord, Timer, ValueState } from '../../src/index.js'
+import { BufferConfig, PunctuationType, Serdes, StateDescriptors, Stores, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
+import type { ExpiredEntry, KeyedProcessor, KeyedProcessorContext, KeyValueStore, ProcessorContext, StreamRecord, Timer, Topology, ValueState, Windowed } from '../../src/index.js'
 
 export const DAY = 86_400_000
 export const HOUR = 3_600_000
@@ -7,7 +7,9 @@ export const HOUR = 3_600_000
 export const QUIET_AFTER = 3 * HOUR
 /** Midnight UTC, 1 January 2001: the anchor of the daily report. */
 export const FIRST_MIDNIGHT = Date.UTC(2001, 0, 1)
-const DELAYED_MIN = 15
+export const DELAYED_MIN = 15
+/** Hourly windows accept flights up to 30 minutes after the hour closes (the data is out of order). */
+export const HOURLY_GRACE = 30 * 60_000
 
 export interface FlightValue {
   readonly delay: number
@@ -52,13 +54,27 @@ export interface AirportAlert {
 }
 
 /**
- * The demo application: flights keyed by origin airport. A stream-time punctuation anchored at
- * midnight UTC reports each day once stream time has passed it; a wall-clock punctuation reports
- * progress every second, whether or not records arrive.
+ * The demo application: flights keyed by origin airport.
+ * - DSL: hourly counts of flights delayed more than 15 minutes per airport, final results only
+ *   (`untilWindowCloses`), to topic `hourly-delays`.
+ * - A stream-time punctuation anchored at midnight UTC reports each day once stream time has passed it;
+ *   a wall-clock punctuation reports progress every second, whether or not records arrive.
+ * - A keyed processor raises "no departure for 3 hours" alerts with event-time timers and reports
+ *   airport state expiring after a day (event-time TTL).
  */
 export function flightsTopology(options: { progressStartMs: number }): Topology {
-  return new Topology()
-    .addSource<string, FlightValue>('flights', 'flights', { valueSerde: Serdes.JSON<FlightValue>() })
+  const builder = new StreamsBuilder()
+  builder
+    .stream<string, FlightValue>('flights', { valueSerde: Serdes.JSON<FlightValue>(), name: 'flights' })
+    .filter((_airport, flight) => flight.delay > DELAYED_MIN, 'delayed-flights')
+    .groupByKey()
+    .windowedBy(TimeWindows.ofSizeAndGrace(HOUR, HOURLY_GRACE))
+    .count({ name: 'hourly-delayed-counts' })
+    .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()).withName('hourly-final'))
+    .toStream()
+    .to('hourly-delays', { keySerde: Serdes.JSON<Windowed<string>>(), valueSerde: Serdes.Long() })
+  return builder
+    .build()
     .addProcessor('daily', () => new DailyReporter(options.progressStartMs), 'flights')
     .addStateStore(Stores.inMemoryKeyValueStore<number, DayStats>('daily-stats'), 'daily')
     .addSink('daily-reports', 'daily-reports', { valueSerde: Serdes.JSON<DailyReport>() }, 'daily')

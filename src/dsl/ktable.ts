@@ -2,7 +2,7 @@ import { invalidConfig } from '../errors.js'
 import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
 import { SuppressProcessor } from '../suppress/suppress-processor.js'
-import type { Sizer, Suppressed, TimeLimitSuppressed } from '../suppress/config.js'
+import type { Suppressed, TimeLimitSuppressed } from '../suppress/config.js'
 import { keyIdFunction, windowedKeyId } from '../windows/key-id.js'
 import type { Windowed } from '../windows/windows.js'
 import type { StreamsBuilder } from './builder.js'
@@ -63,21 +63,19 @@ export class KTable<K, V> {
       throw invalidConfig(`suppression "${name}"`, 'untilWindowCloses needs a windowed table (after windowedBy(...).count/reduce/aggregate)')
     }
     let keyId: (key: K) => string
-    let keyBytes: (key: K) => number
     if (windowed !== undefined) {
       const inner = keyIdFunction(windowed.keySerde)
       keyId = (k) => {
         const w = k as unknown as Windowed<unknown>
         return windowedKeyId(inner(w.key), w.window.start)
       }
-      keyBytes = (k) => inner((k as unknown as Windowed<unknown>).key).length + 8
     } else {
-      const id = keyIdFunction(this.keySerde ?? (Serdes.JSON<K>() as Serde<K>))
-      keyId = id
-      keyBytes = (k) => id(k).length
+      keyId = keyIdFunction(this.keySerde ?? (Serdes.JSON<K>() as Serde<K>))
     }
     const valueSerde = this.valueSerde ?? (Serdes.JSON<V>() as Serde<V>)
-    const sizer: Sizer<K, V> = s.sizer ?? ((k, v) => keyBytes(k) + (valueSerde.serialize('', v)?.byteLength ?? 0) + ENTRY_OVERHEAD)
+    const valueSize = (v: V | null): number => valueSerde.sizeOf?.(v) ?? valueSerde.serialize('', v)?.byteLength ?? 0
+    // The default size: key bytes (the id is one character per byte) + value bytes + a fixed overhead.
+    const sizer = s.sizer ?? ((_k: K, v: V | null, id: string) => id.length + valueSize(v) + ENTRY_OVERHEAD)
     const graceMs = windowed?.graceMs ?? 0
     this.builder.graph.addProcessor(name, () => new SuppressProcessor<K, V>({ name, suppressed: s, keyId, sizer, graceMs }), this.node)
     return new KTable<K, V>(this.builder, name, this.keySerde, this.valueSerde, windowed)

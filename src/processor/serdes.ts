@@ -11,6 +11,8 @@ export interface Serde<T> {
    * hand the value itself to a reader that uses the same serde, skipping both conversions.
    */
   readonly inMemoryIdentity?: boolean
+  /** The serialized size in bytes, when it can be known without serializing (buffer accounting). */
+  sizeOf?(data: T | null): number
   serialize(topic: string, data: T | null): Uint8Array | null
   deserialize(topic: string, data: Uint8Array | null): T | null
 }
@@ -22,6 +24,7 @@ function asBuffer(data: Uint8Array): Buffer {
 const stringSerde: Serde<string> = {
   name: 'String',
   inMemoryIdentity: true,
+  sizeOf: (data) => (data === null ? 0 : Buffer.byteLength(data, 'utf8')),
   serialize: (_topic, data) => (data === null ? null : Buffer.from(data, 'utf8')),
   deserialize(topic, data) {
     if (data === null) return null
@@ -33,6 +36,7 @@ const stringSerde: Serde<string> = {
 
 const bytesSerde: Serde<Uint8Array> = {
   name: 'Bytes',
+  sizeOf: (data) => (data === null ? 0 : data.byteLength),
   serialize: (_topic, data) => data,
   deserialize: (_topic, data) => data,
 }
@@ -41,6 +45,7 @@ const bytesSerde: Serde<Uint8Array> = {
 const doubleSerde: Serde<number> = {
   name: 'Double',
   inMemoryIdentity: true,
+  sizeOf: (data) => (data === null ? 0 : 8),
   serialize(_topic, data) {
     if (data === null) return null
     const buf = Buffer.allocUnsafe(8)
@@ -57,6 +62,7 @@ const doubleSerde: Serde<number> = {
 /** Signed 32-bit integer, big-endian (Kafka's IntegerSerde layout). */
 const integerSerde: Serde<number> = {
   name: 'Integer',
+  sizeOf: (data) => (data === null ? 0 : 4),
   serialize(topic, data) {
     if (data === null) return null
     if (!Number.isInteger(data) || data < -0x80000000 || data > 0x7fffffff) {
@@ -76,6 +82,7 @@ const integerSerde: Serde<number> = {
 /** Signed 64-bit integer, big-endian (Kafka's LongSerde layout), limited to JavaScript's safe integers. */
 const longSerde: Serde<number> = {
   name: 'Long',
+  sizeOf: (data) => (data === null ? 0 : 8),
   serialize(topic, data) {
     if (data === null) return null
     if (!Number.isSafeInteger(data)) throw new RangeError(`Long serde: ${data} is not a safe integer (topic ${topic})`)

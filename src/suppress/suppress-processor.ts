@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { TimeOrderedBuffer } from './buffer.js'
 import type { BufferEntry, SuppressionBuffer } from './buffer.js'
 import { SpillingBuffer } from './spilling-buffer.js'
-import type { Sizer, Suppressed } from './config.js'
+import type { Suppressed } from './config.js'
 
 export interface SuppressOptions<K, V> {
   /** The node's name, used in errors. */
@@ -14,7 +14,8 @@ export interface SuppressOptions<K, V> {
   readonly suppressed: Suppressed<K, V>
   /** Byte-ordered id of a key (windowed keys: key bytes then window start). */
   readonly keyId: (key: K) => string
-  readonly sizer: Sizer<K, V>
+  /** Entry size; gets the key id too, whose length is the key's byte count. */
+  readonly sizer: (key: K, value: V | null, keyId: string) => number
   /** For `untilWindowCloses`: the grace period of the upstream windows. */
   readonly graceMs?: number
 }
@@ -93,7 +94,7 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
     } else {
       orderTime = ts
     }
-    this.buffer.put(id, record.key, record.value, ts, orderTime, this.options.sizer(record.key, record.value))
+    this.buffer.put(id, record.key, record.value, ts, orderTime, this.options.sizer(record.key, record.value, id))
     this.enforceConstraints()
     this.armWallClock()
   }

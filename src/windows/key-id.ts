@@ -5,6 +5,14 @@ import type { Serde } from '../processor/serdes.js'
  * (how Kafka orders keys) and equal keys get equal ids whatever their type.
  */
 export function keyIdFunction<K>(keySerde: Serde<K>, topic = ''): (key: K) => string {
+  if (keySerde.name === 'String') {
+    // An ASCII string's UTF-8 bytes, read as latin1, are the string itself: skip the encoding.
+    return (key) => {
+      const s = key as unknown as string
+      for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return Buffer.from(s, 'utf8').toString('latin1')
+      return s
+    }
+  }
   return (key) => {
     const bytes = keySerde.serialize(topic, key)
     return bytes === null ? '' : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1')
@@ -13,7 +21,11 @@ export function keyIdFunction<K>(keySerde: Serde<K>, topic = ''): (key: K) => st
 
 /** Id of a windowed key: key bytes, then the window start as 8 big-endian bytes (Kafka's layout). */
 export function windowedKeyId(keyId: string, start: number): string {
-  const b = Buffer.allocUnsafe(8)
-  b.writeBigInt64BE(BigInt(start))
-  return keyId + b.toString('latin1')
+  // Window starts are non-negative safe integers: split into two 32-bit halves, no BigInt, no Buffer.
+  const hi = Math.floor(start / 4294967296)
+  const lo = start >>> 0
+  return (
+    keyId +
+    String.fromCharCode((hi >>> 24) & 255, (hi >>> 16) & 255, (hi >>> 8) & 255, hi & 255, (lo >>> 24) & 255, (lo >>> 16) & 255, (lo >>> 8) & 255, lo & 255)
+  )
 }

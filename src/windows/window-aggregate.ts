@@ -2,7 +2,8 @@ import type { Processor, ProcessorContext, StreamRecord } from '../processor/api
 import type { TimeWindows, Windowed } from './windows.js'
 
 interface Cell<K, VA> {
-  readonly key: K
+  /** The windowed key, made once per window and key (keys are immutable, so it is reused). */
+  readonly key: Windowed<K>
   agg: VA
   /** Largest input timestamp in the window: the output timestamp. */
   ts: number
@@ -44,21 +45,36 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
     const closeTime = this.observedStreamTime - this.spec.graceMs
     const size = this.spec.sizeMs
     let accepted = false
-    let id: string | undefined
-    for (const start of this.spec.windowStartsFor(ts, this.scratch)) {
-      const end = start + size
-      if (end <= closeTime) continue
-      id ??= this.keyId(record.key)
-      const cells = this.cellsAt(start)
-      let cell = cells.get(id)
-      if (cell === undefined) cells.set(id, (cell = { key: record.key, agg: this.aggregation.initializer(), ts }))
-      cell.agg = this.aggregation.aggregator(record.key, record.value, cell.agg)
-      if (ts > cell.ts) cell.ts = ts
-      accepted = true
-      this.ctx.forward({ key: { key: record.key, window: { start, end } }, value: cell.agg, timestamp: cell.ts, headers: record.headers })
+    if (this.spec.advanceMs === size) {
+      // Tumbling: exactly one window, no list.
+      const start = ts - (ts % size)
+      if (start + size > closeTime) {
+        this.update(record, start, this.keyId(record.key))
+        accepted = true
+      }
+    } else {
+      let id: string | undefined
+      for (const start of this.spec.windowStartsFor(ts, this.scratch)) {
+        if (start + size <= closeTime) continue
+        this.update(record, start, (id ??= this.keyId(record.key)))
+        accepted = true
+      }
     }
     if (!accepted) this.ctx.droppedRecord('late')
     this.expire(closeTime)
+  }
+
+  private update(record: StreamRecord<K, V>, start: number, id: string): void {
+    const ts = record.timestamp
+    const cells = this.cellsAt(start)
+    let cell = cells.get(id)
+    if (cell === undefined) {
+      const key: Windowed<K> = { key: record.key, window: { start, end: start + this.spec.sizeMs } }
+      cells.set(id, (cell = { key, agg: this.aggregation.initializer(), ts }))
+    }
+    cell.agg = this.aggregation.aggregator(record.key, record.value, cell.agg)
+    if (ts > cell.ts) cell.ts = ts
+    this.ctx.forward({ key: cell.key, value: cell.agg, timestamp: cell.ts, headers: record.headers })
   }
 
   private cellsAt(start: number): Map<string, Cell<K, VA>> {

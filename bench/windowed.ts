@@ -1,0 +1,166 @@
+import { BufferConfig, EmbeddedRuntime, Serdes, silentLogger, StreamsBuilder, Suppressed, TimeWindows } from '../src/index.js'
+import type { Windowed } from '../src/index.js'
+import { TimeOrderedBuffer } from '../src/suppress/buffer.js'
+import { TopologyTestDriver } from '../src/testing/index.js'
+import { loadFlights } from '../demo/flights/data.js'
+import type { Flights } from '../demo/flights/data.js'
+
+const HOUR = 3_600_000
+const GRACE = 30 * 60_000
+
+export interface WindowedFinalResult {
+  readonly records: number
+  readonly finalResults: number
+  readonly punctualRecordsPerSecond: number
+  readonly handWrittenRecordsPerSecond: number
+  /** punctual time / hand-written time. */
+  readonly ratio: number
+  readonly punctualPeakHeapMb: number
+  readonly handWrittenPeakHeapMb: number
+  readonly identicalOutput: boolean
+}
+
+/** The output both sides compute: "origin window-start count" lines, in emission order. */
+type Output = string[]
+
+/**
+ * The same computation written by hand: tumbling 1 h windows with 30 min grace, counts per origin,
+ * each window emitted once when `end + grace <= stream time`, late records dropped.
+ */
+function handWritten(f: Flights): { out: Output; peakHeap: number } {
+  const out: Output = []
+  const counts = new Map<string, { origin: string; start: number; count: number }>()
+  // Windows by end time; ends are hour-aligned, so an array of buckets keyed by hour works as a queue.
+  const byEnd = new Map<number, string[]>()
+  let streamTime = -1
+  let nextEnd = Infinity
+  let peakHeap = 0
+  for (let j = 0; j < f.count; j++) {
+    const i = f.replayOrder[j] as number
+    const ts = f.scheduled[i] as number
+    if (ts > streamTime) streamTime = ts
+    const start = ts - (ts % HOUR)
+    const end = start + HOUR
+    if (end + GRACE > streamTime) {
+      const origin = f.origin[i] as string
+      const id = `${origin} ${start}`
+      const c = counts.get(id)
+      if (c === undefined) {
+        counts.set(id, { origin, start, count: 1 })
+        const list = byEnd.get(end)
+        if (list === undefined) byEnd.set(end, [id])
+        else list.push(id)
+        if (end < nextEnd) nextEnd = end
+      } else c.count++
+    }
+    while (nextEnd + GRACE <= streamTime) {
+      const ids = (byEnd.get(nextEnd) ?? []).sort()
+      for (const id of ids) {
+        const c = counts.get(id)!
+        out.push(`${c.origin} ${c.start} ${c.count}`)
+        counts.delete(id)
+      }
+      byEnd.delete(nextEnd)
+      nextEnd = byEnd.size === 0 ? Infinity : Math.min(...byEnd.keys())
+    }
+    if ((j & 0x3ffff) === 0) peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed)
+  }
+  return { out, peakHeap }
+}
+
+async function punctual(f: Flights): Promise<{ out: Output; peakHeap: number }> {
+  const out: Output = []
+  const b = new StreamsBuilder()
+  b.stream<string, number>('flights', { valueSerde: Serdes.Double() })
+    .groupByKey()
+    .windowedBy(TimeWindows.ofSizeAndGrace(HOUR, GRACE))
+    .count()
+    .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()))
+    .toStream()
+    .then(undefined, 'OUT', (r) => out.push(`${r.key.key} ${r.key.window.start} ${r.value}`))
+  const rt = new EmbeddedRuntime(b.build(), { applicationId: 'bench-windowed', logger: silentLogger })
+  rt.start()
+  const producer = rt.producer<string, number>('flights', { valueSerde: Serdes.Double() })
+  let peakHeap = 0
+  const BATCH = 50_000
+  for (let start = 0; start < f.count; start += BATCH) {
+    const end = Math.min(f.count, start + BATCH)
+    for (let j = start; j < end; j++) {
+      const i = f.replayOrder[j] as number
+      producer.send(f.origin[i] as string, f.delay[i] as number, f.scheduled[i] as number)
+    }
+    while (rt.metrics().processedRecords < end - BATCH) await new Promise((r) => setImmediate(r))
+    peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed)
+  }
+  await rt.stop()
+  return { out, peakHeap }
+}
+
+export async function windowedFinal(): Promise<WindowedFinalResult> {
+  const flights = await loadFlights()
+  const gc = (globalThis as { gc?: () => void }).gc
+  gc?.()
+  let t0 = performance.now()
+  const p = await punctual(flights)
+  const punctualMs = performance.now() - t0
+  gc?.()
+  t0 = performance.now()
+  const h = handWritten(flights)
+  const handMs = performance.now() - t0
+  // Emission order of windows closing at the same moment is (window end, key bytes) on both sides.
+  const identicalOutput = p.out.length === h.out.length && p.out.every((line, i) => line === h.out[i])
+  return {
+    records: flights.count,
+    finalResults: p.out.length,
+    punctualRecordsPerSecond: (flights.count / punctualMs) * 1000,
+    handWrittenRecordsPerSecond: (flights.count / handMs) * 1000,
+    ratio: punctualMs / handMs,
+    punctualPeakHeapMb: p.peakHeap / 2 ** 20,
+    handWrittenPeakHeapMb: h.peakHeap / 2 ** 20,
+    identicalOutput,
+  }
+}
+
+/** Suppression throughput with 90% of buffered entries spilled to disk, against the same in memory. */
+export function spillThroughput(records = 200_000, keys = 50_000): { inMemoryPerSecond: number; spillPerSecond: number; ratio: number; spilledShare: number } {
+  const run = (spill: boolean): number => {
+    // Each key is updated every `keys` records and waits keys / 2: about keys / 2 entries are buffered,
+    // and a bound of a tenth of that keeps 90% of them on disk.
+    const config = spill ? BufferConfig.maxRecords(keys / 20).spillToDiskWhenFull() : BufferConfig.unbounded()
+    const b = new StreamsBuilder()
+    let emitted = 0
+    b.table<string, string>('in')
+      .suppress(Suppressed.untilTimeLimit<string, string>(keys / 2, config))
+      .toStream()
+      .then(undefined, 'OUT', () => void emitted++)
+    const d = new TopologyTestDriver(b.build(), { errorHandler: () => 'fail' })
+    const input = d.createInputTopic('in', Serdes.String(), Serdes.String())
+    const t0 = performance.now()
+    for (let i = 0; i < records; i++) input.pipeInput(`key-${(i * 7919) % keys}`, 'value', i)
+    const ms = performance.now() - t0
+    d.close()
+    if (emitted === 0) throw new Error('nothing emitted')
+    return (records / ms) * 1000
+  }
+  const inMemoryPerSecond = run(false)
+  const spillPerSecond = run(true)
+  return { inMemoryPerSecond, spillPerSecond, ratio: spillPerSecond / inMemoryPerSecond, spilledShare: 0.9 }
+}
+
+/** Heap bytes per entry of the in-memory suppression buffer, with windowed keys as the demo has them. */
+export function bytesPerBufferedEntry(entries = 500_000): number {
+  const gc = (globalThis as { gc?: () => void }).gc
+  gc?.()
+  const before = process.memoryUsage().heapUsed
+  const buf = new TimeOrderedBuffer<Windowed<string>, number>()
+  for (let i = 0; i < entries; i++) {
+    const origin = `A${i % 300}`
+    const start = Math.floor(i / 300) * HOUR
+    const id = origin + String.fromCharCode(0, 0, 0, 0) + String(start)
+    buf.put(id, { key: origin, window: { start, end: start + HOUR } }, i % 50, start + 10, start + HOUR, 40)
+  }
+  gc?.()
+  const bytes = (process.memoryUsage().heapUsed - before) / entries
+  if (buf.numRecords !== entries) throw new Error('unexpected entry count')
+  return bytes
+}
