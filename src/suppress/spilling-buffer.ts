@@ -108,12 +108,21 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
         this.oldest.add(inMemory)
         this.newest.add(inMemory)
       }
-    } else {
-      const spilledAt = this.index.get(keyId)
-      if (spilledAt !== undefined) this.unspill(spilledAt, keyId)
-      this.addToMemory(new MemEntry(keyId, key, value, timestamp, orderTime, size))
+      if (this.diskCount > 0 || this.overBound()) this.env.transactionSync(() => this.rebalance())
+      return
     }
-    this.rebalance()
+    const spilledAt = this.diskCount === 0 ? undefined : this.index.get(keyId)
+    const entry = new MemEntry(keyId, key, value, timestamp, orderTime, size)
+    if (spilledAt === undefined && this.diskCount === 0 && this.mem.size < this.maxRecords && this.memBytes + size <= this.maxBytes) {
+      this.addToMemory(entry) // the common case: nothing on disk and room in memory
+      return
+    }
+    // One write transaction for the whole put: lmdb commits are the expensive part.
+    this.env.transactionSync(() => {
+      if (spilledAt !== undefined) this.unspill(spilledAt, keyId)
+      this.addToMemory(entry)
+      this.rebalance()
+    })
   }
 
   /** Removes oldest entries while `predicate` holds, refilling memory from disk in order. */
