@@ -48,3 +48,19 @@ describe('README example (examples/abandoned-carts.ts)', () => {
     ])
   })
 })
+
+describe('README example (examples/views-per-minute.ts)', () => {
+  it('emits one final count per user and minute once the window and its grace have passed', async () => {
+    const { viewsPerMinute } = await import('../examples/views-per-minute.js')
+    const driver = new TopologyTestDriver(viewsPerMinute())
+    const views = driver.createInputTopic('page-views', Serdes.String(), Serdes.String())
+    const out = driver.createOutputTopic('views-per-minute', Serdes.JSON<{ key: string; window: { start: number; end: number } }>(), Serdes.Long())
+    views.pipeInput('ann', '/home', 1_000)
+    views.pipeInput('ann', '/health', 2_000)
+    views.pipeInput('ann', '/cart', 59_000)
+    views.pipeInput('bob', '/home', 69_999) // the window [0, 60 000) closes at 70 000
+    assert.equal(out.getQueueSize(), 0)
+    views.pipeInput('bob', '/home', 70_000)
+    assert.deepEqual(out.readKeyValuesToList(), [{ key: { key: 'ann', window: { start: 0, end: 60_000 } }, value: 2 }])
+  })
+})
