@@ -28,6 +28,10 @@ interface Spilled<K, V> {
 
 const older = (a: MemEntry<unknown, unknown>, b: MemEntry<unknown, unknown>): boolean => a.orderTime < b.orderTime || (a.orderTime === b.orderTime && a.keyId < b.keyId)
 const newer = (a: MemEntry<unknown, unknown>, b: MemEntry<unknown, unknown>): boolean => older(b, a)
+/** Pending disk operations committed together. */
+const FLUSH_AT = 4096
+const orderKey = (orderTime: number, keyId: string): string => `${orderTime}\u0000${keyId}`
+
 const compareOrder = (t1: number, k1: string, t2: number, k2: string): number => (t1 !== t2 ? t1 - t2 : k1 < k2 ? -1 : k1 > k2 ? 1 : 0)
 
 /**
@@ -37,6 +41,10 @@ const compareOrder = (t1: number, k1: string, t2: number, k2: string): number =>
  * memory entry is older than every spilled one; eviction takes from memory and refills it from disk in
  * order, so emission order and results are those of an unbounded buffer (KAFKA-7224, beyond Kafka).
  * The environment lives in `dir` and is deleted on close.
+ *
+ * Disk writes go through a small write-back overlay (point reads consult it first) and are committed
+ * in one lmdb transaction per FLUSH_AT operations, or before a range read: per-write commits were the
+ * whole cost of spilling. The smallest spilled order key is cached, so most puts need no range read.
  */
 export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   private readonly mem = new Map<string, MemEntry<K, V>>()
@@ -50,6 +58,12 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   private readonly entries: Database<Spilled<K, V>, [number, string]>
   /** key id -> order time, to find a spilled key on update. */
   private readonly index: Database<number, string>
+  /** Uncommitted writes: entries by orderKey (null: delete), index by key id (null: delete). */
+  private readonly pendingEntries = new Map<string, { orderTime: number; keyId: string; value: Spilled<K, V> | null }>()
+  private readonly pendingIndex = new Map<string, number | null>()
+  /** The smallest spilled (order time, key id), when known. */
+  private cachedDiskMin: [number, string] | undefined
+  private diskMinKnown = true
 
   constructor(
     private readonly dir: string,
@@ -91,7 +105,13 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   }
 
   has(keyId: string): boolean {
-    return this.mem.has(keyId) || this.index.get(keyId) !== undefined
+    return this.mem.has(keyId) || this.spilledOrderTime(keyId) !== undefined
+  }
+
+  private spilledOrderTime(keyId: string): number | undefined {
+    const pending = this.pendingIndex.get(keyId)
+    if (pending !== undefined) return pending ?? undefined
+    return this.index.get(keyId)
   }
 
   put(keyId: string, key: K, value: V | null, timestamp: number, orderTime: number, size: number): void {
@@ -108,21 +128,18 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
         this.oldest.add(inMemory)
         this.newest.add(inMemory)
       }
-      if (this.diskCount > 0 || this.overBound()) this.env.transactionSync(() => this.rebalance())
+      if (this.diskCount > 0 || this.overBound()) this.rebalance()
       return
     }
-    const spilledAt = this.diskCount === 0 ? undefined : this.index.get(keyId)
+    const spilledAt = this.diskCount === 0 ? undefined : this.spilledOrderTime(keyId)
     const entry = new MemEntry(keyId, key, value, timestamp, orderTime, size)
     if (spilledAt === undefined && this.diskCount === 0 && this.mem.size < this.maxRecords && this.memBytes + size <= this.maxBytes) {
       this.addToMemory(entry) // the common case: nothing on disk and room in memory
       return
     }
-    // One write transaction for the whole put: lmdb commits are the expensive part.
-    this.env.transactionSync(() => {
-      if (spilledAt !== undefined) this.unspill(spilledAt, keyId)
-      this.addToMemory(entry)
-      this.rebalance()
-    })
+    if (spilledAt !== undefined) this.unspill(spilledAt, keyId)
+    this.addToMemory(entry)
+    this.rebalance()
   }
 
   /** Removes oldest entries while `predicate` holds, refilling memory from disk in order. */
@@ -137,6 +154,8 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   }
 
   close(): void {
+    this.pendingEntries.clear()
+    this.pendingIndex.clear()
     this.env.close()
     rmSync(this.dir, { recursive: true, force: true })
   }
@@ -172,28 +191,64 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
 
   private spill(e: MemEntry<K, V>): void {
     this.removeFromMemory(e)
-    this.entries.putSync([e.orderTime, e.keyId], { key: e.key, value: e.value, timestamp: e.timestamp, size: e.size })
-    this.index.putSync(e.keyId, e.orderTime)
+    this.pendingEntries.set(orderKey(e.orderTime, e.keyId), { orderTime: e.orderTime, keyId: e.keyId, value: { key: e.key, value: e.value, timestamp: e.timestamp, size: e.size } })
+    this.pendingIndex.set(e.keyId, e.orderTime)
     this.diskCount++
     this.diskBytes += e.size
+    const min = this.cachedDiskMin
+    if (this.diskMinKnown && (min === undefined || compareOrder(e.orderTime, e.keyId, min[0], min[1]) < 0)) this.cachedDiskMin = [e.orderTime, e.keyId]
+    this.maybeFlush()
   }
 
   private unspill(orderTime: number, keyId: string): Spilled<K, V> {
-    const s = this.entries.get([orderTime, keyId]) as Spilled<K, V>
-    this.entries.removeSync([orderTime, keyId])
-    this.index.removeSync(keyId)
+    const ok = orderKey(orderTime, keyId)
+    const pending = this.pendingEntries.get(ok)
+    const s = (pending !== undefined ? pending.value : this.entries.get([orderTime, keyId])) as Spilled<K, V>
+    this.pendingEntries.set(ok, { orderTime, keyId, value: null })
+    this.pendingIndex.set(keyId, null)
     this.diskCount--
     this.diskBytes -= s.size
+    const min = this.cachedDiskMin
+    if (min !== undefined && min[0] === orderTime && min[1] === keyId) this.diskMinKnown = false
+    this.maybeFlush()
     return s
   }
 
+  private maybeFlush(): void {
+    if (this.pendingEntries.size + this.pendingIndex.size >= FLUSH_AT) this.flush()
+  }
+
+  /** Commits the pending writes in one transaction. */
+  private flush(): void {
+    if (this.pendingEntries.size === 0 && this.pendingIndex.size === 0) return
+    this.env.transactionSync(() => {
+      for (const { orderTime, keyId, value } of this.pendingEntries.values()) {
+        if (value === null) this.entries.removeSync([orderTime, keyId])
+        else this.entries.putSync([orderTime, keyId], value)
+      }
+      for (const [keyId, orderTime] of this.pendingIndex) {
+        if (orderTime === null) this.index.removeSync(keyId)
+        else this.index.putSync(keyId, orderTime)
+      }
+    })
+    this.pendingEntries.clear()
+    this.pendingIndex.clear()
+  }
+
   private diskMin(): [number, string] | undefined {
-    for (const k of this.entries.getKeys({ limit: 1 })) return k
-    return undefined
+    if (this.diskCount === 0) return undefined
+    if (!this.diskMinKnown) {
+      this.flush()
+      this.cachedDiskMin = undefined
+      for (const k of this.entries.getKeys({ limit: 1 })) this.cachedDiskMin = k
+      this.diskMinKnown = true
+    }
+    return this.cachedDiskMin
   }
 
   /** Moves the oldest spilled entries back into memory, as many as fit within the bound. */
   private refill(): void {
+    this.flush()
     const batch: Array<[number, string, Spilled<K, V>]> = []
     let records = 0
     let bytes = 0
@@ -214,5 +269,6 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
       this.diskBytes -= s.size
       this.addToMemory(new MemEntry(keyId, s.key, s.value, s.timestamp, orderTime, s.size))
     }
+    this.diskMinKnown = false
   }
 }
