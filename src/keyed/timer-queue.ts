@@ -16,6 +16,8 @@ const FREE = 0
 const LIVE = 1
 /** Deleted, but still in a heap slot: its id is reused only once the heap drops the slot. */
 const DEAD = 2
+/** An index slot never used since the last rebuild. */
+const EMPTY = -1
 
 /**
  * A set-semantic priority queue of timers (Flink's HeapPriorityQueueSet), laid out for the cache.
@@ -23,28 +25,24 @@ const DEAD = 2
  * - Heap: 4-ary, its slots hold (timestamp, registration order, id) in typed arrays, so sifting compares
  *   neighbouring numbers instead of chasing object pointers, and no per-timer position is written.
  * - Ids: each timer has an integer id (reused once it leaves the heap) with its key, owner and state.
- * - Index: by owner, then key: a flat array of (id, timestamp) pairs of that key's timers, for
- *   deduplication, deletion and listing. Timestamps sit beside the ids so a duplicate check reads one
- *   small array instead of each timer's fields at random addresses.
+ * - Index: an open-addressing hash table (Int32Array of ids, linear probing) on (owner, key, timestamp),
+ *   for deduplication and deletion. A slot is trusted only if its id is LIVE with exactly that owner, key
+ *   and timestamp, so slots of timers that fired or were deleted need no cleanup: they are skipped, and
+ *   dropped when the table is rebuilt (when used slots pass half its size). No JavaScript Map is touched
+ *   on any operation, and firing does not touch the index at all.
  *
- * Both removals are lazy, each where it is cheapest. A deleted timer leaves the index at once (so it is
- * gone for every query and may be registered again) and is marked DEAD; the heap drops it when it
- * reaches the top, or in a compaction when dead slots outnumber live ones. A fired timer leaves the heap
- * at once, but its index entry is only found stale (the id no longer LIVE for that key) the next time
- * the key is touched, or in a sweep once stale entries could outnumber live timers: so firing costs no
- * hash-map operation. `owner` is a small integer: the keyed node (user timers) or the state (TTL timers).
+ * Deletion is lazy in the heap too: a deleted timer is marked DEAD and dropped when it reaches the top, or
+ * in a compaction when dead slots outnumber live ones. `owner` is a small integer: the keyed node (user
+ * timers) or the state (TTL timers).
  */
 export class TimerQueue {
   /** Heap slots in use, DEAD ones included. */
   private slots = 0
   private dead = 0
-  /** Timers fired since the last sweep: an upper bound on stale index entries. */
-  private stale = 0
-  /**
-   * Keys whose pair list is empty but still in the index. Deleting and re-adding hash-map entries for
-   * keys that come back is what made registration slow; a sweep removes them once they are many.
-   */
-  private emptyKeys = 0
+  /** The hash index: timer ids, EMPTY, or ids no longer valid (skipped on lookup). */
+  private table = new Int32Array(INITIAL_CAPACITY * 2).fill(EMPTY)
+  /** Slots that are not EMPTY (valid or stale). */
+  private usedSlots = 0
   private slotTime = new Float64Array(INITIAL_CAPACITY)
   private slotSeq = new Float64Array(INITIAL_CAPACITY)
   private slotId = new Int32Array(INITIAL_CAPACITY)
@@ -55,7 +53,6 @@ export class TimerQueue {
   private readonly idKey: Array<StoreKey | undefined> = Array.from({ length: INITIAL_CAPACITY }, () => undefined)
   private readonly freeIds: number[] = []
   private nextId = 0
-  private readonly index: Array<Map<StoreKey, number[]>> = []
   private readonly polled = { timestamp: 0, seq: 0, key: '' as StoreKey, owner: 0 }
 
   /** Pending timers. */
@@ -71,22 +68,14 @@ export class TimerQueue {
 
   /** Adds a timer unless (owner, key, timestamp) is already pending; returns whether it was added. */
   add(owner: number, key: StoreKey, timestamp: number, seq: number): boolean {
-    const byKey = this.ownerIndex(owner)
-    const pairs = byKey.get(key)
-    if (pairs !== undefined && this.takePair(pairs, owner, key, timestamp, false) >= 0) return false
+    const h = hashOf(owner, key, timestamp)
+    if (this.lookup(h, owner, key, timestamp) >= 0) return false
     const id = this.allocate()
     this.idTime[id] = timestamp
     this.idOwner[id] = owner
     this.idKey[id] = key
     this.idState[id] = LIVE
-    if (pairs === undefined) byKey.set(key, [id, timestamp])
-    else {
-      if (pairs.length === 0) this.emptyKeys--
-      pairs.push(id, timestamp)
-      // Entries of fired timers linger until the key is touched: prune them as the list doubles
-      // (at 16, 32, 64, ... numbers), so pruning stays amortized O(1) per registration.
-      if (pairs.length >= 16 && (pairs.length & (pairs.length - 1)) === 0) this.prune(pairs, owner, key)
-    }
+    this.insertSlot(h, id)
     if (this.slots === this.slotTime.length) this.growSlots()
     const slot = this.slots++
     this.place(slot, timestamp, seq, id)
@@ -96,13 +85,9 @@ export class TimerQueue {
 
   /** Removes the timer if pending; returns whether it was. */
   remove(owner: number, key: StoreKey, timestamp: number): boolean {
-    const byKey = this.index[owner]
-    const pairs = byKey?.get(key)
-    if (byKey === undefined || pairs === undefined) return false
-    const wasEmpty = pairs.length === 0
-    const id = this.takePair(pairs, owner, key, timestamp, true)
-    if (pairs.length === 0 && !wasEmpty) this.emptied()
+    const id = this.lookup(hashOf(owner, key, timestamp), owner, key, timestamp)
     if (id < 0) return false
+    // Its index slot goes stale with the state change; the heap drops the DEAD slot later.
     this.idState[id] = DEAD
     this.dead++
     if (this.dead > 1024 && this.dead * 2 > this.slots) this.compact()
@@ -124,20 +109,16 @@ export class TimerQueue {
     polled.owner = this.idOwner[id] as number
     this.removeSlot(0)
     this.release(id)
-    if (++this.stale > 1024 && this.stale > this.slots) this.sweep()
     return polled
   }
 
-  /** Pending timers of one owner and key, in firing order. */
+  /** Pending timers of one owner and key, in firing order (a scan: for inspection, not the hot path). */
   list(owner: number, key: StoreKey): TimerEntry[] {
-    const byKey = this.index[owner]
-    const pairs = byKey?.get(key)
-    if (byKey === undefined || pairs === undefined) return []
-    this.prune(pairs, owner, key)
-    const live = new Set<number>()
-    for (let i = 0; i < pairs.length; i += 2) live.add(pairs[i] as number)
     const out: TimerEntry[] = []
-    for (let s = 0; s < this.slots; s++) if (live.has(this.slotId[s] as number)) out.push(this.entry(s))
+    for (let slot = 0; slot < this.slots; slot++) {
+      const id = this.slotId[slot] as number
+      if (this.idState[id] === LIVE && this.idOwner[id] === owner && this.idKey[id] === key) out.push(this.entry(slot))
+    }
     return out.sort((a, b) => a.timestamp - b.timestamp || a.seq - b.seq)
   }
 
@@ -162,63 +143,55 @@ export class TimerQueue {
     return { timestamp: this.slotTime[slot] as number, seq: this.slotSeq[slot] as number, key: this.idKey[id] as StoreKey, owner: this.idOwner[id] as number }
   }
 
-  /** Whether an index pair still names a pending timer (its id may have fired and been reused). */
-  private isValid(id: number, timestamp: number, owner: number, key: StoreKey): boolean {
-    return this.idState[id] === LIVE && this.idTime[id] === timestamp && this.idKey[id] === key && this.idOwner[id] === owner
-  }
-
-  /**
-   * Finds the pending timer at `timestamp` among a key's pairs, dropping stale pairs at that timestamp
-   * on the way; with `take`, also drops the found pair. Returns its id, or -1.
-   */
-  private takePair(pairs: number[], owner: number, key: StoreKey, timestamp: number, take: boolean): number {
-    for (let i = 0; i < pairs.length; i += 2) {
-      if (pairs[i + 1] !== timestamp) continue
-      const id = pairs[i] as number
-      const valid = this.isValid(id, timestamp, owner, key)
-      if (valid && !take) return id
-      removePair(pairs, i)
-      if (valid) return id
-      i -= 2
+  /** The id of the LIVE timer (owner, key, timestamp), or -1. */
+  private lookup(h: number, owner: number, key: StoreKey, timestamp: number): number {
+    const table = this.table
+    const mask = table.length - 1
+    for (let i = h & mask; ; i = (i + 1) & mask) {
+      const id = table[i] as number
+      if (id === EMPTY) return -1
+      if (this.idState[id] === LIVE && this.idTime[id] === timestamp && this.idKey[id] === key && this.idOwner[id] === owner) return id
     }
-    return -1
   }
 
-  /** Drops pairs of timers that fired. */
-  private prune(pairs: number[], owner: number, key: StoreKey): void {
-    if (pairs.length === 0) return
-    for (let i = 0; i < pairs.length; i += 2) {
-      if (this.isValid(pairs[i] as number, pairs[i + 1] as number, owner, key)) continue
-      removePair(pairs, i)
-      i -= 2
-    }
-    if (pairs.length === 0) this.emptied()
-  }
-
-  private emptied(): void {
-    if (++this.emptyKeys > 1024 && this.emptyKeys > this.size) this.sweep()
-  }
-
-  private ownerIndex(owner: number): Map<StoreKey, number[]> {
-    let m = this.index[owner]
-    if (m === undefined) this.index[owner] = m = new Map()
-    return m
-  }
-
-  /** Drops index entries of fired timers and keys without timers, so keys that never come back do not accumulate. */
-  private sweep(): void {
-    this.index.forEach((byKey, owner) => {
-      for (const [key, pairs] of byKey) {
-        for (let i = 0; i < pairs.length; i += 2) {
-          if (this.isValid(pairs[i] as number, pairs[i + 1] as number, owner, key)) continue
-          removePair(pairs, i)
-          i -= 2
-        }
-        if (pairs.length === 0) byKey.delete(key)
+  private insertSlot(h: number, id: number): void {
+    if ((this.usedSlots + 1) * 2 > this.table.length) this.rebuildIndex()
+    const table = this.table
+    const mask = table.length - 1
+    for (let i = h & mask; ; i = (i + 1) & mask) {
+      const other = table[i] as number
+      if (other === EMPTY) {
+        this.usedSlots++
+        table[i] = id
+        return
       }
-    })
-    this.stale = 0
-    this.emptyKeys = 0
+      // The slot of a timer that fired or was deleted can be reused (slots never go back to EMPTY, so
+      // probe chains stay intact).
+      if (this.idState[other] !== LIVE) {
+        table[i] = id
+        return
+      }
+    }
+  }
+
+  /** Rebuilds the index from the LIVE timers, sized for them: drops stale slots. */
+  private rebuildIndex(): void {
+    const live = this.slots - this.dead
+    let size = 64
+    while (size < (live + 1) * 4) size *= 2
+    const table = new Int32Array(size).fill(EMPTY)
+    const mask = size - 1
+    let used = 0
+    for (let slot = 0; slot < this.slots; slot++) {
+      const id = this.slotId[slot] as number
+      if (this.idState[id] !== LIVE) continue
+      let i = hashOf(this.idOwner[id] as number, this.idKey[id] as StoreKey, this.idTime[id] as number) & mask
+      while (table[i] !== EMPTY) i = (i + 1) & mask
+      table[i] = id
+      used++
+    }
+    this.table = table
+    this.usedSlots = used
   }
 
   private dropDeadHead(): void {
@@ -344,12 +317,24 @@ function copyInto<T extends Float64Array | Int32Array | Uint8Array>(to: T, from:
   return to
 }
 
-/** Swap-removes the pair at index i (order inside a key's pairs does not matter). */
-function removePair(pairs: number[], i: number): void {
-  const timestamp = pairs.pop() as number
-  const id = pairs.pop() as number
-  if (i < pairs.length) {
-    pairs[i] = id
-    pairs[i + 1] = timestamp
+/** FNV-1a over the owner, the key and the timestamp, mixed so that linear probing spreads well. */
+function hashOf(owner: number, key: StoreKey, timestamp: number): number {
+  let h = Math.imul(0x811c9dc5 ^ owner, 0x01000193)
+  if (typeof key === 'string') {
+    for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193)
+  } else if (typeof key === 'number' && Number.isInteger(key) && Math.abs(key) <= 0x7fffffff) {
+    h = Math.imul(h ^ key, 0x01000193)
+  } else {
+    const s = typeof key + String(key)
+    for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193)
   }
+  h = Math.imul(h ^ (timestamp >>> 0), 0x01000193)
+  h = Math.imul(h ^ Math.floor(timestamp / 4294967296), 0x01000193)
+  // Final avalanche (murmur3 fmix32).
+  h ^= h >>> 16
+  h = Math.imul(h, 0x85ebca6b)
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35)
+  h ^= h >>> 16
+  return h >>> 0
 }
