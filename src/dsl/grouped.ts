@@ -3,7 +3,8 @@ import type { Serde } from '../processor/serdes.js'
 import { keyIdFunction } from '../windows/key-id.js'
 import { SessionAggregateProcessor } from '../windows/session-aggregate.js'
 import { WindowAggregateProcessor } from '../windows/window-aggregate.js'
-import type { SessionWindows, TimeWindows, Windowed } from '../windows/windows.js'
+import { SlidingAggregateProcessor } from '../windows/sliding-aggregate.js'
+import type { SessionWindows, SlidingWindows, TimeWindows, Windowed } from '../windows/windows.js'
 import type { StreamsBuilder } from './builder.js'
 import { KTable } from './ktable.js'
 import type { Materialized } from './options.js'
@@ -36,23 +37,23 @@ export class KGroupedStream<K, V> {
     return new KTable<K, VA>(this.builder, name, materialized.keySerde ?? this.keySerde, materialized.valueSerde, undefined)
   }
 
-  windowedBy(windows: TimeWindows): TimeWindowedKStream<K, V>
+  windowedBy(windows: TimeWindows | SlidingWindows): TimeWindowedKStream<K, V>
   windowedBy(windows: SessionWindows): SessionWindowedKStream<K, V>
-  windowedBy(windows: TimeWindows | SessionWindows): TimeWindowedKStream<K, V> | SessionWindowedKStream<K, V> {
-    return windows.kind === 'time'
-      ? new TimeWindowedKStream(this.builder, this.node, this.keySerde, windows)
-      : new SessionWindowedKStream(this.builder, this.node, this.keySerde, windows)
+  windowedBy(windows: TimeWindows | SlidingWindows | SessionWindows): TimeWindowedKStream<K, V> | SessionWindowedKStream<K, V> {
+    return windows.kind === 'session'
+      ? new SessionWindowedKStream(this.builder, this.node, this.keySerde, windows)
+      : new TimeWindowedKStream(this.builder, this.node, this.keySerde, windows)
   }
 }
 
-/** A grouped stream over time windows: aggregations give a windowed table. */
+/** A grouped stream over time windows (tumbling, hopping) or sliding windows: aggregations give a windowed table. */
 export class TimeWindowedKStream<K, V> {
   /** @internal */
   constructor(
     private readonly builder: StreamsBuilder,
     private readonly node: string,
     private readonly keySerde: Serde<K> | undefined,
-    private readonly windows: TimeWindows,
+    private readonly windows: TimeWindows | SlidingWindows,
   ) {}
 
   count(materialized: Materialized<Windowed<K>, number> = {}): KTable<Windowed<K>, number> {
@@ -68,7 +69,13 @@ export class TimeWindowedKStream<K, V> {
     const keySerde = keySerdeOr(this.keySerde)
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
-    this.builder.graph.addProcessor(name, () => new WindowAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId), this.node)
+    this.builder.graph.addProcessor(
+      name,
+      windows.kind === 'time'
+        ? () => new WindowAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId)
+        : () => new SlidingAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId),
+      this.node,
+    )
     return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, { graceMs: windows.graceMs, keySerde: keySerde as Serde<unknown> })
   }
 }

@@ -76,3 +76,25 @@ export class SessionWindows {
     return new SessionWindows(ms('SessionWindows gap', gapMs, 1), 0)
   }
 }
+
+/**
+ * Sliding windows (KIP-450): windows of `timeDifferenceMs` whose bounds are both inclusive, defined by
+ * the records themselves: each record has a window ending at it ([ts - difference, ts]) and, once a later
+ * record falls within reach, one starting just after it ([ts + 1, ts + 1 + difference]).
+ */
+export class SlidingWindows {
+  readonly kind = 'sliding' as const
+
+  private constructor(
+    readonly timeDifferenceMs: number,
+    readonly graceMs: number,
+  ) {}
+
+  static ofTimeDifferenceAndGrace(timeDifferenceMs: number, graceMs: number): SlidingWindows {
+    return new SlidingWindows(ms('SlidingWindows time difference', timeDifferenceMs, 1), ms('SlidingWindows grace', graceMs, 0))
+  }
+
+  static ofTimeDifferenceWithNoGrace(timeDifferenceMs: number): SlidingWindows {
+    return new SlidingWindows(ms('SlidingWindows time difference', timeDifferenceMs, 1), 0)
+  }
+}

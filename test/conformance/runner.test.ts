@@ -94,12 +94,6 @@ describe('punctual scenario run', () => {
     }
   })
 
-  it('exits 2 saying what is not supported yet', async () => {
-    const r = await cli('scenario', 'run', scenarioFile({ ...wallScenario, topology: { kind: 'windowed-count', windows: { type: 'sliding', timeDifferenceMs: 5, graceMs: 0 }, suppress: null } }))
-    assert.equal(r.code, 2)
-    assert.match(r.err.join('\n'), /sliding windows is not supported yet/)
-  })
-
   it('passes every shared scenario with --check', async () => {
     const r = await cli('scenario', 'run', SCENARIOS, '--check')
     assert.equal(r.code, 0, r.out.join('\n'))

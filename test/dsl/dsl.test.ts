@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { BufferConfig, EmbeddedRuntime, Serdes, SessionWindows, silentLogger, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
+import { BufferConfig, EmbeddedRuntime, Serdes, SessionWindows, silentLogger, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
 import type { KStream, Windowed } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
 
@@ -172,6 +172,69 @@ describe('session windows', () => {
     pipe('i', 'v', 17) // ends at 17 < 18: late
     assert.deepEqual(out, ['k[20,20]=1@20', 'j[18,18]=1@18', 'j[18,18]=null@18', 'j[18,18]=2@18'])
     assert.equal(driver.metrics().droppedRecords.late, 1)
+  })
+})
+
+describe('sliding windows (KIP-450)', () => {
+  const sliding = (grace = 100) => {
+    const b = new StreamsBuilder()
+    const out = collect(b.stream('in').groupByKey().windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(10, grace)).count().toStream(), (k) => `[${k.window.start},${k.window.end}]`)
+    return { out, ...drive(b) }
+  }
+
+  it('in order: each record gets its left window, the previous record its right window when in reach', () => {
+    const { out, pipe } = sliding()
+    pipe('k', 'v', 10)
+    pipe('k', 'v', 15)
+    pipe('k', 'v', 30)
+    assert.deepEqual(out, ['[0,10]=1@10', '[11,21]=1@15', '[5,15]=2@15', '[20,30]=1@30'])
+  })
+
+  it('out of order: windows containing the record are updated, and its right window holds the later records', () => {
+    const { out, pipe } = sliding()
+    pipe('k', 'v', 10)
+    pipe('k', 'v', 30)
+    pipe('k', 'v', 25)
+    assert.deepEqual(out, ['[0,10]=1@10', '[20,30]=1@30', '[20,30]=2@30', '[15,25]=1@25', '[26,36]=1@30'])
+  })
+
+  it('records before the time difference share the window [0, D]', () => {
+    const { out, pipe } = sliding()
+    pipe('k', 'v', 3)
+    pipe('k', 'v', 7)
+    assert.deepEqual(out, ['[0,10]=1@3', '[4,14]=1@7', '[0,10]=2@7'])
+  })
+
+  it('a record whose right window is closed too is late: dropped and counted', () => {
+    const { out, pipe, driver } = sliding(0)
+    pipe('k', 'v', 100)
+    pipe('k', 'v', 80) // 80 + 1 + 10 <= 100
+    assert.deepEqual(out, ['[90,100]=1@100'])
+    assert.equal(driver.metrics().droppedRecords.late, 1)
+  })
+
+  it('agrees with counting the records of every window directly (property)', async () => {
+    const fc = (await import('fast-check')).default
+    fc.assert(
+      fc.property(fc.array(fc.nat(60), { minLength: 1, maxLength: 25 }), (times) => {
+        const { out, pipe } = sliding(1000)
+        for (const t of times) pipe('k', 'v', t)
+        // The latest count of every window must equal the number of records inside it, and every
+        // window that was ever sent must contain a record.
+        const latest = new Map<string, number>()
+        for (const line of out) {
+          const [w, rest] = line.split('=') as [string, string]
+          latest.set(w, Number(rest.split('@')[0]))
+        }
+        for (const [w, n] of latest) {
+          const [start, end] = w.slice(1, -1).split(',').map(Number) as [number, number]
+          assert.equal(n, times.filter((t) => t >= start && t <= end).length, `window ${w} of ${JSON.stringify(times)}`)
+        }
+        // Every record has a window ending at it (or [0, 10] when it is earlier than 10).
+        for (const t of times) assert.ok(latest.has(t < 10 ? '[0,10]' : `[${t - 10},${t}]`), `left window of ${t}`)
+      }),
+      { numRuns: 500 },
+    )
   })
 })
 

@@ -3,7 +3,7 @@ import type { KStream } from '../../dsl/kstream.js'
 import { PunctualError } from '../../errors.js'
 import { BufferConfig, Suppressed } from '../../suppress/config.js'
 import type { StrictBufferConfig } from '../../suppress/config.js'
-import { SessionWindows, TimeWindows } from '../../windows/windows.js'
+import { SessionWindows, SlidingWindows, TimeWindows } from '../../windows/windows.js'
 import type { Windowed } from '../../windows/windows.js'
 import { malformed } from '../scenario.js'
 import type { Scenario } from '../scenario.js'
@@ -77,7 +77,9 @@ export const windowedCountKind: ScenarioKind = {
       if (gap === undefined) throw malformed('topology.windows.gapMs', 'is required')
       table = stream.windowedBy(SessionWindows.ofInactivityGapAndGrace(gap, grace)).count()
     } else if (w.type === 'sliding') {
-      throw new PunctualError('UNSUPPORTED', 'kind windowed-count with sliding windows is not supported yet')
+      const diff = num(w, 'timeDifferenceMs', 'topology.windows', 1)
+      if (diff === undefined) throw malformed('topology.windows.timeDifferenceMs', 'is required')
+      table = stream.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(diff, grace)).count()
     } else {
       throw malformed('topology.windows.type', 'must be "tumbling", "hopping", "sliding" or "session"')
     }
