@@ -2,21 +2,13 @@ import { mkdirSync, rmSync } from 'node:fs'
 import { open } from 'lmdb'
 import type { Database, RootDatabase } from 'lmdb'
 import { SlottedHeap } from '../util/double-heap.js'
-import type { BufferEntry, SuppressionBuffer } from './buffer.js'
+import { BufferEntry } from './buffer.js'
+import type { SuppressionBuffer } from './buffer.js'
 
-/** An entry in memory: a buffer entry that also knows its slot in the newest-first heap. */
-class MemEntry<K, V> {
+/** An entry in memory: a buffer entry that also knows its slots in the oldest- and newest-first heaps. */
+class MemEntry<K, V> extends BufferEntry<K, V> {
   oldestSlot = -1
   newestSlot = -1
-
-  constructor(
-    readonly keyId: string,
-    readonly key: K,
-    public value: V | null,
-    public timestamp: number,
-    public orderTime: number,
-    public size: number,
-  ) {}
 }
 
 interface Spilled<K, V> {
@@ -147,9 +139,9 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
     for (;;) {
       if (this.mem.size === 0 && this.diskCount > 0) this.refill()
       const head = this.oldest.peek()
-      if (head === undefined || !predicate(head as unknown as BufferEntry<K, V>)) return
+      if (head === undefined || !predicate(head)) return
       this.removeFromMemory(head)
-      emit(head as unknown as BufferEntry<K, V>)
+      emit(head)
     }
   }
 
