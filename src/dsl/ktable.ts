@@ -3,7 +3,8 @@ import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
 import { SuppressProcessor } from '../suppress/suppress-processor.js'
 import type { Suppressed, TimeLimitSuppressed } from '../suppress/config.js'
-import { keyIdFunction, windowedKeyId } from '../windows/key-id.js'
+import { keyIdFunction, WINDOWED_KEY_ID, windowedKeyId } from '../windows/key-id.js'
+import type { WithKeyId } from '../windows/key-id.js'
 import type { Windowed } from '../windows/windows.js'
 import type { StreamsBuilder } from './builder.js'
 import { KStream } from './kstream.js'
@@ -66,8 +67,8 @@ export class KTable<K, V> {
     if (windowed !== undefined) {
       const inner = keyIdFunction(windowed.keySerde)
       keyId = (k) => {
-        const w = k as unknown as Windowed<unknown>
-        return windowedKeyId(inner(w.key), w.window.start)
+        const w = k as unknown as Windowed<unknown> & WithKeyId
+        return w[WINDOWED_KEY_ID] ?? windowedKeyId(inner(w.key), w.window.start)
       }
     } else {
       keyId = keyIdFunction(this.keySerde ?? (Serdes.JSON<K>() as Serde<K>))

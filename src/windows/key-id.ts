@@ -29,3 +29,11 @@ export function windowedKeyId(keyId: string, start: number): string {
     String.fromCharCode((hi >>> 24) & 255, (hi >>> 16) & 255, (hi >>> 8) & 255, hi & 255, (lo >>> 24) & 255, (lo >>> 16) & 255, (lo >>> 8) & 255, lo & 255)
   )
 }
+
+/**
+ * Windowed keys made by punctual's window aggregations carry their id under this symbol (computed once
+ * per window and key), so a suppression downstream need not rebuild it for every update.
+ */
+export const WINDOWED_KEY_ID: unique symbol = Symbol('punctual.windowedKeyId')
+
+export type WithKeyId = { readonly [WINDOWED_KEY_ID]?: string }

@@ -1,4 +1,6 @@
 import type { Processor, ProcessorContext, StreamRecord } from '../processor/api.js'
+import { WINDOWED_KEY_ID, windowedKeyId } from './key-id.js'
+import type { WithKeyId } from './key-id.js'
 import type { TimeWindows, Windowed } from './windows.js'
 
 interface Cell<K, VA> {
@@ -69,7 +71,9 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
     const cells = this.cellsAt(start)
     let cell = cells.get(id)
     if (cell === undefined) {
-      const key: Windowed<K> = { key: record.key, window: { start, end: start + this.spec.sizeMs } }
+      const key: Windowed<K> & WithKeyId = { key: record.key, window: { start, end: start + this.spec.sizeMs } }
+      // Not enumerable: the key compares and prints as a plain Windowed<K>.
+      Object.defineProperty(key, WINDOWED_KEY_ID, { value: windowedKeyId(id, start) })
       cells.set(id, (cell = { key, agg: this.aggregation.initializer(), ts }))
     }
     cell.agg = this.aggregation.aggregator(record.key, record.value, cell.agg)

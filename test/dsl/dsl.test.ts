@@ -258,3 +258,15 @@ describe('DSL on the embedded runtime', () => {
     assert.deepEqual(results.sort(), ['k0[0,10)=4', 'k0[10,20)=3', 'k1[0,10)=3', 'k1[10,20)=4', 'k2[0,10)=3', 'k2[10,20)=3'].sort())
   })
 })
+
+describe('windowed keys', () => {
+  it('are plain { key, window } objects to users (deep-equal, JSON)', () => {
+    const b = new StreamsBuilder()
+    const keys: unknown[] = []
+    b.stream('in').groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(10)).count().toStream().then(undefined, 'OUT', (r) => keys.push(r.key))
+    const { pipe } = drive(b)
+    pipe('k', 'v', 3)
+    assert.deepStrictEqual(keys, [{ key: 'k', window: { start: 0, end: 10 } }])
+    assert.equal(JSON.stringify(keys[0]), '{"key":"k","window":{"start":0,"end":10}}')
+  })
+})
