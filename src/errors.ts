@@ -19,6 +19,10 @@ export const ERROR_CODES = [
   'ILLEGAL_STATE',
   /** A suppression buffer exceeded its bound and is configured to stop (shutDownWhenFull). */
   'BUFFER_FULL',
+  /** A state directory cannot be used: corrupt, another application's, another format version. */
+  'STATE_DIR',
+  /** Another running process holds the state directory. */
+  'STATE_DIR_LOCKED',
   /** A conformance scenario file is malformed. */
   'SCENARIO_INVALID',
   /** A feature is not supported yet. */

@@ -12,6 +12,7 @@ import type { TaskCheckpoint } from '../processor/internal/task.js'
 import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
 import type { Topology } from '../processor/topology.js'
+import { StateDirectory } from '../state/state-directory.js'
 import { Alarm } from '../time/alarm.js'
 import type { Clock } from '../time/clock.js'
 import type { Logger } from '../util/logger.js'
@@ -61,6 +62,7 @@ export class EmbeddedRuntime {
   private uncommitted = false
   private currentState: RuntimeState = 'CREATED'
   private failure: Error | undefined
+  private stateDirectory: StateDirectory | undefined
 
   constructor(
     private readonly topology: Topology,
@@ -136,6 +138,8 @@ export class EmbeddedRuntime {
 
   start(): void {
     if (this.currentState !== 'CREATED') throw new PunctualError('ILLEGAL_STATE', `cannot start the runtime in state ${this.currentState}`)
+    // Held from start to stop: a second process on the same directory is refused.
+    this.stateDirectory = StateDirectory.open(this.config.stateDir, this.config.applicationId)
     try {
       this.createTasks()
       for (const task of this.tasks) task.init()
@@ -166,6 +170,7 @@ export class EmbeddedRuntime {
       } catch (err) {
         this.fail(err)
       }
+      this.stateDirectory?.release()
     } else if (this.currentState === 'CREATED') {
       this.currentState = 'NOT_RUNNING'
     }
@@ -336,6 +341,7 @@ export class EmbeddedRuntime {
         // The first failure is the one reported; close errors after it add nothing.
       }
     }
+    this.stateDirectory?.release()
     if (this.errorListeners.length === 0) this.logger.error(`runtime ${this.config.applicationId} stopped: ${error.message}`)
     for (const l of this.errorListeners) l(error)
   }

@@ -1,0 +1,108 @@
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
+import { join } from 'node:path'
+import { PunctualError } from '../errors.js'
+
+/** The layout version of a state directory; a directory of another version is refused, never reset. */
+export const STATE_FORMAT_VERSION = 1
+const LOCK_FILE = '.lock'
+const META_FILE = 'punctual.json'
+
+interface Metadata {
+  readonly format: number
+  readonly applicationId: string
+}
+
+/**
+ * An application's state directory, held exclusively: a lock file with the owner's pid keeps a second
+ * process out (a lock left by a process that no longer runs is taken over), and a metadata file records
+ * the application id and format version, so a directory written by another application or version is
+ * refused with a clear error instead of being silently reset.
+ */
+export class StateDirectory {
+  private released = false
+
+  private constructor(
+    readonly path: string,
+    readonly applicationId: string,
+  ) {}
+
+  static open(path: string, applicationId: string): StateDirectory {
+    try {
+      mkdirSync(path, { recursive: true })
+    } catch (err) {
+      throw new PunctualError('STATE_DIR', `state directory ${path} cannot be created: ${(err as Error).message}`, { cause: err })
+    }
+    lock(path)
+    try {
+      checkMetadata(path, applicationId)
+    } catch (err) {
+      rmSync(join(path, LOCK_FILE), { force: true })
+      throw err
+    }
+    return new StateDirectory(path, applicationId)
+  }
+
+  /** Releases the lock; the directory and its contents stay. */
+  release(): void {
+    if (this.released) return
+    this.released = true
+    rmSync(join(this.path, LOCK_FILE), { force: true })
+  }
+}
+
+function lock(path: string): void {
+  const file = join(path, LOCK_FILE)
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(file, 'wx')
+      writeSync(fd, String(process.pid))
+      closeSync(fd)
+      return
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+        throw new PunctualError('STATE_DIR', `state directory ${path} cannot be locked: ${(err as Error).message}`, { cause: err })
+      }
+    }
+    const owner = Number(readFileSync(file, 'utf8').trim())
+    if (Number.isInteger(owner) && owner > 0 && isAlive(owner)) {
+      throw new PunctualError('STATE_DIR_LOCKED', `state directory ${path} is in use by process ${owner}; two processes must not share a state directory`)
+    }
+    // The owner is gone (it crashed): take the lock over.
+    rmSync(file, { force: true })
+  }
+  throw new PunctualError('STATE_DIR_LOCKED', `state directory ${path}: could not take over a stale lock`)
+}
+
+function isAlive(pid: number): boolean {
+  if (pid === process.pid) return true
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+function checkMetadata(path: string, applicationId: string): void {
+  const file = join(path, META_FILE)
+  if (!existsSync(file)) {
+    const meta: Metadata = { format: STATE_FORMAT_VERSION, applicationId }
+    writeFileSync(file, JSON.stringify(meta, null, 2) + '\n')
+    return
+  }
+  let meta: Partial<Metadata>
+  try {
+    meta = JSON.parse(readFileSync(file, 'utf8')) as Partial<Metadata>
+  } catch (err) {
+    throw new PunctualError('STATE_DIR', `state directory ${path}: ${META_FILE} is corrupt (${(err as Error).message}); refusing to start rather than reset it`, { cause: err })
+  }
+  if (typeof meta !== 'object' || meta === null || typeof meta.format !== 'number' || typeof meta.applicationId !== 'string') {
+    throw new PunctualError('STATE_DIR', `state directory ${path}: ${META_FILE} is corrupt (missing format or applicationId); refusing to start rather than reset it`)
+  }
+  if (meta.format !== STATE_FORMAT_VERSION) {
+    throw new PunctualError('STATE_DIR', `state directory ${path} has format version ${meta.format}; this punctual reads version ${STATE_FORMAT_VERSION}`)
+  }
+  if (meta.applicationId !== applicationId) {
+    throw new PunctualError('STATE_DIR', `state directory ${path} belongs to application "${meta.applicationId}", not "${applicationId}"`)
+  }
+}

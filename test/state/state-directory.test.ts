@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import { EmbeddedRuntime, PunctualError, silentLogger, Topology } from '../../src/index.js'
+import { STATE_FORMAT_VERSION, StateDirectory } from '../../src/state/state-directory.js'
+
+const fresh = (): string => join(mkdtempSync(join(tmpdir(), 'punctual-state-')), 'app')
+const isCode = (code: string) => (e: unknown) => e instanceof PunctualError && e.code === code
+
+describe('state directory', () => {
+  it('records the application id and format version, and is reopened by the same application', () => {
+    const dir = fresh()
+    StateDirectory.open(dir, 'orders').release()
+    assert.deepEqual(JSON.parse(readFileSync(join(dir, 'punctual.json'), 'utf8')), { format: STATE_FORMAT_VERSION, applicationId: 'orders' })
+    StateDirectory.open(dir, 'orders').release()
+  })
+
+  it('refuses a second holder while the first runs', () => {
+    const dir = fresh()
+    const first = StateDirectory.open(dir, 'orders')
+    assert.throws(() => StateDirectory.open(dir, 'orders'), (e: unknown) => isCode('STATE_DIR_LOCKED')(e) && /is in use by process \d+/.test((e as Error).message))
+    first.release()
+    StateDirectory.open(dir, 'orders').release()
+  })
+
+  it('takes over the lock of a process that no longer runs', () => {
+    const dir = fresh()
+    StateDirectory.open(dir, 'orders').release()
+    const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString()
+    writeFileSync(join(dir, '.lock'), dead)
+    StateDirectory.open(dir, 'orders').release()
+    assert.equal(existsSync(join(dir, '.lock')), false)
+  })
+
+  it("refuses another application's directory", () => {
+    const dir = fresh()
+    StateDirectory.open(dir, 'orders').release()
+    assert.throws(() => StateDirectory.open(dir, 'payments'), (e: unknown) => isCode('STATE_DIR')(e) && /belongs to application "orders", not "payments"/.test((e as Error).message))
+  })
+
+  it('refuses a corrupt or truncated metadata file instead of resetting', () => {
+    const dir = fresh()
+    StateDirectory.open(dir, 'orders').release()
+    writeFileSync(join(dir, 'punctual.json'), '{"format": 1, "applic')
+    assert.throws(() => StateDirectory.open(dir, 'orders'), (e: unknown) => isCode('STATE_DIR')(e) && /punctual.json is corrupt/.test((e as Error).message))
+    assert.equal(existsSync(join(dir, '.lock')), false, 'a refused open leaves no lock behind')
+  })
+
+  it('refuses another format version', () => {
+    const dir = fresh()
+    StateDirectory.open(dir, 'orders').release()
+    writeFileSync(join(dir, 'punctual.json'), JSON.stringify({ format: 99, applicationId: 'orders' }))
+    assert.throws(() => StateDirectory.open(dir, 'orders'), /has format version 99; this punctual reads version 1/)
+  })
+
+  it('the embedded runtime holds its state directory from start to stop', async () => {
+    const dir = fresh()
+    const topology = () => new Topology().addSource('s', 'in').addProcessor('p', () => ({ process() {} }), 's')
+    const a = new EmbeddedRuntime(topology(), { applicationId: 'orders', stateDir: dir, logger: silentLogger })
+    a.start()
+    const b = new EmbeddedRuntime(topology(), { applicationId: 'orders', stateDir: dir, logger: silentLogger })
+    assert.throws(() => b.start(), isCode('STATE_DIR_LOCKED'))
+    await a.stop()
+    b.start()
+    await b.stop()
+  })
+})
