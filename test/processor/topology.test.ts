@@ -115,8 +115,9 @@ describe('processors, forwarding and stores through the test driver', () => {
     assert.match(errors[0] ?? '', /processor "p" has no child named "missing"/)
   })
 
-  it('a connected key-value store keeps state per task; an unconnected one is refused', () => {
-    const t = new Topology()
+  /** src -> count (a processor counting records per key in store "counts"). */
+  const countingTopology = (): Topology =>
+    new Topology()
       .addSource('src', 'in')
       .addProcessor<string, string>(
         'count',
@@ -134,30 +135,14 @@ describe('processors, forwarding and stores through the test driver', () => {
         'src',
       )
       .addStateStore(Stores.inMemoryKeyValueStore<string, number>('counts'), 'count')
-      .addProcessor('sneaky', () => ({ init: (c: ProcessorContext) => void c.getStateStore('counts'), process() {} }), 'src')
+
+  it('a store is reachable only from the processors it is connected to', () => {
+    const t = countingTopology().addProcessor('sneaky', () => ({ init: (c: ProcessorContext) => void c.getStateStore('counts'), process() {} }), 'src')
     assert.throws(() => new TopologyTestDriver(t), /processor "sneaky" is not connected to a state store named "counts"/)
   })
 
   it('store contents are visible to the test driver, in key order', () => {
-    const t = new Topology()
-      .addSource('src', 'in')
-      .addProcessor<string, string>(
-        'count',
-        () => {
-          let store: KeyValueStore<string, number>
-          return {
-            init(c) {
-              store = c.getStateStore('counts')
-            },
-            process(r: StreamRecord<string, string>) {
-              store.put(r.key, (store.get(r.key) ?? 0) + 1)
-            },
-          }
-        },
-        'src',
-      )
-      .addStateStore(Stores.inMemoryKeyValueStore<string, number>('counts'), 'count')
-    const d = new TopologyTestDriver(t)
+    const d = new TopologyTestDriver(countingTopology())
     const input = d.createInputTopic('in', Serdes.String(), Serdes.String())
     for (const k of ['b', 'a', 'b']) input.pipeInput(k, 'v', 1)
     assert.deepEqual([...d.getKeyValueStore<string, number>('counts')!.all()], [
