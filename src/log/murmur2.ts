@@ -40,3 +40,36 @@ export function murmur2(data: Uint8Array): number {
 export function partitionForKey(key: Uint8Array, numPartitions: number): number {
   return (murmur2(key) & 0x7fffffff) % numPartitions
 }
+
+/**
+ * The default partition of a String-serde key without encoding it: for an ASCII string the UTF-8
+ * bytes are the char codes, so murmur2 reads them directly; other strings are encoded first.
+ */
+export function partitionForStringKey(key: string, numPartitions: number): number {
+  const n = key.length
+  for (let i = 0; i < n; i++) if (key.charCodeAt(i) > 0x7f) return partitionForKey(Buffer.from(key, 'utf8'), numPartitions)
+  const m = 0x5bd1e995
+  let h = (0x9747b28c ^ n) | 0
+  const n4 = n >> 2
+  for (let i = 0; i < n4; i++) {
+    const i4 = i << 2
+    let k = key.charCodeAt(i4) | (key.charCodeAt(i4 + 1) << 8) | (key.charCodeAt(i4 + 2) << 16) | (key.charCodeAt(i4 + 3) << 24)
+    k = Math.imul(k, m)
+    k ^= k >>> 24
+    k = Math.imul(k, m)
+    h = Math.imul(h, m)
+    h ^= k
+  }
+  const tail = n & ~3
+  const rest = n & 3
+  if (rest === 3) h ^= key.charCodeAt(tail + 2) << 16
+  if (rest >= 2) h ^= key.charCodeAt(tail + 1) << 8
+  if (rest >= 1) {
+    h ^= key.charCodeAt(tail)
+    h = Math.imul(h, m)
+  }
+  h ^= h >>> 13
+  h = Math.imul(h, m)
+  h ^= h >>> 15
+  return (h & 0x7fffffff) % numPartitions
+}

@@ -4,7 +4,7 @@ import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
 import { store, storedSerde } from './log-record.js'
 import { PartitionLog } from './partition-log.js'
-import { partitionForKey } from './murmur2.js'
+import { partitionForKey, partitionForStringKey } from './murmur2.js'
 
 /** Where sinks send records. */
 export interface RecordCollector {
@@ -94,6 +94,8 @@ export class TopicRegistry implements RecordCollector {
       p = partition
     } else if (logs.length === 1) {
       p = 0
+    } else if (typeof key === 'string' && keySerde.name === 'String') {
+      p = partitionForStringKey(key, logs.length)
     } else if (key !== null) {
       const bytes = keySerde.inMemoryIdentity === true ? keySerde.serialize(topic, key) : (storedKey as Uint8Array | null)
       p = bytes === null ? this.roundRobin++ % logs.length : partitionForKey(bytes, logs.length)

@@ -75,3 +75,16 @@ describe('in-memory topics keep typed records only for identity serdes', () => {
     assert.deepEqual(Serdes.JSON().deserialize('t', r.value as Uint8Array), { a: 1 })
   })
 })
+
+describe('partitionForStringKey', () => {
+  it('agrees with murmur2 over the UTF-8 bytes, ASCII or not (property)', async () => {
+    const fc = (await import('fast-check')).default
+    const { partitionForStringKey } = await import('../../src/log/murmur2.js')
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme' }), fc.integer({ min: 1, max: 64 }), (s, n) => {
+        assert.equal(partitionForStringKey(s, n), partitionForKey(Buffer.from(s, 'utf8'), n))
+      }),
+      { numRuns: 3000 },
+    )
+  })
+})
