@@ -12,7 +12,6 @@ import type { ErrorCode } from '../../errors.js'
 import type { TopicRegistry } from '../../log/topics.js'
 import { TaskMetrics } from '../../metrics.js'
 import type { Clock } from '../../time/clock.js'
-import { PunctuationType } from '../api.js'
 import type { Cancellable, ProcessorSupplier, Punctuator, RecordMetadata, ScheduleSpec, StateStore, StoreKey, TaskId } from '../api.js'
 import type { DropReason, ErrorHandler } from '../errors.js'
 import type { Subtopology } from '../topology.js'
@@ -21,7 +20,8 @@ import type { TaskServices } from './context.js'
 import { SinkNode, SourceNode, UserProcessorNode } from './nodes.js'
 import type { ProcessorNode } from './nodes.js'
 import { PartitionQueue } from './partition-queue.js'
-import { compileSchedule, Punctuation, PunctuationQueue } from './punctuation.js'
+import type { Punctuation } from './punctuation.js'
+import { TaskSchedules } from './task-schedules.js'
 
 /** Stream time before the first record. Timestamps are >= 0, so -1 keeps the field a plain number. */
 const UNKNOWN = -1
@@ -73,13 +73,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
   private readonly queues: PartitionQueue[] = []
   private readonly nodes: ProcessorNode[] = []
   private readonly stores = new Map<string, StateStore>()
-  private readonly streamPunctuations = new PunctuationQueue()
-  private readonly wallPunctuations = new PunctuationQueue()
-  private readonly activeSchedules = new Map<string, Punctuation>()
-  private readonly scheduleOrdinals = new Map<string, number>()
-  private readonly lastFires: Map<string, number>
-  private readonly catchUps: Punctuation[] = []
-  private scheduleSeq = 0
+  private readonly schedules: TaskSchedules
   private streamTime: number
   /** Where the record being processed came from; undefined in punctuations. */
   private current: PartitionQueue | undefined
@@ -91,7 +85,16 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
     const { subtopology, partition, topics, checkpoint } = config
     this.taskId = new TaskIdImpl(subtopology.id, partition)
     this.streamTime = checkpoint?.streamTime ?? UNKNOWN
-    this.lastFires = new Map(Object.entries(checkpoint?.lastFires ?? {}))
+    this.schedules = new TaskSchedules(
+      {
+        taskId: this.taskId.toString(),
+        streamTimeOrUndefined: () => this.streamTimeOrUndefined(),
+        wallClockNow: () => this.config.clock.now(),
+        run: this.runPunctuation,
+        wallClockChanged: () => this.config.onWallClockChange?.(),
+      },
+      checkpoint?.lastFires,
+    )
     for (const b of subtopology.stores) this.stores.set(b.name, b.build())
 
     const byName = new Map<string, ProcessorNode>()
@@ -131,12 +134,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
     // States are registered in init; only then can timers be matched to their owners.
     this.keyed?.restoreTimers(this.config.checkpoint?.keyed?.timers ?? [])
     this.state = 'running'
-    const catchUps = this.catchUps.splice(0)
-    for (const p of catchUps) {
-      if (p.cancelled) continue
-      const now = p.type === PunctuationType.STREAM_TIME ? this.streamTime : this.config.clock.now()
-      this.runPunctuation(p, now)
-    }
+    this.schedules.runCatchUps()
   }
 
   /**
@@ -164,7 +162,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
       // Event-time timers first, then stream-time punctuations.
       const timers = this.keyed?.timerService
       if (timers !== undefined && timers.nextDue('event') <= this.streamTime) timers.advance('event', this.streamTime)
-      if (this.streamPunctuations.nextDue() <= this.streamTime) this.streamPunctuations.punctuate(this.streamTime, this.runPunctuation)
+      if (this.schedules.nextStreamDue() <= this.streamTime) this.schedules.punctuateStream(this.streamTime)
     }
     return n
   }
@@ -173,12 +171,12 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
   punctuateWallClock(now: number): number {
     const timers = this.keyed?.timerService
     const fired = timers !== undefined && timers.nextDue('processing') <= now ? timers.advance('processing', now) : 0
-    return fired + this.wallPunctuations.punctuate(now, this.runPunctuation)
+    return fired + this.schedules.punctuateWall(now)
   }
 
   /** Earliest wall-clock time this task needs to be woken for (timer, punctuation, end of an idle wait). */
   nextWallClockDue(): number {
-    let due = Math.min(this.wallPunctuations.nextDue(), this.keyed?.timerService.nextDue('processing') ?? Infinity)
+    let due = Math.min(this.schedules.nextWallDue(), this.keyed?.timerService.nextDue('processing') ?? Infinity)
     for (const q of this.queues) if (q.idleDeadline >= 0 && q.idleDeadline < due) due = q.idleDeadline
     return due
   }
@@ -203,34 +201,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
 
   schedule(processorName: string, spec: ScheduleSpec, callback: Punctuator): Cancellable {
     if (this.state === 'closed') throw new PunctualError('ILLEGAL_STATE', `processor "${processorName}": cannot schedule after the task closed`)
-    const { rule, onMissed } = compileSchedule(spec, processorName)
-    if (typeof callback !== 'function') {
-      throw new PunctualError('INVALID_CONFIG', `processor "${processorName}" schedule: the callback must be a function`)
-    }
-    const ordinal = this.scheduleOrdinals.get(processorName) ?? 0
-    this.scheduleOrdinals.set(processorName, ordinal + 1)
-    const name = spec.name ?? `${processorName}#${ordinal}`
-    if (this.activeSchedules.has(name)) {
-      throw new PunctualError('INVALID_CONFIG', `processor "${processorName}": a schedule named "${name}" is already active in task ${this.taskId}`)
-    }
-    const p = new Punctuation(name, processorName, spec.type, rule, onMissed, callback, this.scheduleSeq++)
-    const isStream = spec.type === PunctuationType.STREAM_TIME
-    const now = isStream ? this.streamTimeOrUndefined() : this.config.clock.now()
-    p.due = rule.first(now)
-    if (onMissed === 'fireOnce' && now !== undefined) {
-      const last = this.lastFires.get(name)
-      if (last !== undefined && rule.missedSince(last, now)) this.catchUps.push(p)
-    }
-    this.activeSchedules.set(name, p)
-    const queue = isStream ? this.streamPunctuations : this.wallPunctuations
-    if (queue.add(p) && !isStream) this.config.onWallClockChange?.()
-    return {
-      cancel: () => {
-        if (p.cancelled) return
-        if (this.activeSchedules.get(name) === p) this.activeSchedules.delete(name)
-        if (queue.cancel(p) && !isStream) this.config.onWallClockChange?.()
-      },
-    }
+    return this.schedules.schedule(processorName, spec, callback)
   }
 
   store(processorName: string, allowed: ReadonlySet<string>, name: string): StateStore {
@@ -259,7 +230,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
   checkpoint(): TaskCheckpoint {
     const positions: Record<string, number> = {}
     for (const q of this.queues) positions[`${q.topic}:${q.partition}`] = q.committableOffset()
-    const base = { streamTime: this.streamTimeOrUndefined(), lastFires: Object.fromEntries(this.lastFires), positions }
+    const base = { streamTime: this.streamTimeOrUndefined(), lastFires: this.schedules.lastFireTimes(), positions }
     return this.keyed === undefined ? base : { ...base, keyed: this.keyed.snapshot() }
   }
 
@@ -352,7 +323,6 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
   }
 
   private readonly runPunctuation = (p: Punctuation, now: number): void => {
-    this.lastFires.set(p.name, now)
     this.metrics.punctuations++
     try {
       p.callback(now)
