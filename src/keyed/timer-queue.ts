@@ -43,8 +43,8 @@ export class TimerQueue {
   private table = new Int32Array(INITIAL_CAPACITY * 2).fill(EMPTY)
   /** Slots that are not EMPTY (valid or stale). */
   private usedSlots = 0
-  private slotTime = new Float64Array(INITIAL_CAPACITY)
-  private slotSeq = new Float64Array(INITIAL_CAPACITY)
+  /** Heap slots: (timestamp, registration order) pairs side by side, so one cache line holds a slot's children. */
+  private slotKey = new Float64Array(INITIAL_CAPACITY * 2)
   private slotId = new Int32Array(INITIAL_CAPACITY)
   private idTime = new Float64Array(INITIAL_CAPACITY)
   private idState = new Uint8Array(INITIAL_CAPACITY)
@@ -63,7 +63,7 @@ export class TimerQueue {
   /** Earliest pending timestamp, or Infinity. */
   peekTime(): number {
     this.dropDeadHead()
-    return this.slots === 0 ? Infinity : (this.slotTime[0] as number)
+    return this.slots === 0 ? Infinity : (this.slotKey[0] as number)
   }
 
   /** Adds a timer unless (owner, key, timestamp) is already pending; returns whether it was added. */
@@ -76,7 +76,7 @@ export class TimerQueue {
     this.idKey[id] = key
     this.idState[id] = LIVE
     this.insertSlot(h, id)
-    if (this.slots === this.slotTime.length) this.growSlots()
+    if (this.slots === this.slotId.length) this.growSlots()
     const slot = this.slots++
     this.place(slot, timestamp, seq, id)
     this.siftUp(slot)
@@ -100,11 +100,11 @@ export class TimerQueue {
    */
   pollDue(time: number): TimerEntry | undefined {
     this.dropDeadHead()
-    if (this.slots === 0 || (this.slotTime[0] as number) > time) return undefined
+    if (this.slots === 0 || (this.slotKey[0] as number) > time) return undefined
     const id = this.slotId[0] as number
     const polled = this.polled
-    polled.timestamp = this.slotTime[0] as number
-    polled.seq = this.slotSeq[0] as number
+    polled.timestamp = this.slotKey[0] as number
+    polled.seq = this.slotKey[1] as number
     polled.key = this.idKey[id] as StoreKey
     polled.owner = this.idOwner[id] as number
     this.removeSlot(0)
@@ -140,7 +140,7 @@ export class TimerQueue {
 
   private entry(slot: number): TimerEntry {
     const id = this.slotId[slot] as number
-    return { timestamp: this.slotTime[slot] as number, seq: this.slotSeq[slot] as number, key: this.idKey[id] as StoreKey, owner: this.idOwner[id] as number }
+    return { timestamp: this.slotKey[2 * slot] as number, seq: this.slotKey[2 * slot + 1] as number, key: this.idKey[id] as StoreKey, owner: this.idOwner[id] as number }
   }
 
   /** The id of the LIVE timer (owner, key, timestamp), or -1. */
@@ -213,7 +213,7 @@ export class TimerQueue {
         this.release(id)
         continue
       }
-      this.place(n++, this.slotTime[s] as number, this.slotSeq[s] as number, id)
+      this.place(n++, this.slotKey[2 * s] as number, this.slotKey[2 * s + 1] as number, id)
     }
     this.slots = n
     this.dead = 0
@@ -243,65 +243,64 @@ export class TimerQueue {
   }
 
   private growSlots(): void {
-    const capacity = Math.ceil(this.slotTime.length * GROWTH)
-    this.slotTime = copyInto(new Float64Array(capacity), this.slotTime)
-    this.slotSeq = copyInto(new Float64Array(capacity), this.slotSeq)
+    const capacity = Math.ceil(this.slotId.length * GROWTH)
+    this.slotKey = copyInto(new Float64Array(capacity * 2), this.slotKey)
     this.slotId = copyInto(new Int32Array(capacity), this.slotId)
   }
 
   private place(slot: number, time: number, seq: number, id: number): void {
-    this.slotTime[slot] = time
-    this.slotSeq[slot] = seq
+    const keys = this.slotKey
+    keys[2 * slot] = time
+    keys[2 * slot + 1] = seq
     this.slotId[slot] = id
   }
 
   private removeSlot(slot: number): void {
     const last = --this.slots
     if (slot === last) return
-    this.place(slot, this.slotTime[last] as number, this.slotSeq[last] as number, this.slotId[last] as number)
+    this.place(slot, this.slotKey[2 * last] as number, this.slotKey[2 * last + 1] as number, this.slotId[last] as number)
     this.siftDown(slot)
     this.siftUp(slot)
   }
 
   private siftUp(start: number): void {
-    const times = this.slotTime
-    const seqs = this.slotSeq
+    const keys = this.slotKey
     let slot = start
-    const t = times[slot] as number
-    const s = seqs[slot] as number
+    const t = keys[2 * slot] as number
+    const s = keys[2 * slot + 1] as number
     const id = this.slotId[slot] as number
     while (slot > 0) {
       const parent = ((slot - 1) / ARITY) | 0
-      const pt = times[parent] as number
-      if (pt < t || (pt === t && (seqs[parent] as number) < s)) break
-      this.place(slot, pt, seqs[parent] as number, this.slotId[parent] as number)
+      const pt = keys[2 * parent] as number
+      const ps = keys[2 * parent + 1] as number
+      if (pt < t || (pt === t && ps < s)) break
+      this.place(slot, pt, ps, this.slotId[parent] as number)
       slot = parent
     }
     this.place(slot, t, s, id)
   }
 
   private siftDown(start: number): void {
-    const times = this.slotTime
-    const seqs = this.slotSeq
+    const keys = this.slotKey
     const n = this.slots
     let slot = start
-    const t = times[slot] as number
-    const s = seqs[slot] as number
+    const t = keys[2 * slot] as number
+    const s = keys[2 * slot + 1] as number
     const id = this.slotId[slot] as number
     for (;;) {
       const first = slot * ARITY + 1
       if (first >= n) break
-      // The smallest of up to four adjacent children.
+      // The smallest of up to four adjacent children (eight adjacent numbers).
       let best = first
-      let bt = times[first] as number
-      let bs = seqs[first] as number
+      let bt = keys[2 * first] as number
+      let bs = keys[2 * first + 1] as number
       const end = Math.min(first + ARITY, n)
       for (let c = first + 1; c < end; c++) {
-        const ct = times[c] as number
-        if (ct < bt || (ct === bt && (seqs[c] as number) < bs)) {
+        const ct = keys[2 * c] as number
+        if (ct < bt || (ct === bt && (keys[2 * c + 1] as number) < bs)) {
           best = c
           bt = ct
-          bs = seqs[c] as number
+          bs = keys[2 * c + 1] as number
         }
       }
       if (bt > t || (bt === t && bs >= s)) break
