@@ -12,6 +12,7 @@ import type { TaskCheckpoint } from '../processor/internal/task.js'
 import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
 import type { Topology } from '../processor/topology.js'
+import { CheckpointStore } from '../state/checkpoint-store.js'
 import { StateDirectory } from '../state/state-directory.js'
 import { Alarm } from '../time/alarm.js'
 import type { Clock } from '../time/clock.js'
@@ -63,6 +64,7 @@ export class EmbeddedRuntime {
   private currentState: RuntimeState = 'CREATED'
   private failure: Error | undefined
   private stateDirectory: StateDirectory | undefined
+  private checkpointStore: CheckpointStore | undefined
 
   constructor(
     private readonly topology: Topology,
@@ -141,6 +143,7 @@ export class EmbeddedRuntime {
     // Held from start to stop: a second process on the same directory is refused.
     this.stateDirectory = StateDirectory.open(this.config.stateDir, this.config.applicationId)
     try {
+      this.checkpointStore = CheckpointStore.open(this.config.stateDir)
       this.createTasks()
       for (const task of this.tasks) task.init()
     } catch (err) {
@@ -148,7 +151,8 @@ export class EmbeddedRuntime {
       throw err
     }
     this.currentState = 'RUNNING'
-    this.nextCommitAt = this.clock.now() + this.config.commitIntervalMs
+    // What init restored or registered (schedules' baselines, catch-up fires) is durable from the start.
+    this.commit()
     this.scheduleRun()
     this.rearm()
   }
@@ -170,7 +174,7 @@ export class EmbeddedRuntime {
       } catch (err) {
         this.fail(err)
       }
-      this.stateDirectory?.release()
+      this.closeStateDirectory()
     } else if (this.currentState === 'CREATED') {
       this.currentState = 'NOT_RUNNING'
     }
@@ -213,11 +217,18 @@ export class EmbeddedRuntime {
             maxTaskIdleMs: this.config.maxTaskIdleMs,
             errorHandler: this.errorHandler,
             stateDir: this.config.stateDir,
+            checkpoint: this.restored(`${sub.id}_${p}`),
             onWallClockChange: this.onWallClockChange,
           }),
         )
       }
     }
+  }
+
+  /** The durable part of a task's last checkpoint (input positions are not durable yet). */
+  private restored(taskId: string): TaskCheckpoint | undefined {
+    const state = this.checkpointStore?.load(taskId)
+    return state === undefined ? undefined : { streamTime: state.streamTime, lastFires: state.lastFires, positions: {} }
   }
 
   private readonly scheduleRun = (): void => {
@@ -272,7 +283,10 @@ export class EmbeddedRuntime {
   }
 
   private punctuateWallClock(now: number): void {
-    for (const task of this.tasks) task.punctuateWallClock(now)
+    let fired = 0
+    for (const task of this.tasks) fired += task.punctuateWallClock(now)
+    // Last fire times must be durable before the next fire could be missed: commit right away.
+    if (fired > 0) this.commit()
     // Punctuations may have written records, and tasks waiting on an empty partition may be ready now.
     this.scheduleRun()
   }
@@ -300,6 +314,7 @@ export class EmbeddedRuntime {
 
   private commit(): void {
     for (const task of this.tasks) this.checkpoints.set(task.taskId.toString(), task.checkpoint())
+    this.checkpointStore?.save(this.checkpoints)
     this.releaseConsumed()
     this.uncommitted = false
     this.nextCommitAt = this.clock.now() + this.config.commitIntervalMs
@@ -329,6 +344,12 @@ export class EmbeddedRuntime {
     }
   }
 
+  private closeStateDirectory(): void {
+    this.checkpointStore?.close()
+    this.checkpointStore = undefined
+    this.stateDirectory?.release()
+  }
+
   private fail(err: unknown): void {
     const error = err instanceof Error ? err : new Error(String(err))
     this.failure = error
@@ -341,7 +362,7 @@ export class EmbeddedRuntime {
         // The first failure is the one reported; close errors after it add nothing.
       }
     }
-    this.stateDirectory?.release()
+    this.closeStateDirectory()
     if (this.errorListeners.length === 0) this.logger.error(`runtime ${this.config.applicationId} stopped: ${error.message}`)
     for (const l of this.errorListeners) l(error)
   }

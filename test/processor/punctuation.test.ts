@@ -327,6 +327,15 @@ describe('missed-trigger policy across restarts (onMissed)', () => {
     assert.deepEqual(fires, [{ id: 'r', ts: 400 }])
   })
 
+  it('fireOnce counts from the first registration when the schedule never fired', () => {
+    const spec: ScheduleSpec = { type: WALL, intervalMs: 100, startTime: 500, onMissed: 'fireOnce', name: 'report' }
+    const first = driverWith([{ id: 'r', spec }], 0)
+    const checkpoint = first.driver.checkpoint() // crashed before the first due point (500)
+    const t = punctuationTopology([{ id: 'r', spec }])
+    new TopologyTestDriver(t.topology, { wallClockStartMs: 750, checkpoint })
+    assert.deepEqual(t.fires, [{ id: 'r', ts: 750 }])
+  })
+
   it('fireOnce works for cron schedules', () => {
     const spec: ScheduleSpec = { type: WALL, cron: '0 * * * *', timeZone: 'UTC', onMissed: 'fireOnce', name: 'hourly' }
     const first = driverWith([{ id: 'h', spec }], Date.parse('2026-01-01T00:59:00Z'))

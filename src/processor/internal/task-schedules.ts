@@ -52,6 +52,9 @@ export class TaskSchedules {
     if (onMissed === 'fireOnce' && now !== undefined) {
       const last = this.lastFires.get(name)
       if (last !== undefined && rule.missedSince(last, now)) this.catchUps.push(p)
+      // Never fired: count from now, so a first due point missed in a crash before its fire was
+      // committed is still caught up after the restart.
+      if (last === undefined) this.lastFires.set(name, now)
     }
     this.active.set(name, p)
     const queue = isStream ? this.stream : this.wall
