@@ -166,11 +166,18 @@ export class SlidingAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
     this.ctx.forward({ key: w.key, value: w.agg, timestamp: w.maxTs, headers: [] })
   }
 
+  /** Puts a window, replacing one with the same start (the previous record's right window can be the new left window). */
   private insert(entry: { key: K; list: Array<SlidingWindow<K, VA>> }, start: number, agg: VA, maxTs: number): SlidingWindow<K, VA> {
-    const w: SlidingWindow<K, VA> = { start, key: { key: entry.key, window: { start, end: start + this.spec.timeDifferenceMs } }, agg, maxTs }
     const list = entry.list
-    const at = this.upperIndex(list, start) + 1
-    list.splice(at, 0, w)
+    const last = this.upperIndex(list, start)
+    const existing = list[last]
+    if (existing !== undefined && existing.start === start) {
+      existing.agg = agg
+      existing.maxTs = maxTs
+      return existing
+    }
+    const w: SlidingWindow<K, VA> = { start, key: { key: entry.key, window: { start, end: start + this.spec.timeDifferenceMs } }, agg, maxTs }
+    list.splice(last + 1, 0, w)
     return w
   }
 
