@@ -28,6 +28,29 @@ export abstract class StateTable {
     protected readonly host: StateHost,
   ) {}
 
+  /** Keys changed since the last `takeChanged()`, recorded only while tracking (durable state). */
+  private changedKeys: Set<StoreKey> | undefined
+
+  trackChanges(): void {
+    this.changedKeys ??= new Set()
+  }
+
+  protected changed(key: StoreKey): void {
+    this.changedKeys?.add(key)
+  }
+
+  /** The keys changed since the last call; the set starts empty again. */
+  takeChanged(): StoreKey[] {
+    const keys = this.changedKeys
+    if (keys === undefined || keys.size === 0) return []
+    const out = [...keys]
+    keys.clear()
+    return out
+  }
+
+  /** One key's entries in snapshot form, or undefined when it has none. */
+  abstract snapshotKey(key: StoreKey): unknown
+
   protected isExpired(cell: Cell<unknown>, now: number): boolean {
     return this.ttl !== undefined && now >= cell.a + this.ttl.ttlMs
   }
@@ -47,6 +70,7 @@ export abstract class StateTable {
     const ttl = this.ttl
     if (ttl === undefined) return
     cell.a = now
+    this.changed(key)
     this.host.registerTtlTimer(key, now + ttl.ttlMs)
   }
 
@@ -87,6 +111,7 @@ export class ValueStateTable<T> extends StateTable implements ValueState<T> {
   update(value: T): void {
     const key = this.host.currentKey()
     const cell = this.cells.get(key)
+    this.changed(key)
     if (cell === undefined) {
       this.cells.set(key, this.newCell(key, value))
       return
@@ -103,13 +128,20 @@ export class ValueStateTable<T> extends StateTable implements ValueState<T> {
     if (cell === undefined) return
     if (this.ttl !== undefined) this.host.deleteTtlTimer(key, cell.a + this.ttl.ttlMs)
     this.cells.delete(key)
+    this.changed(key)
   }
 
   cleanup(key: StoreKey, now: number): void {
     const cell = this.cells.get(key)
     if (cell === undefined || !this.isExpired(cell, now)) return
     this.cells.delete(key)
+    this.changed(key)
     this.report(key, cell, now)
+  }
+
+  snapshotKey(key: StoreKey): unknown {
+    const c = this.cells.get(key)
+    return c === undefined ? undefined : { v: c.v, a: c.a }
   }
 
   keyCount(): number {
@@ -145,6 +177,7 @@ export class MapStateTable<UK extends StoreKey, UV> extends StateTable implement
     let m = this.maps.get(key)
     if (m === undefined) this.maps.set(key, (m = new Map()))
     const cell = m.get(mapKey)
+    this.changed(key)
     if (cell === undefined) m.set(mapKey, this.newCell(key, value))
     else {
       cell.v = value
@@ -158,6 +191,7 @@ export class MapStateTable<UK extends StoreKey, UV> extends StateTable implement
     if (m === undefined) return
     m.delete(mapKey)
     if (m.size === 0) this.maps.delete(key)
+    this.changed(key)
   }
 
   entries(): Array<[UK, UV]> {
@@ -172,7 +206,9 @@ export class MapStateTable<UK extends StoreKey, UV> extends StateTable implement
   }
 
   clear(): void {
-    this.maps.delete(this.host.currentKey())
+    const key = this.host.currentKey()
+    this.maps.delete(key)
+    this.changed(key)
   }
 
   cleanup(key: StoreKey, now: number): void {
@@ -181,9 +217,15 @@ export class MapStateTable<UK extends StoreKey, UV> extends StateTable implement
     for (const [mk, cell] of m) {
       if (!this.isExpired(cell, now)) continue
       m.delete(mk)
+      this.changed(key)
       this.report(key, cell, now, mk)
     }
     if (m.size === 0) this.maps.delete(key)
+  }
+
+  snapshotKey(key: StoreKey): unknown {
+    const m = this.maps.get(key)
+    return m === undefined ? undefined : [...m].map(([mk, c]) => [mk, { v: c.v, a: c.a }])
   }
 
   keyCount(): number {
@@ -214,10 +256,12 @@ export class ListStateTable<T> extends StateTable implements ListState<T> {
     let list = this.lists.get(key)
     if (list === undefined) this.lists.set(key, (list = []))
     list.push(this.newCell(key, value))
+    this.changed(key)
   }
 
   update(values: readonly T[]): void {
     const key = this.host.currentKey()
+    this.changed(key)
     if (values.length === 0) {
       this.lists.delete(key)
       return
@@ -229,7 +273,9 @@ export class ListStateTable<T> extends StateTable implements ListState<T> {
   }
 
   clear(): void {
-    this.lists.delete(this.host.currentKey())
+    const key = this.host.currentKey()
+    this.lists.delete(key)
+    this.changed(key)
   }
 
   cleanup(key: StoreKey, now: number): void {
@@ -240,8 +286,15 @@ export class ListStateTable<T> extends StateTable implements ListState<T> {
       if (this.isExpired(cell, now)) this.report(key, cell, now)
       else kept.push(cell)
     }
+    if (kept.length === list.length) return
     if (kept.length === 0) this.lists.delete(key)
-    else if (kept.length !== list.length) this.lists.set(key, kept)
+    else this.lists.set(key, kept)
+    this.changed(key)
+  }
+
+  snapshotKey(key: StoreKey): unknown {
+    const l = this.lists.get(key)
+    return l === undefined ? undefined : l.map((c) => ({ v: c.v, a: c.a }))
   }
 
   keyCount(): number {

@@ -17,6 +17,13 @@ export interface KeyedSnapshot {
   readonly states: Readonly<Record<string, { readonly kind: StateKind; readonly entries: ReadonlyArray<[StoreKey, unknown]> }>>
 }
 
+/** What changed in a task's keyed state and timers since the last commit (durable mode). */
+export interface KeyedChanges {
+  /** Per changed key of a state: its entries now, or undefined when it has none left. */
+  readonly states: ReadonlyArray<{ readonly state: string; readonly kind: StateKind; readonly key: StoreKey; readonly entries: unknown }>
+  readonly timers: ReadonlyArray<{ readonly added: boolean; readonly record: TimerRecord }>
+}
+
 /**
  * Everything keyed a task owns: the timer service, the keyed nodes (owners of user timers) and their
  * state tables (owners of TTL timers). It routes fired timers and reports callback errors.
@@ -27,6 +34,7 @@ export class KeyedTaskState implements TimerTargets {
   private readonly tables: StateTable[] = []
   private readonly tableByName = new Map<string, StateTable>()
   private pendingStates: KeyedSnapshot['states']
+  private tracking = false
 
   constructor(
     onProcessingTimerAdded: () => void,
@@ -72,9 +80,37 @@ export class KeyedTaskState implements TimerTargets {
       if (saved.kind !== descriptor.kind) throw new PunctualError('INVALID_CONFIG', `${where}: the checkpoint holds ${saved.kind} state under this name, not ${descriptor.kind}`)
       table.restore(saved.entries)
     }
+    if (this.tracking) table.trackChanges()
     this.tables.push(table)
     this.tableByName.set(fullName, table)
     return table
+  }
+
+  /** Durable mode: from now on, record what changes so commits can write only that. */
+  trackChanges(): void {
+    this.tracking = true
+    this.timerService.trackChanges()
+    for (const t of this.tables) t.trackChanges()
+  }
+
+  takeChanges(): KeyedChanges {
+    const states: Array<{ state: string; kind: StateKind; key: StoreKey; entries: unknown }> = []
+    for (const [name, table] of this.tableByName) {
+      for (const key of table.takeChanged()) states.push({ state: name, kind: table.kind, key, entries: table.snapshotKey(key) })
+    }
+    const nodeNames = this.nodes.map((n) => n.name)
+    const tableNames = this.tableNames()
+    const timers = this.timerService.takeChanges().map((c) => ({
+      added: c.added,
+      record: { kind: c.kind, domain: c.domain, timestamp: c.timestamp, seq: c.seq, owner: (c.kind === 'user' ? nodeNames : tableNames)[c.owner] as string, key: c.key },
+    }))
+    return { states, timers }
+  }
+
+  private tableNames(): string[] {
+    const names: string[] = []
+    for (const [name, t] of this.tableByName) names[t.id] = name
+    return names
   }
 
   onUserTimer(owner: number, key: StoreKey, timestamp: number, domain: TimeDomain): void {
@@ -111,7 +147,7 @@ export class KeyedTaskState implements TimerTargets {
     for (const [name, t] of this.tableByName) states[name] = { kind: t.kind, entries: t.snapshot() }
     const timers = this.timerService.snapshot(
       this.nodes.map((n) => n.name),
-      this.tables.map((t) => [...this.tableByName].find(([, x]) => x === t)?.[0] as string),
+      this.tableNames(),
     )
     return { timers, states }
   }

@@ -19,6 +19,17 @@ export interface TimerRecord {
   readonly key: StoreKey
 }
 
+/** A change to the pending timers since the last `takeChanges()`: what a durable store writes. */
+export interface TimerChange {
+  readonly added: boolean
+  readonly kind: 'user' | 'ttl'
+  readonly domain: TimeDomain
+  readonly owner: number
+  readonly key: StoreKey
+  readonly timestamp: number
+  readonly seq: number
+}
+
 interface Queues {
   readonly event: TimerQueue
   readonly processing: TimerQueue
@@ -34,6 +45,8 @@ export class TimerService {
   private readonly user: Queues = { event: new TimerQueue(), processing: new TimerQueue() }
   private readonly ttl: Queues = { event: new TimerQueue(), processing: new TimerQueue() }
   private seq = 0
+  /** Recorded only in durable mode (an allocation per change otherwise not made). */
+  private changes: TimerChange[] | undefined
 
   constructor(
     private readonly targets: TimerTargets,
@@ -41,23 +54,39 @@ export class TimerService {
     private readonly onProcessingTimerAdded: () => void,
   ) {}
 
+  trackChanges(): void {
+    this.changes ??= []
+  }
+
+  /** The changes since the last call (durable mode), oldest first. */
+  takeChanges(): TimerChange[] {
+    const c = this.changes
+    if (c === undefined || c.length === 0) return []
+    this.changes = []
+    return c
+  }
+
   registerUser(domain: TimeDomain, owner: number, key: StoreKey, timestamp: number): void {
-    const q = this.user[domain]
-    if (q.add(owner, key, timestamp, this.seq) && domain === 'processing') this.onProcessingTimerAdded()
-    this.seq++
+    this.register('user', domain, owner, key, timestamp)
   }
 
   deleteUser(domain: TimeDomain, owner: number, key: StoreKey, timestamp: number): void {
-    this.user[domain].remove(owner, key, timestamp)
+    if (this.user[domain].remove(owner, key, timestamp)) this.changes?.push({ added: false, kind: 'user', domain, owner, key, timestamp, seq: -1 })
   }
 
   registerTtl(domain: TimeDomain, owner: number, key: StoreKey, timestamp: number): void {
-    if (this.ttl[domain].add(owner, key, timestamp, this.seq) && domain === 'processing') this.onProcessingTimerAdded()
-    this.seq++
+    this.register('ttl', domain, owner, key, timestamp)
   }
 
   deleteTtl(domain: TimeDomain, owner: number, key: StoreKey, timestamp: number): void {
-    this.ttl[domain].remove(owner, key, timestamp)
+    if (this.ttl[domain].remove(owner, key, timestamp)) this.changes?.push({ added: false, kind: 'ttl', domain, owner, key, timestamp, seq: -1 })
+  }
+
+  private register(kind: 'user' | 'ttl', domain: TimeDomain, owner: number, key: StoreKey, timestamp: number): void {
+    const seq = this.seq++
+    if (!(kind === 'user' ? this.user : this.ttl)[domain].add(owner, key, timestamp, seq)) return
+    this.changes?.push({ added: true, kind, domain, owner, key, timestamp, seq })
+    if (domain === 'processing') this.onProcessingTimerAdded()
   }
 
   /** Earliest due time of a domain, user or TTL; Infinity when none. */
@@ -73,12 +102,14 @@ export class TimerService {
     for (;;) {
       const u = user.pollDue(now)
       if (u !== undefined) {
+        this.changes?.push({ added: false, kind: 'user', domain, owner: u.owner, key: u.key, timestamp: u.timestamp, seq: u.seq })
         this.targets.onUserTimer(u.owner, u.key, u.timestamp, domain)
         fired++
         continue
       }
       const t = ttl.pollDue(now)
       if (t === undefined) return fired
+      this.changes?.push({ added: false, kind: 'ttl', domain, owner: t.owner, key: t.key, timestamp: t.timestamp, seq: t.seq })
       this.targets.onTtlTimer(t.owner, t.key, t.timestamp, domain, now)
       fired++
     }

@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs'
 import { PunctualError } from '../errors.js'
 import { readKey, readValue } from '../log/log-record.js'
 import type { PartitionLog } from '../log/partition-log.js'
@@ -9,6 +10,7 @@ import type { Headers, StreamRecord } from '../processor/api.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task.js'
+import type { KeyedChanges } from '../keyed/keyed-task-state.js'
 import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
 import type { Topology } from '../processor/topology.js'
@@ -64,6 +66,8 @@ export class EmbeddedRuntime {
   private currentState: RuntimeState = 'CREATED'
   private failure: Error | undefined
   private stateDirectory: StateDirectory | undefined
+  /** True when no stateDir was given: the runtime made a temporary one and removes it on stop. */
+  private readonly ownsStateDir: boolean
   private checkpointStore: CheckpointStore | undefined
 
   constructor(
@@ -71,6 +75,7 @@ export class EmbeddedRuntime {
     config: EmbeddedRuntimeConfig,
   ) {
     const valid = validateRuntimeConfig(config)
+    this.ownsStateDir = config.stateDir === undefined
     this.config = valid
     this.clock = valid.clock
     this.logger = valid.logger
@@ -218,6 +223,7 @@ export class EmbeddedRuntime {
             errorHandler: this.errorHandler,
             stateDir: this.config.stateDir,
             checkpoint: this.restored(`${sub.id}_${p}`),
+            trackChanges: this.checkpointStore !== undefined,
             onWallClockChange: this.onWallClockChange,
           }),
         )
@@ -227,8 +233,12 @@ export class EmbeddedRuntime {
 
   /** The durable part of a task's last checkpoint (input positions are not durable yet). */
   private restored(taskId: string): TaskCheckpoint | undefined {
-    const state = this.checkpointStore?.load(taskId)
-    return state === undefined ? undefined : { streamTime: state.streamTime, lastFires: state.lastFires, positions: {} }
+    const store = this.checkpointStore
+    if (store === undefined) return undefined
+    const state = store.load(taskId)
+    const keyed = store.loadKeyed(taskId)
+    if (state === undefined && keyed === undefined) return undefined
+    return { streamTime: state?.streamTime, lastFires: state?.lastFires ?? {}, positions: {}, ...(keyed === undefined ? {} : { keyed }) }
   }
 
   private readonly scheduleRun = (): void => {
@@ -313,8 +323,14 @@ export class EmbeddedRuntime {
   }
 
   private commit(): void {
-    for (const task of this.tasks) this.checkpoints.set(task.taskId.toString(), task.checkpoint())
-    this.checkpointStore?.save(this.checkpoints)
+    const keyedChanges = new Map<string, KeyedChanges>()
+    for (const task of this.tasks) {
+      const id = task.taskId.toString()
+      this.checkpoints.set(id, task.lightCheckpoint())
+      const changes = task.keyedChanges()
+      if (changes !== undefined && (changes.states.length > 0 || changes.timers.length > 0)) keyedChanges.set(id, changes)
+    }
+    this.checkpointStore?.save(this.checkpoints, keyedChanges)
     this.releaseConsumed()
     this.uncommitted = false
     this.nextCommitAt = this.clock.now() + this.config.commitIntervalMs
@@ -348,6 +364,8 @@ export class EmbeddedRuntime {
     this.checkpointStore?.close()
     this.checkpointStore = undefined
     this.stateDirectory?.release()
+    this.stateDirectory = undefined
+    if (this.ownsStateDir) rmSync(this.config.stateDir, { recursive: true, force: true })
   }
 
   private fail(err: unknown): void {

@@ -2,6 +2,10 @@ import { join } from 'node:path'
 import { open } from 'lmdb'
 import type { Database, RootDatabase } from 'lmdb'
 import { PunctualError } from '../errors.js'
+import type { KeyedChanges, KeyedSnapshot } from '../keyed/keyed-task-state.js'
+import type { StateKind } from '../keyed/api.js'
+import type { TimerRecord } from '../keyed/timer-service.js'
+import type { StoreKey } from '../processor/api.js'
 
 /** What is durable of a task so far: stream time and the last fire time of each punctuation. */
 export interface DurableTaskState {
@@ -9,15 +13,22 @@ export interface DurableTaskState {
   readonly lastFires: Readonly<Record<string, number>>
 }
 
+type KeyPart = string | number
+/** Store keys of any StoreKey type, as an lmdb key part that keeps types apart. */
+const keyPart = (key: StoreKey): string => `${typeof key}:${String(key)}`
+
 /**
  * Task checkpoints in the state directory (`<stateDir>/checkpoints`, lmdb), written in one transaction
- * per commit. Today it holds stream time and punctuation last-fire times, which is what `onMissed:
- * 'fireOnce'` needs across restarts; stores, timers and input positions follow with durable state.
+ * per commit: stream time and punctuation last-fire times (what `onMissed: 'fireOnce'` needs), and the
+ * changes to keyed state and timers since the previous commit (incremental: a commit writes what changed,
+ * not everything). Stores, window and suppression state and input positions follow with durable state.
  */
 export class CheckpointStore {
   private constructor(
     private readonly env: RootDatabase,
     private readonly tasks: Database<DurableTaskState, string>,
+    /** ['s', task, state, key] -> {key, kind, entries}; ['t', task, kind, domain, owner, key, timestamp] -> {key, seq}. */
+    private readonly keyed: Database<unknown, KeyPart[]>,
   ) {}
 
   static open(stateDir: string): CheckpointStore {
@@ -25,7 +36,7 @@ export class CheckpointStore {
       // noSync: a commit reaches the OS when it returns, so it survives the process being killed; it is
       // not flushed to the device each time (an OS crash or power loss may lose the latest commits).
       const env = open({ path: join(stateDir, 'checkpoints'), compression: false, noSync: true })
-      return new CheckpointStore(env, env.openDB<DurableTaskState, string>({ name: 'tasks' }))
+      return new CheckpointStore(env, env.openDB<DurableTaskState, string>({ name: 'tasks' }), env.openDB<unknown, KeyPart[]>({ name: 'keyed' }))
     } catch (err) {
       throw new PunctualError('STATE_DIR', `state directory ${stateDir}: the checkpoint store cannot be opened (${(err as Error).message}); refusing to start rather than reset it`, { cause: err })
     }
@@ -40,11 +51,44 @@ export class CheckpointStore {
     return state
   }
 
-  /** Writes every task's state in one transaction: all or nothing. */
-  save(states: ReadonlyMap<string, DurableTaskState>): void {
+  /** Keyed state and timers of a task, as its last commit left them. */
+  loadKeyed(taskId: string): KeyedSnapshot | undefined {
+    const states: Record<string, { kind: StateKind; entries: Array<[StoreKey, unknown]> }> = {}
+    const timers: TimerRecord[] = []
+    for (const { key, value } of this.keyed.getRange({ start: ['s', taskId] })) {
+      if (key[0] !== 's' || key[1] !== taskId) break
+      const v = value as { key: StoreKey; kind: StateKind; entries: unknown }
+      const name = key[2] as string
+      const table = (states[name] ??= { kind: v.kind, entries: [] })
+      table.entries.push([v.key, v.entries])
+    }
+    for (const { key, value } of this.keyed.getRange({ start: ['t', taskId] })) {
+      if (key[0] !== 't' || key[1] !== taskId) break
+      const v = value as { key: StoreKey; seq: number }
+      timers.push({ kind: key[2] as 'user' | 'ttl', domain: key[3] as 'event' | 'processing', owner: key[4] as string, key: v.key, timestamp: key[6] as number, seq: v.seq })
+    }
+    if (timers.length === 0 && Object.keys(states).length === 0) return undefined
+    timers.sort((a, b) => a.timestamp - b.timestamp || a.seq - b.seq)
+    return { timers, states }
+  }
+
+  /** Writes every task's state and keyed changes in one transaction: all or nothing. */
+  save(states: ReadonlyMap<string, DurableTaskState>, keyedChanges: ReadonlyMap<string, KeyedChanges> = new Map()): void {
     try {
       this.env.transactionSync(() => {
         for (const [taskId, state] of states) this.tasks.putSync(taskId, { streamTime: state.streamTime, lastFires: state.lastFires })
+        for (const [taskId, changes] of keyedChanges) {
+          for (const c of changes.states) {
+            const k = ['s', taskId, c.state, keyPart(c.key)]
+            if (c.entries === undefined) this.keyed.removeSync(k)
+            else this.keyed.putSync(k, { key: c.key, kind: c.kind, entries: c.entries })
+          }
+          for (const { added, record: r } of changes.timers) {
+            const k = ['t', taskId, r.kind, r.domain, r.owner, keyPart(r.key), r.timestamp]
+            if (added) this.keyed.putSync(k, { key: r.key, seq: r.seq })
+            else this.keyed.removeSync(k)
+          }
+        }
       })
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code

@@ -72,3 +72,28 @@ describe('missed-trigger policy across a real crash and restart (state directory
     })
   }
 })
+
+describe('keyed state and timers across a real crash and restart (state directory)', () => {
+  it('restores the counts and pending event-time timers committed before the kill', async () => {
+    const stateDir = join(mkdtempSync(join(tmpdir(), 'punctual-restart-')), 'state')
+    const app = fileURLToPath(new URL('../fixtures/keyed-app.ts', import.meta.url))
+    const run = async (phase: string): Promise<string[]> => {
+      const child = spawn(process.execPath, ['--import', 'tsx', app, stateDir, phase], { stdio: ['ignore', 'pipe', 'inherit'] })
+      const lines: string[] = []
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('app did not get ready')), 15_000)
+        createInterface({ input: child.stdout! }).on('line', (line) => {
+          if (line === 'ready') {
+            clearTimeout(timer)
+            resolve()
+          } else lines.push(line)
+        })
+      })
+      await killed(child)
+      return lines
+    }
+    assert.deepEqual(await run('1'), [], 'nothing fires in the first run (stream time 3)')
+    // Stream time 3 -> 12 after the restart: a's timers at 11 and 12 fire and see a's count of 2.
+    assert.deepEqual(await run('2'), ['timer a 11 count=2', 'timer a 12 count=2'])
+  })
+})

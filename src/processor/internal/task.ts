@@ -6,7 +6,7 @@ import { KeyedProcessorNode } from '../../keyed/keyed-node.js'
 import type { KeyedTaskServices } from '../../keyed/keyed-node.js'
 import type { StateTable } from '../../keyed/keyed-state.js'
 import { KeyedTaskState } from '../../keyed/keyed-task-state.js'
-import type { KeyedSnapshot } from '../../keyed/keyed-task-state.js'
+import type { KeyedChanges, KeyedSnapshot } from '../../keyed/keyed-task-state.js'
 import type { TimerService } from '../../keyed/timer-service.js'
 import type { ErrorCode } from '../../errors.js'
 import type { TopicRegistry } from '../../log/topics.js'
@@ -56,6 +56,8 @@ export interface TaskConfig {
   readonly maxTaskIdleMs: number
   readonly errorHandler: ErrorHandler
   readonly checkpoint?: TaskCheckpoint | undefined
+  /** Durable mode: record keyed state and timer changes for incremental commits. */
+  readonly trackChanges?: boolean
   /** The application's state directory; each task uses `<stateDir>/<task id>`. */
   readonly stateDir: string
   /** Called when the earliest wall-clock due time may have moved (to re-arm the runtime's timer). */
@@ -227,11 +229,22 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
     return this.stores.get(name)
   }
 
+  /** A full checkpoint, keyed state and timers included (the test kit's restart). */
   checkpoint(): TaskCheckpoint {
+    const base = this.lightCheckpoint()
+    return this.keyed === undefined ? base : { ...base, keyed: this.keyed.snapshot() }
+  }
+
+  /** The cheap part of a checkpoint (no keyed snapshot): what every commit records. */
+  lightCheckpoint(): TaskCheckpoint {
     const positions: Record<string, number> = {}
     for (const q of this.queues) positions[`${q.topic}:${q.partition}`] = q.committableOffset()
-    const base = { streamTime: this.streamTimeOrUndefined(), lastFires: this.schedules.lastFireTimes(), positions }
-    return this.keyed === undefined ? base : { ...base, keyed: this.keyed.snapshot() }
+    return { streamTime: this.streamTimeOrUndefined(), lastFires: this.schedules.lastFireTimes(), positions }
+  }
+
+  /** Keyed state and timer changes since the last call (durable mode), or undefined without keyed processors. */
+  keyedChanges(): KeyedChanges | undefined {
+    return this.keyed?.takeChanges()
   }
 
   get timerService(): TimerService {
@@ -282,6 +295,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
         (reason, error, where) => this.handleError(reason, error, undefined, -1, undefined, where),
         this.config.checkpoint?.keyed,
       )
+      if (this.config.trackChanges === true) this.keyed.trackChanges()
     }
     return this.keyed
   }
