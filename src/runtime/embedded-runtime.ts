@@ -6,7 +6,7 @@ import { TopicRegistry } from '../log/topics.js'
 import { sumMetrics } from '../metrics.js'
 import type { MetricsSnapshot } from '../metrics.js'
 import { NO_HEADERS } from '../processor/api.js'
-import type { Headers, StreamRecord } from '../processor/api.js'
+import type { Headers, StoreKey, StreamRecord } from '../processor/api.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task.js'
@@ -237,8 +237,15 @@ export class EmbeddedRuntime {
     if (store === undefined) return undefined
     const state = store.load(taskId)
     const keyed = store.loadKeyed(taskId)
-    if (state === undefined && keyed === undefined) return undefined
-    return { streamTime: state?.streamTime, lastFires: state?.lastFires ?? {}, positions: {}, ...(keyed === undefined ? {} : { keyed }) }
+    const stores = store.loadStores(taskId)
+    if (state === undefined && keyed === undefined && stores === undefined) return undefined
+    return {
+      streamTime: state?.streamTime,
+      lastFires: state?.lastFires ?? {},
+      positions: {},
+      ...(keyed === undefined ? {} : { keyed }),
+      ...(stores === undefined ? {} : { stores }),
+    }
   }
 
   private readonly scheduleRun = (): void => {
@@ -324,13 +331,16 @@ export class EmbeddedRuntime {
 
   private commit(): void {
     const keyedChanges = new Map<string, KeyedChanges>()
+    const storeChanges = new Map<string, Map<string, Array<[StoreKey, unknown]>>>()
     for (const task of this.tasks) {
       const id = task.taskId.toString()
       this.checkpoints.set(id, task.lightCheckpoint())
       const changes = task.keyedChanges()
       if (changes !== undefined && (changes.states.length > 0 || changes.timers.length > 0)) keyedChanges.set(id, changes)
+      const stores = task.storeChanges()
+      if (stores.size > 0) storeChanges.set(id, stores)
     }
-    this.checkpointStore?.save(this.checkpoints, keyedChanges)
+    this.checkpointStore?.save(this.checkpoints, keyedChanges, storeChanges)
     this.releaseConsumed()
     this.uncommitted = false
     this.nextCommitAt = this.clock.now() + this.config.commitIntervalMs

@@ -27,7 +27,10 @@ export class CheckpointStore {
   private constructor(
     private readonly env: RootDatabase,
     private readonly tasks: Database<DurableTaskState, string>,
-    /** ['s', task, state, key] -> {key, kind, entries}; ['t', task, kind, domain, owner, key, timestamp] -> {key, seq}. */
+    /**
+     * ['s', task, state, key] -> {key, kind, entries}; ['t', task, kind, domain, owner, key, timestamp] ->
+     * {key, seq}; ['kv', task, store, key] -> {key, value}.
+     */
     private readonly keyed: Database<unknown, KeyPart[]>,
   ) {}
 
@@ -72,8 +75,25 @@ export class CheckpointStore {
     return { timers, states }
   }
 
-  /** Writes every task's state and keyed changes in one transaction: all or nothing. */
-  save(states: ReadonlyMap<string, DurableTaskState>, keyedChanges: ReadonlyMap<string, KeyedChanges> = new Map()): void {
+  /** Entries of a task's stores, as its last commit left them. */
+  loadStores(taskId: string): Record<string, Array<[StoreKey, unknown]>> | undefined {
+    const stores: Record<string, Array<[StoreKey, unknown]>> = {}
+    let any = false
+    for (const { key, value } of this.keyed.getRange({ start: ['kv', taskId] })) {
+      if (key[0] !== 'kv' || key[1] !== taskId) break
+      const v = value as { key: StoreKey; value: unknown }
+      ;(stores[key[2] as string] ??= []).push([v.key, v.value])
+      any = true
+    }
+    return any ? stores : undefined
+  }
+
+  /** Writes every task's state, keyed changes and store changes in one transaction: all or nothing. */
+  save(
+    states: ReadonlyMap<string, DurableTaskState>,
+    keyedChanges: ReadonlyMap<string, KeyedChanges> = new Map(),
+    storeChanges: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<[StoreKey, unknown]>>> = new Map(),
+  ): void {
     try {
       this.env.transactionSync(() => {
         for (const [taskId, state] of states) this.tasks.putSync(taskId, { streamTime: state.streamTime, lastFires: state.lastFires })
@@ -87,6 +107,15 @@ export class CheckpointStore {
             const k = ['t', taskId, r.kind, r.domain, r.owner, keyPart(r.key), r.timestamp]
             if (added) this.keyed.putSync(k, { key: r.key, seq: r.seq })
             else this.keyed.removeSync(k)
+          }
+        }
+        for (const [taskId, stores] of storeChanges) {
+          for (const [store, changes] of stores) {
+            for (const [key, value] of changes) {
+              const k = ['kv', taskId, store, keyPart(key)]
+              if (value === undefined) this.keyed.removeSync(k)
+              else this.keyed.putSync(k, { key, value })
+            }
           }
         }
       })

@@ -1,5 +1,23 @@
 import type { KeyValueStore, StateStore, StoreKey } from '../processor/api.js'
 
+/** What a store offers to be made durable: change tracking and restore. */
+export interface DurableStore {
+  /** From now on, record changed keys. */
+  trackChanges(): void
+  /** Changed keys with their values now (undefined: deleted) since the last call. */
+  takeChanges(): Array<[StoreKey, unknown]>
+  /** All entries, for a full snapshot. */
+  entries(): Array<[StoreKey, unknown]>
+  restore(entries: ReadonlyArray<[StoreKey, unknown]>): void
+}
+
+/** The capability a store exposes when it can be durable (no downcasting: look it up by this symbol). */
+export const DURABLE: unique symbol = Symbol('punctual.durableStore')
+
+export function durableStore(store: StateStore): DurableStore | undefined {
+  return (store as { [DURABLE]?: DurableStore })[DURABLE]
+}
+
 /** Builds one store instance per task. Connected to processors with `Topology.addStateStore`. */
 export interface StoreBuilder<S extends StateStore = StateStore> {
   readonly name: string
@@ -9,8 +27,26 @@ export interface StoreBuilder<S extends StateStore = StateStore> {
 /** A key-value store in memory, iterated in key order. */
 export class InMemoryKeyValueStore<K extends StoreKey, V> implements KeyValueStore<K, V> {
   private readonly map = new Map<K, V>()
+  private changed: Set<K> | undefined
 
   constructor(readonly name: string) {}
+
+  readonly [DURABLE]: DurableStore = {
+    trackChanges: () => {
+      this.changed ??= new Set()
+    },
+    takeChanges: () => {
+      const keys = this.changed
+      if (keys === undefined || keys.size === 0) return []
+      const out: Array<[StoreKey, unknown]> = [...keys].map((k) => [k, this.map.get(k)])
+      keys.clear()
+      return out
+    },
+    entries: () => [...this.map],
+    restore: (entries) => {
+      for (const [k, v] of entries) this.map.set(k as K, v as V)
+    },
+  }
 
   get(key: K): V | undefined {
     return this.map.get(key)
@@ -18,17 +54,19 @@ export class InMemoryKeyValueStore<K extends StoreKey, V> implements KeyValueSto
 
   put(key: K, value: V): void {
     this.map.set(key, value)
+    this.changed?.add(key)
   }
 
   putIfAbsent(key: K, value: V): V | undefined {
     const existing = this.map.get(key)
-    if (existing === undefined) this.map.set(key, value)
+    if (existing === undefined) this.put(key, value)
     return existing
   }
 
   delete(key: K): V | undefined {
     const existing = this.map.get(key)
     this.map.delete(key)
+    this.changed?.add(key)
     return existing
   }
 

@@ -4,7 +4,9 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { EmbeddedRuntime, PunctualError, silentLogger, Topology } from '../../src/index.js'
+import { EmbeddedRuntime, PunctualError, Serdes, silentLogger, Stores, Topology } from '../../src/index.js'
+import type { KeyValueStore } from '../../src/index.js'
+import { TopologyTestDriver } from '../../src/testing/index.js'
 import { STATE_FORMAT_VERSION, StateDirectory } from '../../src/state/state-directory.js'
 
 const fresh = (): string => join(mkdtempSync(join(tmpdir(), 'punctual-state-')), 'app')
@@ -66,5 +68,64 @@ describe('state directory', () => {
     await a.stop()
     b.start()
     await b.stop()
+  })
+})
+
+describe('key-value stores survive a restart with the same state directory', () => {
+  const countingTopology = (seen: Array<[string, number]>) =>
+    new Topology()
+      .addSource('s', 'in')
+      .addProcessor<string, string>(
+        'count',
+        () => {
+          let store: KeyValueStore<string, number>
+          return {
+            init(c) {
+              store = c.getStateStore('counts')
+            },
+            process(r) {
+              const n = (store.get(r.key) ?? 0) + 1
+              if (r.value === 'forget') store.delete(r.key)
+              else store.put(r.key, n)
+              seen.push([r.key, n])
+            },
+          }
+        },
+        's',
+      )
+      .addStateStore(Stores.inMemoryKeyValueStore<string, number>('counts'), 'count')
+
+  it('restores what the last commit wrote, deletions included', async () => {
+    const dir = fresh()
+    const first: Array<[string, number]> = []
+    const a = new EmbeddedRuntime(countingTopology(first), { applicationId: 'counts', stateDir: dir, logger: silentLogger })
+    a.start()
+    const p1 = a.producer('in')
+    for (const k of ['x', 'x', 'y', 'z']) p1.send(k, 'v', 1)
+    p1.send('z', 'forget', 2)
+    await a.stop()
+    const second: Array<[string, number]> = []
+    const b = new EmbeddedRuntime(countingTopology(second), { applicationId: 'counts', stateDir: dir, logger: silentLogger })
+    b.start()
+    const p2 = b.producer('in')
+    for (const k of ['x', 'y', 'z']) p2.send(k, 'v', 3)
+    await b.stop()
+    assert.deepEqual(second, [
+      ['x', 3],
+      ['y', 2],
+      ['z', 1],
+    ])
+  })
+
+  it('the test driver carries store contents in its checkpoint', () => {
+    const seen: Array<[string, number]> = []
+    const d1 = new TopologyTestDriver(countingTopology(seen))
+    d1.createInputTopic('in', Serdes.String(), Serdes.String()).pipeInput('x', 'v', 1)
+    const d2 = new TopologyTestDriver(countingTopology(seen), { checkpoint: d1.checkpoint() })
+    d2.createInputTopic('in', Serdes.String(), Serdes.String()).pipeInput('x', 'v', 2)
+    assert.deepEqual(seen, [
+      ['x', 1],
+      ['x', 2],
+    ])
   })
 })

@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs'
+import { durableStore } from '../../state/stores.js'
 import { join } from 'node:path'
 import { PunctualError } from '../../errors.js'
 import type { KeyedProcessorSupplier, StateDescriptor, StateKind, TimeDomain } from '../../keyed/api.js'
@@ -46,6 +47,8 @@ export interface TaskCheckpoint {
   readonly positions: Readonly<Record<string, number>>
   /** Timers and keyed state, when the task has keyed processors. */
   readonly keyed?: KeyedSnapshot
+  /** Entries of the task's durable-capable stores, by store name. */
+  readonly stores?: Readonly<Record<string, ReadonlyArray<[StoreKey, unknown]>>>
 }
 
 export interface TaskConfig {
@@ -97,7 +100,16 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
       },
       checkpoint?.lastFires,
     )
-    for (const b of subtopology.stores) this.stores.set(b.name, b.build())
+    for (const b of subtopology.stores) {
+      const store = b.build()
+      const durable = durableStore(store)
+      if (durable !== undefined) {
+        const saved = checkpoint?.stores?.[b.name]
+        if (saved !== undefined) durable.restore(saved)
+        if (config.trackChanges === true) durable.trackChanges()
+      }
+      this.stores.set(b.name, store)
+    }
 
     const byName = new Map<string, ProcessorNode>()
     for (const def of subtopology.nodes) {
@@ -229,10 +241,24 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
     return this.stores.get(name)
   }
 
-  /** A full checkpoint, keyed state and timers included (the test kit's restart). */
+  /** A full checkpoint, keyed state, timers and stores included (the test kit's restart). */
   checkpoint(): TaskCheckpoint {
-    const base = this.lightCheckpoint()
-    return this.keyed === undefined ? base : { ...base, keyed: this.keyed.snapshot() }
+    const stores: Record<string, Array<[StoreKey, unknown]>> = {}
+    for (const [name, store] of this.stores) {
+      const durable = durableStore(store)
+      if (durable !== undefined) stores[name] = durable.entries()
+    }
+    return { ...this.lightCheckpoint(), ...(this.keyed === undefined ? {} : { keyed: this.keyed.snapshot() }), stores }
+  }
+
+  /** Changed store entries since the last call (durable mode), by store name. */
+  storeChanges(): Map<string, Array<[StoreKey, unknown]>> {
+    const out = new Map<string, Array<[StoreKey, unknown]>>()
+    for (const [name, store] of this.stores) {
+      const changes = durableStore(store)?.takeChanges()
+      if (changes !== undefined && changes.length > 0) out.set(name, changes)
+    }
+    return out
   }
 
   /** The cheap part of a checkpoint (no keyed snapshot): what every commit records. */
