@@ -1,6 +1,7 @@
 import { invalidConfig } from '../errors.js'
 import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
+import { SuppressionStore } from '../suppress/buffer.js'
 import { SuppressProcessor } from '../suppress/suppress-processor.js'
 import type { Suppressed, TimeLimitSuppressed } from '../suppress/config.js'
 import { keyIdFunction, WINDOWED_KEY_ID, windowedKeyId } from '../windows/key-id.js'
@@ -78,7 +79,11 @@ export class KTable<K, V> {
     // The default size: key bytes (the id is one character per byte) + value bytes + a fixed overhead.
     const sizer = s.sizer ?? ((_k: K, v: V | null, id: string) => id.length + valueSize(v) + ENTRY_OVERHEAD)
     const graceMs = windowed?.graceMs ?? 0
-    this.builder.graph.addProcessor(name, () => new SuppressProcessor<K, V>({ name, suppressed: s, keyId, sizer, graceMs }), this.node)
+    // The in-memory buffer lives in a task store named after the suppression, so commits make it durable.
+    const storeName = `${name}-store`
+    this.builder.graph
+      .addProcessor(name, () => new SuppressProcessor<K, V>({ name, suppressed: s, keyId, sizer, graceMs, storeName }), this.node)
+      .addStateStore({ name: storeName, build: () => new SuppressionStore<K, V>(storeName) }, name)
     return new KTable<K, V>(this.builder, name, this.keySerde, this.valueSerde, windowed)
   }
 

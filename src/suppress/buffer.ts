@@ -1,3 +1,6 @@
+import type { StoreKey } from '../processor/api.js'
+import { DURABLE } from '../state/stores.js'
+import type { DurableStore } from '../state/stores.js'
 import { IndexedMinHeap } from '../util/indexed-heap.js'
 import type { HeapElement } from '../util/indexed-heap.js'
 
@@ -27,6 +30,8 @@ export interface SuppressionBuffer<K, V> {
   /** Sum of entry sizes. */
   readonly bufferSize: number
   has(keyId: string): boolean
+  /** The order time of a buffered key (for `waitFrom: first`, its first update's timestamp). */
+  orderTimeOf(keyId: string): number | undefined
   /** Earliest order time, or Infinity when empty. */
   minOrderTime(): number
   put(keyId: string, key: K, value: V | null, timestamp: number, orderTime: number, size: number): void
@@ -43,6 +48,30 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
   private readonly heap = new IndexedMinHeap<BufferEntry<K, V>>(older)
   private readonly byKey = new Map<string, BufferEntry<K, V>>()
   private bytes = 0
+  /** Key ids changed since the last commit, recorded only when durable. */
+  private changed: Set<string> | undefined
+
+  /** Durable-store capability: the suppression's store commits changed entries and restores them. */
+  readonly durable: DurableStore = {
+    trackChanges: () => {
+      this.changed ??= new Set()
+    },
+    takeChanges: () => {
+      const ids = this.changed
+      if (ids === undefined || ids.size === 0) return []
+      const out: Array<[StoreKey, unknown]> = [...ids].map((id) => [id, snapshotOf(this.byKey.get(id))])
+      ids.clear()
+      return out
+    },
+    entries: () => [...this.byKey].map(([id, e]) => [id, snapshotOf(e)]),
+    restore: (entries) => {
+      for (const [id, v] of entries) {
+        const e = v as SavedEntry<K, V>
+        this.put(id as string, e.key, e.value, e.timestamp, e.orderTime, e.size)
+      }
+      this.changed?.clear()
+    },
+  }
 
   get numRecords(): number {
     return this.byKey.size
@@ -60,6 +89,10 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
     return this.byKey.has(keyId)
   }
 
+  orderTimeOf(keyId: string): number | undefined {
+    return this.byKey.get(keyId)?.orderTime
+  }
+
   close(): void {}
 
   /** Earliest order time, or Infinity when empty. */
@@ -69,6 +102,7 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
 
   /** Inserts a key, or updates it in place (value, timestamp, order time, size). */
   put(keyId: string, key: K, value: V | null, timestamp: number, orderTime: number, size: number): void {
+    this.changed?.add(keyId)
     const existing = this.byKey.get(keyId)
     if (existing === undefined) {
       const entry = new BufferEntry(keyId, key, value, timestamp, orderTime, size)
@@ -93,6 +127,7 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
     for (let head = this.heap.peek(); head !== undefined && predicate(head); head = this.heap.peek()) {
       this.heap.poll()
       this.byKey.delete(head.keyId)
+      this.changed?.add(head.keyId)
       this.bytes -= head.size
       emit(head)
     }
@@ -102,4 +137,58 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
   entries(): Array<BufferEntry<K, V>> {
     return [...this.byKey.values()].sort((a, b) => (older(a, b) ? -1 : older(b, a) ? 1 : 0))
   }
+}
+
+interface SavedEntry<K, V> {
+  readonly key: K
+  readonly value: V | null
+  readonly timestamp: number
+  readonly orderTime: number
+  readonly size: number
+}
+
+function snapshotOf<K, V>(e: BufferEntry<K, V> | undefined): SavedEntry<K, V> | undefined {
+  return e === undefined ? undefined : { key: e.key, value: e.value, timestamp: e.timestamp, orderTime: e.orderTime, size: e.size }
+}
+
+/** The store key of the suppression's observed stream time (buffer keys are strings, so it cannot clash). */
+const STREAM_TIME_KEY = -1
+
+/**
+ * The task store holding a suppression's in-memory buffer and its observed stream time, so both are
+ * committed and restored (SEMANTICS 6: nothing buffered is lost, nothing emitted is emitted again).
+ */
+export class SuppressionStore<K, V> {
+  readonly buffer = new TimeOrderedBuffer<K, V>()
+  private observed = -1
+  private observedChanged = false
+
+  constructor(readonly name: string) {}
+
+  get streamTime(): number {
+    return this.observed
+  }
+
+  set streamTime(t: number) {
+    this.observed = t
+    this.observedChanged = true
+  }
+
+  readonly [DURABLE]: DurableStore = {
+    trackChanges: () => this.buffer.durable.trackChanges(),
+    takeChanges: () => {
+      const changes = this.buffer.durable.takeChanges()
+      if (this.observedChanged) changes.push([STREAM_TIME_KEY, this.observed])
+      this.observedChanged = false
+      return changes
+    },
+    entries: () => [...this.buffer.durable.entries(), [STREAM_TIME_KEY, this.observed]],
+    restore: (entries) => {
+      this.buffer.durable.restore(entries.filter(([k]) => k !== STREAM_TIME_KEY))
+      const saved = entries.find(([k]) => k === STREAM_TIME_KEY)
+      if (saved !== undefined) this.observed = saved[1] as number
+    },
+  }
+
+  close(): void {}
 }

@@ -100,6 +100,10 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
     return this.mem.has(keyId) || this.spilledOrderTime(keyId) !== undefined
   }
 
+  orderTimeOf(keyId: string): number | undefined {
+    return this.mem.get(keyId)?.orderTime ?? this.spilledOrderTime(keyId)
+  }
+
   private spilledOrderTime(keyId: string): number | undefined {
     const pending = this.pendingIndex.get(keyId)
     if (pending !== undefined) return pending ?? undefined

@@ -4,7 +4,7 @@ import type { Cancellable, Processor, ProcessorContext, StreamRecord } from '../
 import type { Windowed } from '../windows/windows.js'
 import { join } from 'node:path'
 import { TimeOrderedBuffer } from './buffer.js'
-import type { BufferEntry, SuppressionBuffer } from './buffer.js'
+import type { BufferEntry, SuppressionBuffer, SuppressionStore } from './buffer.js'
 import { SpillingBuffer } from './spilling-buffer.js'
 import type { Suppressed } from './config.js'
 
@@ -18,6 +18,8 @@ export interface SuppressOptions<K, V> {
   readonly sizer: (key: K, value: V | null, keyId: string) => number
   /** For `untilWindowCloses`: the grace period of the upstream windows. */
   readonly graceMs?: number
+  /** The task store holding the in-memory buffer (durable); spilling buffers manage their own files. */
+  readonly storeName?: string
 }
 
 /**
@@ -37,9 +39,9 @@ export interface SuppressOptions<K, V> {
 export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | null> {
   private ctx!: ProcessorContext<K, V | null>
   private buffer!: SuppressionBuffer<K, V>
+  /** The durable store of the in-memory buffer (absent when spilling). */
+  private store: SuppressionStore<K, V> | undefined
   private readonly spills: boolean
-  /** First-update timestamps for `waitFrom: first`, by key id (cleared when the key leaves). */
-  private readonly firstSeen = new Map<string, number>()
   private observedStreamTime = -1
   private readonly finalResults: boolean
   /** For the wall-clock limit: the one schedule, and the time it is armed for. */
@@ -63,9 +65,18 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
 
   init(ctx: ProcessorContext<K, V | null>): void {
     this.ctx = ctx
-    this.buffer = this.spills
-      ? new SpillingBuffer<K, V>(join(ctx.stateDir(), `suppress-${this.options.name}`), this.maxRecords, this.maxBytes)
-      : new TimeOrderedBuffer<K, V>()
+    const storeName = this.options.storeName
+    if (this.spills) {
+      this.buffer = new SpillingBuffer<K, V>(join(ctx.stateDir(), `suppress-${this.options.name}`), this.maxRecords, this.maxBytes)
+    } else if (storeName !== undefined) {
+      // After a restart the buffer and the observed stream time come back from the store.
+      this.store = ctx.getStateStore<SuppressionStore<K, V>>(storeName)
+      this.buffer = this.store.buffer
+      this.observedStreamTime = this.store.streamTime
+    } else {
+      this.buffer = new TimeOrderedBuffer<K, V>()
+    }
+    this.armWallClock()
   }
 
   close(): void {
@@ -74,7 +85,10 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
 
   process(record: StreamRecord<K, V | null>): void {
     const ts = record.timestamp
-    if (ts > this.observedStreamTime) this.observedStreamTime = ts
+    if (ts > this.observedStreamTime) {
+      this.observedStreamTime = ts
+      if (this.store !== undefined) this.store.streamTime = ts
+    }
     const id = this.options.keyId(record.key)
     if (this.closedEarly.length > 0) {
       this.forgetClosedEarly()
@@ -88,9 +102,8 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
     if (s.until === 'windowCloses') {
       orderTime = (record.key as unknown as Windowed<unknown>).window.end
     } else if (s.waitFrom === 'first') {
-      let first = this.firstSeen.get(id)
-      if (first === undefined || !this.buffer.has(id)) this.firstSeen.set(id, (first = ts))
-      orderTime = first
+      // The order time of a buffered key is its first update's timestamp: keep it.
+      orderTime = this.buffer.orderTimeOf(id) ?? ts
     } else {
       orderTime = ts
     }
@@ -166,7 +179,6 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
   }
 
   private readonly emit = (entry: BufferEntry<K, V>): void => {
-    this.firstSeen.delete(entry.keyId)
     if (entry.value === null && this.finalResults) return
     this.ctx.forward({ key: entry.key, value: entry.value, timestamp: entry.timestamp, headers: [] })
   }
