@@ -2,6 +2,9 @@ import { BufferConfig, EmbeddedRuntime, Serdes, silentLogger, StreamsBuilder, Su
 import type { Windowed } from '../src/index.js'
 import { TimeOrderedBuffer } from '../src/suppress/buffer.js'
 import { TopologyTestDriver } from '../src/testing/index.js'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { loadFlights } from '../demo/flights/data.js'
 import type { Flights } from '../demo/flights/data.js'
 
@@ -18,6 +21,9 @@ export interface WindowedFinalResult {
   readonly punctualPeakHeapMb: number
   readonly handWrittenPeakHeapMb: number
   readonly identicalOutput: boolean
+  /** With a state directory: window and suppression state committed to lmdb every 100 ms. */
+  readonly durableRecordsPerSecond: number
+  readonly durableIdenticalOutput: boolean
 }
 
 /** The output both sides compute: "origin window-start count" lines, in emission order. */
@@ -68,7 +74,7 @@ function handWritten(f: Flights): { out: Output; peakHeap: number } {
   return { out, peakHeap }
 }
 
-async function punctual(f: Flights): Promise<{ out: Output; peakHeap: number }> {
+async function punctual(f: Flights, stateDir?: string): Promise<{ out: Output; peakHeap: number }> {
   const out: Output = []
   const b = new StreamsBuilder()
   b.stream<string, number>('flights', { valueSerde: Serdes.Double() })
@@ -78,7 +84,7 @@ async function punctual(f: Flights): Promise<{ out: Output; peakHeap: number }> 
     .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()))
     .toStream()
     .then(undefined, 'OUT', (r) => out.push(`${r.key.key} ${r.key.window.start} ${r.value}`))
-  const rt = new EmbeddedRuntime(b.build(), { applicationId: 'bench-windowed', logger: silentLogger })
+  const rt = new EmbeddedRuntime(b.build(), { applicationId: 'bench-windowed', logger: silentLogger, ...(stateDir === undefined ? {} : { stateDir }) })
   rt.start()
   const producer = rt.producer<string, number>('flights', { valueSerde: Serdes.Double() })
   let peakHeap = 0
@@ -108,7 +114,14 @@ export async function windowedFinal(): Promise<WindowedFinalResult> {
   const h = handWritten(flights)
   const handMs = performance.now() - t0
   // Emission order of windows closing at the same moment is (window end, key bytes) on both sides.
-  const identicalOutput = p.out.length === h.out.length && p.out.every((line, i) => line === h.out[i])
+  const same = (out: Output): boolean => out.length === h.out.length && out.every((line, i) => line === h.out[i])
+  const identicalOutput = same(p.out)
+  gc?.()
+  const dir = mkdtempSync(join(tmpdir(), 'punctual-bench-'))
+  t0 = performance.now()
+  const d = await punctual(flights, join(dir, 'state'))
+  const durableMs = performance.now() - t0
+  rmSync(dir, { recursive: true, force: true })
   return {
     records: flights.count,
     finalResults: p.out.length,
@@ -118,6 +131,8 @@ export async function windowedFinal(): Promise<WindowedFinalResult> {
     punctualPeakHeapMb: p.peakHeap / 2 ** 20,
     handWrittenPeakHeapMb: h.peakHeap / 2 ** 20,
     identicalOutput,
+    durableRecordsPerSecond: (flights.count / durableMs) * 1000,
+    durableIdenticalOutput: same(d.out),
   }
 }
 

@@ -4,6 +4,7 @@ import { keyIdFunction } from '../windows/key-id.js'
 import { SessionAggregateProcessor } from '../windows/session-aggregate.js'
 import { WindowAggregateProcessor } from '../windows/window-aggregate.js'
 import { SlidingAggregateProcessor } from '../windows/sliding-aggregate.js'
+import { TimeWindowStore } from '../windows/time-window-store.js'
 import type { SessionWindows, SlidingWindows, TimeWindows, Windowed } from '../windows/windows.js'
 import type { StreamsBuilder } from './builder.js'
 import { KTable } from './ktable.js'
@@ -69,13 +70,15 @@ export class TimeWindowedKStream<K, V> {
     const keySerde = keySerdeOr(this.keySerde)
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
-    this.builder.graph.addProcessor(
-      name,
-      windows.kind === 'time'
-        ? () => new WindowAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId)
-        : () => new SlidingAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId),
-      this.node,
-    )
+    if (windows.kind === 'time') {
+      // The windows live in a task store, so commits make them durable.
+      const storeName = `${name}-store`
+      this.builder.graph
+        .addProcessor(name, () => new WindowAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName), this.node)
+        .addStateStore({ name: storeName, build: () => new TimeWindowStore<K, VA>(storeName, windows.sizeMs) }, name)
+    } else {
+      this.builder.graph.addProcessor(name, () => new SlidingAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId), this.node)
+    }
     return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, { graceMs: windows.graceMs, keySerde: keySerde as Serde<unknown> })
   }
 }

@@ -148,7 +148,8 @@ export class EmbeddedRuntime {
     // Held from start to stop: a second process on the same directory is refused.
     this.stateDirectory = StateDirectory.open(this.config.stateDir, this.config.applicationId)
     try {
-      this.checkpointStore = CheckpointStore.open(this.config.stateDir)
+      // Durable only with a state directory the application chose: a temporary one dies with the process.
+      if (!this.ownsStateDir) this.checkpointStore = CheckpointStore.open(this.config.stateDir)
       this.createTasks()
       for (const task of this.tasks) task.init()
     } catch (err) {

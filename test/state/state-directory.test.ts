@@ -4,8 +4,8 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { BufferConfig, EmbeddedRuntime, PunctualError, Serdes, silentLogger, Stores, StreamsBuilder, Suppressed, Topology } from '../../src/index.js'
-import type { KeyValueStore } from '../../src/index.js'
+import { BufferConfig, EmbeddedRuntime, PunctualError, Serdes, silentLogger, Stores, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
+import type { KeyValueStore, Windowed } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
 import { STATE_FORMAT_VERSION, StateDirectory } from '../../src/state/state-directory.js'
 
@@ -160,5 +160,30 @@ describe('suppression buffers survive a restart with the same state directory', 
     assert.deepEqual(await run(dir, [['A', 'x', 25]]), [])
     // Stream time 25 restored: B at 5 has waited 10 already.
     assert.deepEqual(await run(dir, [['B', 'y', 5]]), ['B=y@5'])
+  })
+})
+
+describe('window aggregates survive a restart with the same state directory', () => {
+  it('counts continue where they stopped, and the final result counts both runs', async () => {
+    const dir = fresh()
+    const run = async (records: Array<[string, number]>): Promise<string[]> => {
+      const out: string[] = []
+      const b = new StreamsBuilder()
+      b.stream('in')
+        .groupByKey()
+        .windowedBy(TimeWindows.ofSizeAndGrace(10, 0))
+        .count()
+        .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()))
+        .toStream()
+        .then(undefined, 'OUT', (r) => out.push(`${r.key.key}@${r.key.window.start}=${r.value}`))
+      const rt = new EmbeddedRuntime(b.build(), { applicationId: 'windows', stateDir: dir, logger: silentLogger })
+      rt.start()
+      const p = rt.producer('in')
+      for (const [k, ts] of records) p.send(k, 'v', ts)
+      await rt.stop()
+      return out
+    }
+    assert.deepEqual(await run([['k', 1], ['k', 2]]), [])
+    assert.deepEqual(await run([['k', 5], ['k', 20]]), ['k@0=3'])
   })
 })

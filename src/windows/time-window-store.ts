@@ -1,0 +1,135 @@
+import type { StoreKey } from '../processor/api.js'
+import { DURABLE } from '../state/stores.js'
+import type { DurableStore } from '../state/stores.js'
+import { WINDOWED_KEY_ID, windowedKeyId } from './key-id.js'
+import type { WithKeyId } from './key-id.js'
+import type { Windowed } from './windows.js'
+
+/** One window of one key. */
+export interface WindowCell<K, VA> {
+  /** The windowed key, made once per window and key (keys are immutable, so it is reused). */
+  readonly key: Windowed<K>
+  agg: VA
+  /** Largest input timestamp in the window: the output timestamp. */
+  ts: number
+}
+
+interface SavedCell<K, VA> {
+  readonly key: K
+  readonly id: string
+  readonly start: number
+  readonly agg: VA
+  readonly ts: number
+}
+
+/** The store key of the observed stream time (cell keys are strings, so it cannot clash). */
+const STREAM_TIME_KEY = -1
+
+/**
+ * The window store of a time-windowed aggregation: window start -> key id -> cell, the sorted starts
+ * (aligned, so few at a time), and the aggregation's observed stream time. As a task store it records
+ * the cells that change, so commits write only those, and a restart restores them.
+ */
+export class TimeWindowStore<K, VA> {
+  private readonly windows = new Map<number, Map<string, WindowCell<K, VA>>>()
+  private readonly starts: number[] = []
+  private observed = -1
+  private changed: Map<string, [number, string]> | undefined
+  private observedChanged = false
+
+  constructor(
+    readonly name: string,
+    private readonly sizeMs: number,
+  ) {}
+
+  get streamTime(): number {
+    return this.observed
+  }
+
+  set streamTime(t: number) {
+    this.observed = t
+    this.observedChanged = true
+  }
+
+  get(start: number, id: string): WindowCell<K, VA> | undefined {
+    return this.windows.get(start)?.get(id)
+  }
+
+  create(start: number, id: string, key: K, agg: VA, ts: number): WindowCell<K, VA> {
+    const windowed: Windowed<K> & WithKeyId = { key, window: { start, end: start + this.sizeMs } }
+    // Not enumerable: the key compares and prints as a plain Windowed<K>.
+    Object.defineProperty(windowed, WINDOWED_KEY_ID, { value: windowedKeyId(id, start) })
+    const cell: WindowCell<K, VA> = { key: windowed, agg, ts }
+    this.cellsAt(start).set(id, cell)
+    this.touched(cell, start, id)
+    return cell
+  }
+
+  /** Records that a cell changed (for the next commit); free unless the store is durable. */
+  touched(cell: WindowCell<K, VA>, start: number, id: string): void {
+    const changed = this.changed
+    if (changed !== undefined) changed.set((cell.key as WithKeyId)[WINDOWED_KEY_ID] as string, [start, id])
+  }
+
+  /** Drops windows that ended at or before `closeTime`: no record can change them any more. */
+  expire(closeTime: number): void {
+    let n = 0
+    while (n < this.starts.length && (this.starts[n] as number) + this.sizeMs <= closeTime) {
+      const start = this.starts[n++] as number
+      if (this.changed !== undefined) for (const [id, cell] of this.windows.get(start) ?? []) this.touched(cell, start, id)
+      this.windows.delete(start)
+    }
+    if (n > 0) this.starts.splice(0, n)
+  }
+
+  readonly [DURABLE]: DurableStore = {
+    trackChanges: () => {
+      this.changed ??= new Map()
+    },
+    takeChanges: () => {
+      const out: Array<[StoreKey, unknown]> = []
+      for (const [wid, [start, id]] of this.changed ?? []) out.push([wid, this.saved(start, id)])
+      this.changed?.clear()
+      if (this.observedChanged) out.push([STREAM_TIME_KEY, this.observed])
+      this.observedChanged = false
+      return out
+    },
+    entries: () => {
+      const out: Array<[StoreKey, unknown]> = []
+      for (const [start, cells] of this.windows) for (const id of cells.keys()) out.push([windowedKeyId(id, start), this.saved(start, id)])
+      out.push([STREAM_TIME_KEY, this.observed])
+      return out
+    },
+    restore: (entries) => {
+      for (const [k, v] of entries) {
+        if (k === STREAM_TIME_KEY) {
+          this.observed = v as number
+          continue
+        }
+        const c = v as SavedCell<K, VA>
+        const cell = this.create(c.start, c.id, c.key, c.agg, c.ts)
+        cell.ts = c.ts
+      }
+      this.changed?.clear()
+    },
+  }
+
+  close(): void {}
+
+  private saved(start: number, id: string): SavedCell<K, VA> | undefined {
+    const cell = this.get(start, id)
+    return cell === undefined ? undefined : { key: cell.key.key, id, start, agg: cell.agg, ts: cell.ts }
+  }
+
+  private cellsAt(start: number): Map<string, WindowCell<K, VA>> {
+    let cells = this.windows.get(start)
+    if (cells === undefined) {
+      this.windows.set(start, (cells = new Map()))
+      // Usually appended in order; out-of-order starts are rare and few.
+      let i = this.starts.length
+      while (i > 0 && (this.starts[i - 1] as number) > start) i--
+      this.starts.splice(i, 0, start)
+    }
+    return cells
+  }
+}
