@@ -1,4 +1,5 @@
 import { Serdes } from '../processor/serdes.js'
+import { Stores } from '../state/stores.js'
 import type { Serde } from '../processor/serdes.js'
 import { keyIdFunction } from '../windows/key-id.js'
 import { SessionAggregateProcessor } from '../windows/session-aggregate.js'
@@ -34,7 +35,10 @@ export class KGroupedStream<K, V> {
   aggregate<VA>(initializer: () => VA, aggregator: (key: K, value: V, aggregate: VA) => VA, materialized: Materialized<K, VA> = {}): KTable<K, VA> {
     const name = materialized.name ?? this.builder.newName('KSTREAM-AGGREGATE')
     const keyId = keyIdFunction(keySerdeOr(this.keySerde))
-    this.builder.graph.addProcessor(name, aggregateProcessor(initializer, aggregator, keyId), this.node)
+    const storeName = `${name}-store`
+    this.builder.graph
+      .addProcessor(name, aggregateProcessor(initializer, aggregator, keyId, storeName), this.node)
+      .addStateStore(Stores.inMemoryKeyValueStore<string, { readonly agg: VA }>(storeName), name)
     return new KTable<K, VA>(this.builder, name, materialized.keySerde ?? this.keySerde, materialized.valueSerde, undefined)
   }
 

@@ -1,4 +1,4 @@
-import type { Processor, ProcessorContext, StreamRecord } from '../processor/api.js'
+import type { KeyValueStore, Processor, ProcessorContext, StreamRecord } from '../processor/api.js'
 
 /**
  * The processors the DSL compiles to. Each is a small closure over the user's function: the per-record
@@ -35,24 +35,29 @@ export function tableSourceProcessor<K, V>(): Processor<K, V | null, K, V | null
   }
 }
 
-/** Non-windowed aggregation: one aggregate per key, forwarded on every update. Null keys and values are skipped, as in Kafka Streams. */
+/**
+ * Non-windowed aggregation: one aggregate per key, forwarded on every update, kept in the key-value
+ * store `storeName` (so commits make it durable). Null keys and values are skipped, as in Kafka Streams.
+ */
 export function aggregateProcessor<K, V, VA>(
   initializer: () => VA,
   aggregator: (key: K, value: V, aggregate: VA) => VA,
   keyId: (key: K) => string,
+  storeName: string,
 ): () => Processor<K, V, K, VA> {
   return () => {
     let ctx: Ctx<K, VA>
-    const aggregates = new Map<string, VA>()
+    let aggregates: KeyValueStore<string, { readonly agg: VA }>
     return {
       init(c) {
         ctx = c
+        aggregates = c.getStateStore(storeName)
       },
       process(record) {
         if (record.key === null || record.value === null) return
         const id = keyId(record.key)
-        const agg = aggregator(record.key, record.value, aggregates.has(id) ? (aggregates.get(id) as VA) : initializer())
-        aggregates.set(id, agg)
+        const agg = aggregator(record.key, record.value, aggregates.get(id)?.agg ?? initializer())
+        aggregates.put(id, { agg })
         ctx.forward({ key: record.key, value: agg, timestamp: record.timestamp, headers: record.headers })
       },
     }
