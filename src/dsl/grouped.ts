@@ -2,9 +2,9 @@ import { Serdes } from '../processor/serdes.js'
 import { Stores } from '../state/stores.js'
 import type { Serde } from '../processor/serdes.js'
 import { keyIdFunction } from '../windows/key-id.js'
-import { SessionAggregateProcessor } from '../windows/session-aggregate.js'
+import { SessionAggregateProcessor, sessionStore } from '../windows/session-aggregate.js'
 import { WindowAggregateProcessor } from '../windows/window-aggregate.js'
-import { SlidingAggregateProcessor } from '../windows/sliding-aggregate.js'
+import { SlidingAggregateProcessor, slidingStore } from '../windows/sliding-aggregate.js'
 import { TimeWindowStore } from '../windows/time-window-store.js'
 import type { SessionWindows, SlidingWindows, TimeWindows, Windowed } from '../windows/windows.js'
 import type { StreamsBuilder } from './builder.js'
@@ -81,7 +81,10 @@ export class TimeWindowedKStream<K, V> {
         .addProcessor(name, () => new WindowAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName), this.node)
         .addStateStore({ name: storeName, build: () => new TimeWindowStore<K, VA>(storeName, windows.sizeMs) }, name)
     } else {
-      this.builder.graph.addProcessor(name, () => new SlidingAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId), this.node)
+      const storeName = `${name}-store`
+      this.builder.graph
+        .addProcessor(name, () => new SlidingAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName), this.node)
+        .addStateStore({ name: storeName, build: () => slidingStore<K, VA>(storeName, windows.timeDifferenceMs) }, name)
     }
     return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, { graceMs: windows.graceMs, keySerde: keySerde as Serde<unknown> })
   }
@@ -116,7 +119,10 @@ export class SessionWindowedKStream<K, V> {
     const keySerde = keySerdeOr(this.keySerde)
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
-    this.builder.graph.addProcessor(name, () => new SessionAggregateProcessor<K, V, VA>(windows, { initializer, aggregator, merger }, keyId), this.node)
+    const storeName = `${name}-store`
+    this.builder.graph
+      .addProcessor(name, () => new SessionAggregateProcessor<K, V, VA>(windows, { initializer, aggregator, merger }, keyId, storeName), this.node)
+      .addStateStore({ name: storeName, build: () => sessionStore<K, VA>(storeName) }, name)
     return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, { graceMs: windows.graceMs, keySerde: keySerde as Serde<unknown> })
   }
 }

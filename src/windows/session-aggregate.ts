@@ -1,7 +1,8 @@
 import type { Processor, ProcessorContext, StreamRecord } from '../processor/api.js'
+import { KeyedListStore } from './keyed-list-store.js'
 import type { SessionWindows, Windowed } from './windows.js'
 
-interface Session<VA> {
+export interface Session<VA> {
   start: number
   end: number
   agg: VA
@@ -22,30 +23,33 @@ export interface SessionAggregation<K, V, VA> {
  */
 export class SessionAggregateProcessor<K, V, VA> implements Processor<K, V, Windowed<K>, VA | null> {
   private ctx!: ProcessorContext<Windowed<K>, VA | null>
-  private observedStreamTime = -1
-  private readonly sessions = new Map<string, { key: K; list: Array<Session<VA>> }>()
+  /** Sessions per key id and the observed stream time (a task store when `storeName` is given: durable). */
+  private store!: KeyedListStore<K, Session<VA>>
 
   constructor(
     private readonly spec: SessionWindows,
     private readonly aggregation: SessionAggregation<K, V, VA>,
     private readonly keyId: (key: K) => string,
+    private readonly storeName?: string,
   ) {}
 
   init(ctx: ProcessorContext<Windowed<K>, VA | null>): void {
     this.ctx = ctx
+    this.store = this.storeName === undefined ? sessionStore<K, VA>('sessions') : ctx.getStateStore<KeyedListStore<K, Session<VA>>>(this.storeName)
   }
 
   process(record: StreamRecord<K, V>): void {
     const ts = record.timestamp
-    if (ts > this.observedStreamTime) this.observedStreamTime = ts
-    const closeTime = this.observedStreamTime - this.spec.graceMs
+    const store = this.store
+    if (ts > store.streamTime) store.streamTime = ts
+    const closeTime = store.streamTime - this.spec.graceMs
     const id = this.keyId(record.key)
-    let entry = this.sessions.get(id)
+    const existing = store.get(id)
     const gap = this.spec.gapMs
     const overlapping: Array<Session<VA>> = []
     let start = ts
     let end = ts
-    for (const s of entry?.list ?? []) {
+    for (const s of existing?.list ?? []) {
       if (s.end + gap >= ts && s.start - gap <= ts) {
         overlapping.push(s)
         if (s.start < start) start = s.start
@@ -63,14 +67,15 @@ export class SessionAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
       this.ctx.forward({ key: { key: record.key, window: { start: s.start, end: s.end } }, value: null, timestamp: s.end, headers: record.headers })
     }
     agg = this.aggregation.aggregator(record.key, record.value, agg)
-    if (entry === undefined) this.sessions.set(id, (entry = { key: record.key, list: [] }))
+    const entry = store.getOrCreate(id, record.key)
     entry.list = entry.list.filter((s) => !overlapping.includes(s))
     // Kept sorted by start: the expiry walk relies on it.
     let at = entry.list.length
     while (at > 0 && (entry.list[at - 1] as Session<VA>).start > start) at--
     entry.list.splice(at, 0, { start, end, agg })
     this.ctx.forward({ key: { key: record.key, window: { start, end } }, value: agg, timestamp: end, headers: record.headers })
-    this.expire(entry, id, closeTime)
+    this.expire(entry, closeTime)
+    store.touched(id)
   }
 
   /**
@@ -78,7 +83,7 @@ export class SessionAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
    * a session ending at or after `closeTime`, and one record bridges at most one gap, so it can reach
    * the sessions ending at or after `closeTime - gap`, and the one session just before those.
    */
-  private expire(entry: { list: Array<Session<VA>> }, id: string, closeTime: number): void {
+  private expire(entry: { list: Array<Session<VA>> }, closeTime: number): void {
     const list = entry.list
     const reachable = closeTime - this.spec.gapMs
     let firstKept = list.length
@@ -89,8 +94,15 @@ export class SessionAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
       }
     }
     const from = Math.max(0, firstKept - 1)
-    if (from === 0) return
-    entry.list = list.slice(from)
-    if (entry.list.length === 0) this.sessions.delete(id)
+    if (from > 0) entry.list = list.slice(from)
   }
+}
+
+/** The store of a session aggregation (sessions are plain data: saved as they are). */
+export function sessionStore<K, VA>(name: string): KeyedListStore<K, Session<VA>> {
+  return new KeyedListStore<K, Session<VA>>(
+    name,
+    (s) => ({ start: s.start, end: s.end, agg: s.agg }),
+    (_key, saved) => ({ ...(saved as Session<VA>) }),
+  )
 }

@@ -1,9 +1,10 @@
 import type { Processor, ProcessorContext, StreamRecord } from '../processor/api.js'
 import type { Aggregation } from './window-aggregate.js'
+import { KeyedListStore } from './keyed-list-store.js'
 import type { SlidingWindows, Windowed } from './windows.js'
 
 /** One sliding window of a key: [start, start + difference], its aggregate and largest timestamp. */
-interface SlidingWindow<K, VA> {
+export interface SlidingWindow<K, VA> {
   readonly start: number
   readonly key: Windowed<K>
   agg: VA
@@ -29,36 +30,38 @@ interface Snapshot<VA> {
  */
 export class SlidingAggregateProcessor<K, V, VA> implements Processor<K, V, Windowed<K>, VA> {
   private ctx!: ProcessorContext<Windowed<K>, VA>
-  private observedStreamTime = -1
-  /** Per key: windows sorted by start. */
-  private readonly windows = new Map<string, { key: K; list: Array<SlidingWindow<K, VA>> }>()
+  /** Per key id: windows sorted by start; and the observed stream time (a task store when `storeName` is given: durable). */
+  private store!: KeyedListStore<K, SlidingWindow<K, VA>>
 
   constructor(
     private readonly spec: SlidingWindows,
     private readonly aggregation: Aggregation<K, V, VA>,
     private readonly keyId: (key: K) => string,
+    private readonly storeName?: string,
   ) {}
 
   init(ctx: ProcessorContext<Windowed<K>, VA>): void {
     this.ctx = ctx
+    this.store = this.storeName === undefined ? slidingStore<K, VA>('sliding', this.spec.timeDifferenceMs) : ctx.getStateStore<KeyedListStore<K, SlidingWindow<K, VA>>>(this.storeName)
   }
 
   process(record: StreamRecord<K, V>): void {
     if (record.key === null || record.value === null) return
     const ts = record.timestamp
-    if (ts > this.observedStreamTime) this.observedStreamTime = ts
-    const closeTime = this.observedStreamTime - this.spec.graceMs
+    const store = this.store
+    if (ts > store.streamTime) store.streamTime = ts
+    const closeTime = store.streamTime - this.spec.graceMs
     const d = this.spec.timeDifferenceMs
     if (ts + 1 + d <= closeTime) {
       this.ctx.droppedRecord('late')
       return
     }
     const id = this.keyId(record.key)
-    let entry = this.windows.get(id)
-    if (entry === undefined) this.windows.set(id, (entry = { key: record.key, list: [] }))
+    const entry = store.getOrCreate(id, record.key)
     if (ts < d) this.processEarly(entry, record, closeTime)
     else this.processRegular(entry, record, closeTime)
-    this.expire(entry, id, closeTime)
+    this.expire(entry, closeTime)
+    store.touched(id)
   }
 
   private processRegular(entry: { key: K; list: Array<SlidingWindow<K, VA>> }, record: StreamRecord<K, V>, closeTime: number): void {
@@ -194,11 +197,22 @@ export class SlidingAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
   }
 
   /** Forgets windows no record can reach: a record that is not late scans starts from closeTime - 3D - 1. */
-  private expire(entry: { list: Array<SlidingWindow<K, VA>> }, id: string, closeTime: number): void {
+  private expire(entry: { list: Array<SlidingWindow<K, VA>> }, closeTime: number): void {
     const keepFrom = closeTime - 3 * this.spec.timeDifferenceMs - 1
     let n = 0
     while (n < entry.list.length && (entry.list[n] as SlidingWindow<K, VA>).start < keepFrom) n++
     if (n > 0) entry.list.splice(0, n)
-    if (entry.list.length === 0) this.windows.delete(id)
   }
+}
+
+/** The store of a sliding-window aggregation: windows are saved without their windowed key objects. */
+export function slidingStore<K, VA>(name: string, timeDifferenceMs: number): KeyedListStore<K, SlidingWindow<K, VA>> {
+  return new KeyedListStore<K, SlidingWindow<K, VA>>(
+    name,
+    (w) => ({ start: w.start, agg: w.agg, maxTs: w.maxTs }),
+    (key, saved) => {
+      const w = saved as { start: number; agg: VA; maxTs: number }
+      return { start: w.start, key: { key, window: { start: w.start, end: w.start + timeDifferenceMs } }, agg: w.agg, maxTs: w.maxTs }
+    },
+  )
 }

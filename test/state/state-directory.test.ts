@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { BufferConfig, EmbeddedRuntime, PunctualError, Serdes, silentLogger, Stores, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
+import { BufferConfig, EmbeddedRuntime, PunctualError, Serdes, SessionWindows, silentLogger, SlidingWindows, Stores, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
 import type { KeyValueStore, Windowed } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
 import { STATE_FORMAT_VERSION, StateDirectory } from '../../src/state/state-directory.js'
@@ -185,5 +185,35 @@ describe('window aggregates survive a restart with the same state directory', ()
     }
     assert.deepEqual(await run([['k', 1], ['k', 2]]), [])
     assert.deepEqual(await run([['k', 5], ['k', 20]]), ['k@0=3'])
+  })
+})
+
+describe('session and sliding windows survive a restart with the same state directory', () => {
+  const run = async (dir: string, windows: SessionWindows | SlidingWindows, records: number[]): Promise<string[]> => {
+    const out: string[] = []
+    const b = new StreamsBuilder()
+    const grouped = b.stream('in').groupByKey()
+    const table = windows instanceof SessionWindows ? grouped.windowedBy(windows).count() : grouped.windowedBy(windows).count()
+    table.toStream().then(undefined, 'OUT', (r) => out.push(`${r.key.key}[${r.key.window.start},${r.key.window.end}]=${r.value}@${r.timestamp}`))
+    const rt = new EmbeddedRuntime(b.build(), { applicationId: 'windows', stateDir: dir, logger: silentLogger })
+    rt.start()
+    const p = rt.producer('in')
+    for (const ts of records) p.send('k', 'v', ts)
+    await rt.stop()
+    return out
+  }
+
+  it('a session continues: the restored session merges with the new record', async () => {
+    const dir = fresh()
+    const sessions = SessionWindows.ofInactivityGapAndGrace(5, 100)
+    assert.deepEqual(await run(dir, sessions, [0, 4]), ['k[0,0]=1@0', 'k[0,0]=null@0', 'k[0,4]=2@4'])
+    assert.deepEqual(await run(dir, sessions, [8]), ['k[0,4]=null@4', 'k[0,8]=3@8'])
+  })
+
+  it('sliding windows continue: the new record finds the restored windows', async () => {
+    const dir = fresh()
+    const sliding = SlidingWindows.ofTimeDifferenceAndGrace(10, 100)
+    assert.deepEqual(await run(dir, sliding, [10]), ['k[0,10]=1@10'])
+    assert.deepEqual(await run(dir, sliding, [15]), ['k[11,21]=1@15', 'k[5,15]=2@15'])
   })
 })

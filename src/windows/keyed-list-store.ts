@@ -1,0 +1,88 @@
+import type { StoreKey } from '../processor/api.js'
+import { DURABLE } from '../state/stores.js'
+import type { DurableStore } from '../state/stores.js'
+
+/** One key's windows (sessions, sliding windows) in a `KeyedListStore`. */
+export interface KeyedList<K, T> {
+  readonly key: K
+  list: T[]
+}
+
+/** The store key of the observed stream time (key ids are strings, so it cannot clash). */
+const STREAM_TIME_KEY = -1
+
+/**
+ * The store of a session or sliding-window aggregation: per key id, the key's windows, plus the
+ * aggregation's observed stream time. As a task store it records the keys whose windows changed, so
+ * commits write those lists, and a restart restores them (`save`/`load` convert windows to plain data).
+ */
+export class KeyedListStore<K, T> {
+  private readonly byKey = new Map<string, KeyedList<K, T>>()
+  private observed = -1
+  private changed: Set<string> | undefined
+  private observedChanged = false
+
+  constructor(
+    readonly name: string,
+    private readonly save: (item: T) => unknown,
+    private readonly load: (key: K, saved: unknown) => T,
+  ) {}
+
+  get streamTime(): number {
+    return this.observed
+  }
+
+  set streamTime(t: number) {
+    this.observed = t
+    this.observedChanged = true
+  }
+
+  get(id: string): KeyedList<K, T> | undefined {
+    return this.byKey.get(id)
+  }
+
+  getOrCreate(id: string, key: K): KeyedList<K, T> {
+    let entry = this.byKey.get(id)
+    if (entry === undefined) this.byKey.set(id, (entry = { key, list: [] }))
+    return entry
+  }
+
+  /** Records that a key's windows changed; drops the key when it has none left. */
+  touched(id: string): void {
+    const entry = this.byKey.get(id)
+    if (entry !== undefined && entry.list.length === 0) this.byKey.delete(id)
+    this.changed?.add(id)
+  }
+
+  readonly [DURABLE]: DurableStore = {
+    trackChanges: () => {
+      this.changed ??= new Set()
+    },
+    takeChanges: () => {
+      const out: Array<[StoreKey, unknown]> = []
+      for (const id of this.changed ?? []) out.push([id, this.saved(id)])
+      this.changed?.clear()
+      if (this.observedChanged) out.push([STREAM_TIME_KEY, this.observed])
+      this.observedChanged = false
+      return out
+    },
+    entries: () => [...[...this.byKey.keys()].map((id): [StoreKey, unknown] => [id, this.saved(id)]), [STREAM_TIME_KEY, this.observed]],
+    restore: (entries) => {
+      for (const [k, v] of entries) {
+        if (k === STREAM_TIME_KEY) this.observed = v as number
+        else {
+          const s = v as { key: K; list: unknown[] }
+          this.byKey.set(k as string, { key: s.key, list: s.list.map((item) => this.load(s.key, item)) })
+        }
+      }
+      this.changed?.clear()
+    },
+  }
+
+  close(): void {}
+
+  private saved(id: string): { key: K; list: unknown[] } | undefined {
+    const entry = this.byKey.get(id)
+    return entry === undefined ? undefined : { key: entry.key, list: entry.list.map(this.save) }
+  }
+}
