@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: benchmarks (not tests). Prints a table and writes bench/results.json.
- * Options: --only NAME[,NAME] (lateness-idle, lateness-load, pass-through, timers, timer-memory),
+ * Options: --only NAME[,NAME] (timer-memory, lateness-idle, lateness-load, pass-through, timers,
+ * windowed-final, spill, buffer-memory, restore),
  * --seconds N (lateness run length). Run with --expose-gc (npm run bench does) for memory figures.
  */
 import { writeFileSync } from 'node:fs'
@@ -10,6 +11,7 @@ import { punctuationLateness } from './punctuation-lateness.js'
 import { passThrough } from './pass-through.js'
 import { timerMemory, timerStreaming, timerThroughput } from './timers.js'
 import { bytesPerBufferedEntry, spillThroughput, windowedFinal } from './windowed.js'
+import { restoreTime } from './durable.js'
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, seconds: { type: 'string', default: '10' } } })
 const only = values.only?.split(',')
@@ -94,6 +96,13 @@ if (want('buffer-memory')) {
   const bytes = bytesPerBufferedEntry()
   results['buffer-memory'] = { bytesPerEntry: bytes }
   rows.push(['memory per buffered suppression entry (windowed key, number)', `${bytes.toFixed(0)} bytes`, '500 k entries, heap used / count', ''])
+}
+
+if (want('restore')) {
+  const r = await restoreTime()
+  results.restore = r
+  rows.push(['durable state: restore 1 M keys (value state) + 1 M timers, one task', `${r.restoreSeconds.toFixed(1)} s`, `written in ${r.firstRunSeconds.toFixed(1)} s by ${r.commits} incremental commits`, ''])
+  rows.push(['durable state: commit latency during that run', `mean ${r.commitMeanMs.toFixed(1)} ms, max ${r.commitMaxMs.toFixed(0)} ms`, 'every 100 ms, changes since the last commit', ''])
 }
 
 const header = ['benchmark', 'result', 'detail', 'target']

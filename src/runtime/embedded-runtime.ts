@@ -66,6 +66,7 @@ export class EmbeddedRuntime {
   private currentState: RuntimeState = 'CREATED'
   private failure: Error | undefined
   private stateDirectory: StateDirectory | undefined
+  private readonly commitTimes = { commits: 0, totalMs: 0, maxMs: 0 }
   /** True when no stateDir was given: the runtime made a temporary one and removes it on stop. */
   private readonly ownsStateDir: boolean
   private checkpointStore: CheckpointStore | undefined
@@ -191,7 +192,13 @@ export class EmbeddedRuntime {
     return sumMetrics(this.tasks.map((t) => t.metrics))
   }
 
-  /** The last committed checkpoint of each task (in memory until durable state arrives). */
+  /** How many commits ran and how long they took (with a state directory they include the lmdb write). */
+  commitStats(): { readonly commits: number; readonly meanMs: number; readonly maxMs: number } {
+    const c = this.commitTimes
+    return { commits: c.commits, meanMs: c.commits === 0 ? 0 : c.totalMs / c.commits, maxMs: c.maxMs }
+  }
+
+  /** The last committed checkpoint of each task. */
   committed(): ReadonlyMap<string, TaskCheckpoint> {
     return this.checkpoints
   }
@@ -331,6 +338,7 @@ export class EmbeddedRuntime {
   }
 
   private commit(): void {
+    const started = performance.now()
     const keyedChanges = new Map<string, KeyedChanges>()
     const storeChanges = new Map<string, Map<string, Array<[StoreKey, unknown]>>>()
     for (const task of this.tasks) {
@@ -342,6 +350,10 @@ export class EmbeddedRuntime {
       if (stores.size > 0) storeChanges.set(id, stores)
     }
     this.checkpointStore?.save(this.checkpoints, keyedChanges, storeChanges)
+    const ms = performance.now() - started
+    this.commitTimes.commits++
+    this.commitTimes.totalMs += ms
+    if (ms > this.commitTimes.maxMs) this.commitTimes.maxMs = ms
     this.releaseConsumed()
     this.uncommitted = false
     this.nextCommitAt = this.clock.now() + this.config.commitIntervalMs
