@@ -18,6 +18,11 @@ export interface EmbeddedRuntimeConfig {
   maxTaskIdleMs?: number
   /** How often processed positions are committed. @default 100 */
   commitIntervalMs?: number
+  /**
+   * With a state directory: commit also after this many records, so one commit never holds too many
+   * changes (commits run on the event loop; a big one delays everything else). @default 10000
+   */
+  commitMaxRecords?: number
   /** @default the system clock */
   clock?: Clock
   /** @default ErrorHandlers.logAndContinue(logger) */
@@ -49,6 +54,7 @@ export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): Required<O
     defaultPartitions: int('defaultPartitions', config.defaultPartitions, 1, 1),
     maxTaskIdleMs: int('maxTaskIdleMs', config.maxTaskIdleMs, 0, 0),
     commitIntervalMs: int('commitIntervalMs', config.commitIntervalMs, 100, 1),
+    commitMaxRecords: int('commitMaxRecords', config.commitMaxRecords, 10_000, 1),
     clock: config.clock ?? systemClock,
     errorHandler: config.errorHandler ?? ErrorHandlers.logAndContinue(logger),
     logger,

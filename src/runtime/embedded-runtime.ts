@@ -63,6 +63,8 @@ export class EmbeddedRuntime {
   private nextCommitAt = 0
   /** Whether records were processed since the last commit: an idle runtime has nothing to commit. */
   private uncommitted = false
+  /** Records processed since the last commit (durable mode bounds it with commitMaxRecords). */
+  private recordsSinceCommit = 0
   private currentState: RuntimeState = 'CREATED'
   private failure: Error | undefined
   private stateDirectory: StateDirectory | undefined
@@ -287,12 +289,15 @@ export class EmbeddedRuntime {
       let more = false
       for (const task of this.tasks) {
         const n = task.process(BATCH)
-        if (n > 0) this.uncommitted = true
+        if (n > 0) {
+          this.uncommitted = true
+          this.recordsSinceCommit += n
+        }
         if (n === BATCH) more = true
       }
       const now = this.clock.now()
       if (now >= this.nextWallClockDue()) this.punctuateWallClock(now)
-      if (this.uncommitted && now >= this.nextCommitAt) this.commit()
+      if (this.uncommitted && (now >= this.nextCommitAt || (this.checkpointStore !== undefined && this.recordsSinceCommit >= this.config.commitMaxRecords))) this.commit()
       if (!more || now >= sliceEnd) return more
     }
   }
@@ -330,10 +335,18 @@ export class EmbeddedRuntime {
     this.alarm.armAt(Math.min(this.nextWallClockDue(), this.uncommitted ? this.nextCommitAt : Infinity))
   }
 
+  /** Processes everything already written; durable runs commit every commitMaxRecords on the way. */
   private drain(): void {
+    const chunk = this.checkpointStore === undefined ? Infinity : this.config.commitMaxRecords
     for (let progressed = true; progressed; ) {
       progressed = false
-      for (const task of this.tasks) if (task.process(Infinity) > 0) progressed = true
+      for (const task of this.tasks) {
+        const n = task.process(chunk)
+        if (n === 0) continue
+        progressed = true
+        this.uncommitted = true
+        if (this.checkpointStore !== undefined) this.commit()
+      }
     }
   }
 
@@ -356,6 +369,7 @@ export class EmbeddedRuntime {
     if (ms > this.commitTimes.maxMs) this.commitTimes.maxMs = ms
     this.releaseConsumed()
     this.uncommitted = false
+    this.recordsSinceCommit = 0
     this.nextCommitAt = this.clock.now() + this.config.commitIntervalMs
   }
 

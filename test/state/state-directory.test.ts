@@ -217,3 +217,26 @@ describe('session and sliding windows survive a restart with the same state dire
     assert.deepEqual(await run(dir, sliding, [15]), ['k[11,21]=1@15', 'k[5,15]=2@15'])
   })
 })
+
+describe('durable commits stay small', () => {
+  it('commit after commitMaxRecords records, also while draining on stop', async () => {
+    const topology = new Topology().addSource('s', 'in').addProcessor('p', () => ({ process() {} }), 's')
+    const rt = new EmbeddedRuntime(topology, { applicationId: 'small-commits', stateDir: fresh(), commitMaxRecords: 1000, commitIntervalMs: 60_000, logger: silentLogger })
+    const p = rt.producer('in')
+    for (let i = 0; i < 10_000; i++) p.send('k', 'v', i)
+    rt.start()
+    await rt.stop()
+    // Start, at least one per 1000 records, and stop.
+    assert.ok(rt.commitStats().commits >= 11, `${rt.commitStats().commits} commits`)
+  })
+
+  it('without a state directory, only the commit interval applies', async () => {
+    const topology = new Topology().addSource('s', 'in').addProcessor('p', () => ({ process() {} }), 's')
+    const rt = new EmbeddedRuntime(topology, { applicationId: 'no-dir', commitMaxRecords: 1000, commitIntervalMs: 60_000, logger: silentLogger })
+    const p = rt.producer('in')
+    for (let i = 0; i < 10_000; i++) p.send('k', 'v', i)
+    rt.start()
+    await rt.stop()
+    assert.ok(rt.commitStats().commits <= 3, `${rt.commitStats().commits} commits`)
+  })
+})
