@@ -1,16 +1,14 @@
 import { rmSync } from 'node:fs'
 import { PunctualError } from '../errors.js'
-import { readKey, readValue } from '../log/log-record.js'
 import type { PartitionLog } from '../log/partition-log.js'
 import { TopicRegistry } from '../log/topics.js'
 import { sumMetrics } from '../metrics.js'
 import type { MetricsSnapshot } from '../metrics.js'
 import { NO_HEADERS } from '../processor/api.js'
-import type { Headers, StoreKey, StreamRecord } from '../processor/api.js'
+import type { Headers } from '../processor/api.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task.js'
-import type { KeyedChanges } from '../keyed/keyed-task-state.js'
 import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
 import type { Topology } from '../processor/topology.js'
@@ -19,6 +17,9 @@ import { StateDirectory } from '../state/state-directory.js'
 import { Alarm } from '../time/alarm.js'
 import type { Clock } from '../time/clock.js'
 import type { Logger } from '../util/logger.js'
+import { Committer } from './committer.js'
+import { Subscriptions } from './subscriptions.js'
+import type { RecordListener } from './subscriptions.js'
 import { validateRuntimeConfig } from './config.js'
 import type { EmbeddedRuntimeConfig } from './config.js'
 
@@ -34,13 +35,7 @@ export interface Producer<K, V> {
   send(key: K | null, value: V | null, timestamp?: number, headers?: Headers): number
 }
 
-export type RecordListener<K, V> = (record: StreamRecord<K | null, V | null>, partition: number, offset: number) => void
-
-interface Subscription {
-  readonly logs: PartitionLog[]
-  readonly positions: number[]
-  readonly deliver: (log: PartitionLog, offset: number) => void
-}
+export type { RecordListener } from './subscriptions.js'
 
 /**
  * Runs a topology in this process over in-memory partitioned topics: one task per input partition, the
@@ -55,9 +50,8 @@ export class EmbeddedRuntime {
   private readonly topics: TopicRegistry
   private readonly tasks: StreamTask[] = []
   private readonly alarm: Alarm
-  private readonly subscriptions: Subscription[] = []
+  private readonly subscriptions = new Subscriptions()
   private readonly errorListeners: Array<(err: Error) => void> = []
-  private readonly checkpoints = new Map<string, TaskCheckpoint>()
   private runScheduled = false
   private inRun = false
   private nextCommitAt = 0
@@ -68,10 +62,10 @@ export class EmbeddedRuntime {
   private currentState: RuntimeState = 'CREATED'
   private failure: Error | undefined
   private stateDirectory: StateDirectory | undefined
-  private readonly commitTimes = { commits: 0, totalMs: 0, maxMs: 0 }
   /** True when no stateDir was given: the runtime made a temporary one and removes it on stop. */
   private readonly ownsStateDir: boolean
-  private checkpointStore: CheckpointStore | undefined
+  /** Takes checkpoints; durable (writes to the state directory) when the application chose one. */
+  private committer = new Committer(undefined)
 
   constructor(
     private readonly topology: Topology,
@@ -114,31 +108,9 @@ export class EmbeddedRuntime {
   subscribe<K = string, V = string>(topic: string, listener: RecordListener<K, V>, serdes: { keySerde?: Serde<K>; valueSerde?: Serde<V> } = {}): () => void {
     const keySerde = serdes.keySerde ?? (Serdes.String() as unknown as Serde<K>)
     const valueSerde = serdes.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
-    const logs = this.topics.partitions(topic)
-    const sub: Subscription = {
-      logs,
-      positions: logs.map((l) => l.startOffset()),
-      deliver: (log, offset) => {
-        const raw = log.get(offset)
-        if (raw === undefined) return
-        listener(
-          {
-            key: readKey(raw, keySerde as Serde<unknown>, topic) as K | null,
-            value: readValue(raw, valueSerde as Serde<unknown>, topic) as V | null,
-            timestamp: raw.timestamp,
-            headers: raw.headers,
-          },
-          log.partition,
-          offset,
-        )
-      },
-    }
-    this.subscriptions.push(sub)
+    const unsubscribe = this.subscriptions.add(topic, this.topics.partitions(topic), listener, keySerde, valueSerde)
     this.scheduleRun()
-    return () => {
-      const i = this.subscriptions.indexOf(sub)
-      if (i >= 0) this.subscriptions.splice(i, 1)
-    }
+    return unsubscribe
   }
 
   on(event: 'error', listener: (err: Error) => void): this {
@@ -152,7 +124,7 @@ export class EmbeddedRuntime {
     this.stateDirectory = StateDirectory.open(this.config.stateDir, this.config.applicationId)
     try {
       // Durable only with a state directory the application chose: a temporary one dies with the process.
-      if (!this.ownsStateDir) this.checkpointStore = CheckpointStore.open(this.config.stateDir)
+      if (!this.ownsStateDir) this.committer = new Committer(CheckpointStore.open(this.config.stateDir))
       this.createTasks()
       for (const task of this.tasks) task.init()
     } catch (err) {
@@ -177,7 +149,7 @@ export class EmbeddedRuntime {
       try {
         if (options.drain ?? true) this.drain()
         this.commit()
-        this.deliver()
+        this.subscriptions.deliver()
         for (const task of this.tasks) task.close()
         this.currentState = 'NOT_RUNNING'
       } catch (err) {
@@ -196,13 +168,12 @@ export class EmbeddedRuntime {
 
   /** How many commits ran and how long they took (with a state directory they include the lmdb write). */
   commitStats(): { readonly commits: number; readonly meanMs: number; readonly maxMs: number } {
-    const c = this.commitTimes
-    return { commits: c.commits, meanMs: c.commits === 0 ? 0 : c.totalMs / c.commits, maxMs: c.maxMs }
+    return this.committer.stats()
   }
 
   /** The last committed checkpoint of each task. */
   committed(): ReadonlyMap<string, TaskCheckpoint> {
-    return this.checkpoints
+    return this.committer.committed()
   }
 
   /** Number of tasks: one per input partition of each sub-topology. */
@@ -232,29 +203,12 @@ export class EmbeddedRuntime {
             maxTaskIdleMs: this.config.maxTaskIdleMs,
             errorHandler: this.errorHandler,
             stateDir: this.config.stateDir,
-            checkpoint: this.restored(`${sub.id}_${p}`),
-            trackChanges: this.checkpointStore !== undefined,
+            checkpoint: this.committer.restored(`${sub.id}_${p}`),
+            trackChanges: this.committer.durable,
             onWallClockChange: this.onWallClockChange,
           }),
         )
       }
-    }
-  }
-
-  /** The durable part of a task's last checkpoint (input positions are not durable yet). */
-  private restored(taskId: string): TaskCheckpoint | undefined {
-    const store = this.checkpointStore
-    if (store === undefined) return undefined
-    const state = store.load(taskId)
-    const keyed = store.loadKeyed(taskId)
-    const stores = store.loadStores(taskId)
-    if (state === undefined && keyed === undefined && stores === undefined) return undefined
-    return {
-      streamTime: state?.streamTime,
-      lastFires: state?.lastFires ?? {},
-      positions: {},
-      ...(keyed === undefined ? {} : { keyed }),
-      ...(stores === undefined ? {} : { stores }),
     }
   }
 
@@ -271,7 +225,7 @@ export class EmbeddedRuntime {
     let more: boolean
     try {
       more = this.runSlice()
-      this.deliver()
+      this.subscriptions.deliver()
     } catch (err) {
       this.fail(err)
       return
@@ -297,7 +251,7 @@ export class EmbeddedRuntime {
       }
       const now = this.clock.now()
       if (now >= this.nextWallClockDue()) this.punctuateWallClock(now)
-      if (this.uncommitted && (now >= this.nextCommitAt || (this.checkpointStore !== undefined && this.recordsSinceCommit >= this.config.commitMaxRecords))) this.commit()
+      if (this.uncommitted && (now >= this.nextCommitAt || (this.committer.durable && this.recordsSinceCommit >= this.config.commitMaxRecords))) this.commit()
       if (!more || now >= sliceEnd) return more
     }
   }
@@ -337,7 +291,7 @@ export class EmbeddedRuntime {
 
   /** Processes everything already written; durable runs commit every commitMaxRecords on the way. */
   private drain(): void {
-    const chunk = this.checkpointStore === undefined ? Infinity : this.config.commitMaxRecords
+    const chunk = this.committer.durable ? this.config.commitMaxRecords : Infinity
     for (let progressed = true; progressed; ) {
       progressed = false
       for (const task of this.tasks) {
@@ -345,28 +299,13 @@ export class EmbeddedRuntime {
         if (n === 0) continue
         progressed = true
         this.uncommitted = true
-        if (this.checkpointStore !== undefined) this.commit()
+        if (this.committer.durable) this.commit()
       }
     }
   }
 
   private commit(): void {
-    const started = performance.now()
-    const keyedChanges = new Map<string, KeyedChanges>()
-    const storeChanges = new Map<string, Map<string, Array<[StoreKey, unknown]>>>()
-    for (const task of this.tasks) {
-      const id = task.taskId.toString()
-      this.checkpoints.set(id, task.lightCheckpoint())
-      const changes = task.keyedChanges()
-      if (changes !== undefined && (changes.states.length > 0 || changes.timers.length > 0)) keyedChanges.set(id, changes)
-      const stores = task.storeChanges()
-      if (stores.size > 0) storeChanges.set(id, stores)
-    }
-    this.checkpointStore?.save(this.checkpoints, keyedChanges, storeChanges)
-    const ms = performance.now() - started
-    this.commitTimes.commits++
-    this.commitTimes.totalMs += ms
-    if (ms > this.commitTimes.maxMs) this.commitTimes.maxMs = ms
+    this.committer.commit(this.tasks)
     this.releaseConsumed()
     this.uncommitted = false
     this.recordsSinceCommit = 0
@@ -381,25 +320,12 @@ export class EmbeddedRuntime {
       readTo.set(log, prev === undefined ? offset : Math.min(prev, offset))
     }
     for (const task of this.tasks) for (const { queue, offset } of task.committedPositions()) reader(queue.log, offset)
-    for (const sub of this.subscriptions) sub.logs.forEach((log, p) => reader(log, sub.positions[p] as number))
+    this.subscriptions.positions(reader)
     for (const [log, offset] of readTo) log.truncateBefore(offset)
   }
 
-  private deliver(): void {
-    for (const sub of this.subscriptions) {
-      for (let p = 0; p < sub.logs.length; p++) {
-        const log = sub.logs[p] as PartitionLog
-        const end = log.endOffset()
-        let pos = sub.positions[p] as number
-        while (pos < end) sub.deliver(log, pos++)
-        sub.positions[p] = pos
-      }
-    }
-  }
-
   private closeStateDirectory(): void {
-    this.checkpointStore?.close()
-    this.checkpointStore = undefined
+    this.committer.close()
     this.stateDirectory?.release()
     this.stateDirectory = undefined
     if (this.ownsStateDir) rmSync(this.config.stateDir, { recursive: true, force: true })

@@ -1,0 +1,74 @@
+import type { KeyedChanges } from '../keyed/keyed-task-state.js'
+import type { StoreKey } from '../processor/api.js'
+import type { StreamTask, TaskCheckpoint } from '../processor/internal/task.js'
+import type { CheckpointStore } from '../state/checkpoint-store.js'
+import type { DurableTaskState } from '../state/checkpoint-store.js'
+
+/**
+ * Takes the tasks' checkpoints at each commit and, with a checkpoint store (a state directory), writes
+ * what changed since the previous commit in one transaction; restores a task's durable part at start.
+ * Keeps commit counts and durations.
+ */
+export class Committer {
+  private readonly checkpoints = new Map<string, TaskCheckpoint>()
+  private commits = 0
+  private totalMs = 0
+  private maxMs = 0
+
+  constructor(private store: CheckpointStore | undefined) {}
+
+  get durable(): boolean {
+    return this.store !== undefined
+  }
+
+  /** The durable part of a task's last checkpoint (input positions are not durable yet). */
+  restored(taskId: string): TaskCheckpoint | undefined {
+    const store = this.store
+    if (store === undefined) return undefined
+    const state: DurableTaskState | undefined = store.load(taskId)
+    const keyed = store.loadKeyed(taskId)
+    const stores = store.loadStores(taskId)
+    if (state === undefined && keyed === undefined && stores === undefined) return undefined
+    return {
+      streamTime: state?.streamTime,
+      lastFires: state?.lastFires ?? {},
+      positions: {},
+      ...(keyed === undefined ? {} : { keyed }),
+      ...(stores === undefined ? {} : { stores }),
+    }
+  }
+
+  commit(tasks: readonly StreamTask[]): void {
+    const started = performance.now()
+    const keyedChanges = new Map<string, KeyedChanges>()
+    const storeChanges = new Map<string, Map<string, Array<[StoreKey, unknown]>>>()
+    for (const task of tasks) {
+      const id = task.taskId.toString()
+      this.checkpoints.set(id, task.lightCheckpoint())
+      const changes = task.keyedChanges()
+      if (changes !== undefined && (changes.states.length > 0 || changes.timers.length > 0)) keyedChanges.set(id, changes)
+      const stores = task.storeChanges()
+      if (stores.size > 0) storeChanges.set(id, stores)
+    }
+    this.store?.save(this.checkpoints, keyedChanges, storeChanges)
+    const ms = performance.now() - started
+    this.commits++
+    this.totalMs += ms
+    if (ms > this.maxMs) this.maxMs = ms
+  }
+
+  /** The last checkpoint of each task. */
+  committed(): ReadonlyMap<string, TaskCheckpoint> {
+    return this.checkpoints
+  }
+
+  stats(): { readonly commits: number; readonly meanMs: number; readonly maxMs: number } {
+    return { commits: this.commits, meanMs: this.commits === 0 ? 0 : this.totalMs / this.commits, maxMs: this.maxMs }
+  }
+
+  /** Closes the store; later commits only take in-memory checkpoints. */
+  close(): void {
+    this.store?.close()
+    this.store = undefined
+  }
+}
