@@ -1,5 +1,4 @@
 import { mkdirSync } from 'node:fs'
-import { durableStore } from '../../state/stores.js'
 import { join } from 'node:path'
 import { PunctualError } from '../../errors.js'
 import type { KeyedProcessorSupplier, StateDescriptor, StateKind, TimeDomain } from '../../keyed/api.js'
@@ -23,6 +22,7 @@ import type { ProcessorNode } from './nodes.js'
 import { PartitionQueue } from './partition-queue.js'
 import type { Punctuation } from './punctuation.js'
 import { TaskSchedules } from './task-schedules.js'
+import { TaskStores } from './task-stores.js'
 
 /** Stream time before the first record. Timestamps are >= 0, so -1 keeps the field a plain number. */
 const UNKNOWN = -1
@@ -77,7 +77,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
   readonly metrics = new TaskMetrics()
   private readonly queues: PartitionQueue[] = []
   private readonly nodes: ProcessorNode[] = []
-  private readonly stores = new Map<string, StateStore>()
+  private readonly stores: TaskStores
   private readonly schedules: TaskSchedules
   private streamTime: number
   /** Where the record being processed came from; undefined in punctuations. */
@@ -100,16 +100,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
       },
       checkpoint?.lastFires,
     )
-    for (const b of subtopology.stores) {
-      const store = b.build()
-      const durable = durableStore(store)
-      if (durable !== undefined) {
-        const saved = checkpoint?.stores?.[b.name]
-        if (saved !== undefined) durable.restore(saved)
-        if (config.trackChanges === true) durable.trackChanges()
-      }
-      this.stores.set(b.name, store)
-    }
+    this.stores = new TaskStores(subtopology.stores, checkpoint?.stores, config.trackChanges === true)
 
     const byName = new Map<string, ProcessorNode>()
     for (const def of subtopology.nodes) {
@@ -243,23 +234,14 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
 
   /** A full checkpoint, keyed state, timers and stores included (the test kit's restart). */
   checkpoint(): TaskCheckpoint {
-    const stores: Record<string, Array<[StoreKey, unknown]>> = {}
-    for (const [name, store] of this.stores) {
-      const durable = durableStore(store)
-      if (durable !== undefined) stores[name] = durable.entries()
-    }
-    return { ...this.lightCheckpoint(), ...(this.keyed === undefined ? {} : { keyed: this.keyed.snapshot() }), stores }
+    return { ...this.lightCheckpoint(), ...(this.keyed === undefined ? {} : { keyed: this.keyed.snapshot() }), stores: this.stores.snapshot() }
   }
 
   /** Changed store entries since the last call (durable mode), by store name. */
   storeChanges(): Map<string, Array<[StoreKey, unknown]>> {
-    const out = new Map<string, Array<[StoreKey, unknown]>>()
-    for (const [name, store] of this.stores) {
-      const changes = durableStore(store)?.takeChanges()
-      if (changes !== undefined && changes.length > 0) out.set(name, changes)
-    }
-    return out
+    return this.stores.changes()
   }
+
 
   /** The cheap part of a checkpoint (no keyed snapshot): what every commit records. */
   lightCheckpoint(): TaskCheckpoint {
@@ -310,7 +292,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
         first ??= err
       }
     }
-    for (const s of this.stores.values()) s.close()
+    this.stores.close()
     if (first !== undefined) throw new PunctualError('PROCESSING', `task ${this.taskId}: a processor failed to close: ${(first as Error).message}`, { cause: first })
   }
 
