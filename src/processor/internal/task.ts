@@ -242,7 +242,6 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
     return this.stores.changes()
   }
 
-
   /** The cheap part of a checkpoint (no keyed snapshot): what every commit records. */
   lightCheckpoint(): TaskCheckpoint {
     const positions: Record<string, number> = {}
