@@ -12,4 +12,6 @@ export default defineConfig({
   sourcemap: true,
   clean: true,
   splitting: true,
+  // Loaded at run time only for `punctual run app.ts`, from the user's own installation.
+  external: ['tsx', 'tsx/esm/api'],
 })

@@ -64,6 +64,7 @@ export type { EagerBufferConfig, Sizer, StrictBufferConfig, TimeLimitSuppressed,
 export { EmbeddedRuntime } from './runtime/embedded-runtime.js'
 export type { Producer, RecordListener, RuntimeState } from './runtime/embedded-runtime.js'
 export type { EmbeddedRuntimeConfig } from './runtime/config.js'
+export type { PunctualApp } from './runtime/app.js'
 
 export { systemClock, ManualClock } from './time/clock.js'
 export type { Clock } from './time/clock.js'

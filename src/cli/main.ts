@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander'
+import { runApp } from './run-command.js'
 import { scenarioRun } from './scenario-command.js'
 import type { Io } from './scenario-command.js'
 
@@ -23,6 +24,14 @@ export async function main(argv: readonly string[], io: Io = stdio): Promise<num
     .option('--kinds <kinds>', 'only run scenarios of these kinds (comma-separated); others are skipped', (v) => v.split(',').map((s) => s.trim()))
     .action((paths: string[], opts: { check?: boolean; kinds?: string[] }) => {
       code = scenarioRun(paths, opts, io)
+    })
+  program
+    .command('run')
+    .description('run an application module durably: its state lives in --state-dir and survives restarts')
+    .argument('<app>', 'a module whose default export is { applicationId, topology(), config?, start? }')
+    .requiredOption('--state-dir <dir>', 'the state directory (created if missing; held exclusively while running)')
+    .action(async (app: string, opts: { stateDir: string }) => {
+      code = await runApp(app, opts.stateDir, io)
     })
   try {
     await program.parseAsync([...argv])

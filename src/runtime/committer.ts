@@ -14,6 +14,8 @@ export class Committer {
   private commits = 0
   private totalMs = 0
   private maxMs = 0
+  /** Whether any task found committed state. */
+  resumed = false
 
   constructor(private store: CheckpointStore | undefined) {}
 
@@ -29,6 +31,7 @@ export class Committer {
     const keyed = store.loadKeyed(taskId)
     const stores = store.loadStores(taskId)
     if (state === undefined && keyed === undefined && stores === undefined) return undefined
+    this.resumed = true
     return {
       streamTime: state?.streamTime,
       lastFires: state?.lastFires ?? {},

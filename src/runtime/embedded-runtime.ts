@@ -82,6 +82,11 @@ export class EmbeddedRuntime {
     this.alarm = new Alarm(this.clock, this.onAlarm)
   }
 
+  /** Whether start() found committed state in the state directory (a restart, not a fresh start). */
+  get resumed(): boolean {
+    return this.committer.resumed
+  }
+
   get state(): RuntimeState {
     return this.currentState
   }

@@ -1,0 +1,62 @@
+import { resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { PunctualError } from '../errors.js'
+import { EmbeddedRuntime } from '../runtime/embedded-runtime.js'
+import type { PunctualApp } from '../runtime/app.js'
+import type { Io } from './scenario-command.js'
+
+/** Loads an app module; TypeScript files need tsx (a dev dependency of most TypeScript projects). */
+async function loadApp(path: string): Promise<PunctualApp> {
+  const file = resolve(path)
+  if (/\.[cm]?ts$/.test(file)) {
+    try {
+      const tsx = (await import('tsx/esm/api')) as { register: () => unknown }
+      tsx.register()
+    } catch (err) {
+      throw new PunctualError('INVALID_CONFIG', `punctual run: ${path} is TypeScript; install tsx or run a compiled .js file (${(err as Error).message})`, { cause: err })
+    }
+  }
+  const mod = (await import(pathToFileURL(file).href)) as { default?: PunctualApp }
+  const app = mod.default
+  if (app === undefined || typeof app !== 'object' || typeof app.applicationId !== 'string' || typeof app.topology !== 'function') {
+    throw new PunctualError('INVALID_CONFIG', `punctual run: ${path} must export default { applicationId, topology(), config?, start? }`)
+  }
+  return app
+}
+
+/** `punctual run APP --state-dir DIR`: runs an application durably in DIR until its input ends or a signal. */
+export async function runApp(path: string, stateDir: string, io: Io): Promise<number> {
+  const app = await loadApp(path)
+  const runtime = new EmbeddedRuntime(app.topology(), { ...(app.config ?? {}), applicationId: app.applicationId, stateDir })
+  const failed = new Promise<Error>((resolveFailure) => runtime.on('error', resolveFailure))
+  runtime.start()
+  io.err(runtime.resumed ? `punctual: ${app.applicationId} resumed from its state in ${stateDir}` : `punctual: ${app.applicationId} started with fresh state in ${stateDir}`)
+  const abort = new AbortController()
+  let onSignal: ((sig: NodeJS.Signals) => void) | undefined
+  const signalled = new Promise<string>((resolveSignal) => {
+    onSignal = (sig) => resolveSignal(sig)
+    process.once('SIGINT', onSignal)
+    process.once('SIGTERM', onSignal)
+  })
+  const fed = Promise.resolve(app.start?.(runtime, { resumed: runtime.resumed, signal: abort.signal }))
+  // Without a start promise that ends, run until a signal.
+  const ended = app.start === undefined ? new Promise<void>(() => {}) : fed
+  const outcome = await Promise.race([ended.then(() => 'input ended'), signalled, failed.then((e) => e)])
+  abort.abort()
+  if (onSignal !== undefined) {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
+  }
+  if (outcome instanceof Error) {
+    io.err(`punctual: ${app.applicationId} stopped on an error: ${outcome.message}`)
+    return 1
+  }
+  try {
+    await runtime.stop()
+  } catch (err) {
+    io.err(`punctual: ${app.applicationId} stopped on an error: ${(err as Error).message}`)
+    return 1
+  }
+  io.err(`punctual: ${app.applicationId} stopped (${outcome}); state kept in ${stateDir}`)
+  return 0
+}

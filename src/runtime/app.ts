@@ -1,0 +1,16 @@
+import type { Topology } from '../processor/topology.js'
+import type { EmbeddedRuntime } from './embedded-runtime.js'
+import type { EmbeddedRuntimeConfig } from './config.js'
+
+/**
+ * What `punctual run APP --state-dir DIR` expects as the default export of APP: the application's id and
+ * topology, optional runtime settings, and `start`, which feeds input (producers, sockets, files) once
+ * the runtime runs. When `start` returns a promise that settles, the runtime stops; otherwise it runs
+ * until SIGINT or SIGTERM.
+ */
+export interface PunctualApp {
+  readonly applicationId: string
+  topology(): Topology
+  readonly config?: Omit<EmbeddedRuntimeConfig, 'applicationId' | 'stateDir'>
+  start?(runtime: EmbeddedRuntime, context: { readonly resumed: boolean; readonly signal: AbortSignal }): void | Promise<void>
+}

@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { main } from '../../src/cli/main.js'
+
+const APP = fileURLToPath(new URL('../fixtures/counter-app.ts', import.meta.url))
+
+async function cli(...args: string[]): Promise<{ code: number; err: string[] }> {
+  const err: string[] = []
+  const code = await main(['node', 'punctual', ...args], { out: () => {}, err: (l) => err.push(l) })
+  return { code, err }
+}
+
+describe('punctual run APP --state-dir DIR', () => {
+  it('runs the app, keeps its state, and resumes from it (and says so)', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'punctual-run-')), 'state')
+    const { printed } = (await import('../fixtures/counter-app.js')) as { printed: string[] }
+    const first = await cli('run', APP, '--state-dir', dir)
+    assert.equal(first.code, 0, first.err.join('\n'))
+    assert.match(first.err[0] ?? '', /counter-app started with fresh state in /)
+    assert.match(first.err.at(-1) ?? '', /counter-app stopped \(input ended\); state kept in /)
+    const second = await cli('run', APP, '--state-dir', dir)
+    assert.match(second.err[0] ?? '', /counter-app resumed from its state in /)
+    assert.deepEqual(printed, ['a=1', 'b=1', 'a=2', 'a=3', 'b=2', 'a=4'])
+  })
+
+  it('refuses a module without the app shape, naming what it needs', async () => {
+    const notAnApp = fileURLToPath(new URL('../helpers/collect.ts', import.meta.url))
+    await assert.rejects(cli('run', notAnApp, '--state-dir', mkdtempSync(join(tmpdir(), 'punctual-run-'))), /must export default \{ applicationId, topology\(\), config\?, start\? \}/)
+  })
+})
