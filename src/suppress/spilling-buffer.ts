@@ -1,7 +1,7 @@
 import { mkdirSync, rmSync } from 'node:fs'
 import { open } from 'lmdb'
 import type { Database, RootDatabase } from 'lmdb'
-import { SlottedHeap } from '../util/double-heap.js'
+import { SlottedHeap } from '../util/indexed-heap.js'
 import { BufferEntry } from './buffer.js'
 import type { SuppressionBuffer } from './buffer.js'
 

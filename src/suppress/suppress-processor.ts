@@ -122,12 +122,11 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
     this.wallSchedule = undefined
     this.wallScheduledFor = due
     if (due === Infinity) return
-    const now = this.ctx.currentSystemTimeMs()
-    // A one-shot: anchored at the deadline (or now, if it passed), with an interval that never recurs.
-    this.wallSchedule = this.ctx.schedule(
-      { type: PunctuationType.WALL_CLOCK_TIME, intervalMs: Number.MAX_SAFE_INTEGER, startTime: Math.max(0, Math.ceil(Math.max(due, now))) },
-      this.onWallClock,
-    )
+    // Anchored at the deadline with a 1 ms grid: due at the deadline, or 1 ms after registration if it has
+    // passed (an anchor in the past is never due at once). The callback cancels it: it fires once.
+    // (A huge interval anchored at "now" raced with the clock: a millisecond later, "now" was in the past
+    // and the first due point was an interval away.)
+    this.wallSchedule = this.ctx.schedule({ type: PunctuationType.WALL_CLOCK_TIME, intervalMs: 1, startTime: Math.max(0, Math.ceil(due)) }, this.onWallClock)
   }
 
   private readonly onWallClock = (now: number): void => {

@@ -10,13 +10,17 @@ export interface SlotAccess<T> {
 }
 
 /**
- * A binary min-heap whose elements store their index (as Flink's HeapPriorityQueue does). `add` and
- * `remove` report whether the head changed: that is how owners know to re-arm their one real timer.
+ * A binary heap whose elements store their slot (through `slot`), so removal is O(log n) without a
+ * search, as in Flink's HeapPriorityQueue. `add` and `remove` report whether the head changed: that is
+ * how owners know to re-arm their one real timer.
  */
-export class IndexedMinHeap<T extends HeapElement> {
+export class SlottedHeap<T> {
   private readonly items: T[] = []
 
-  constructor(private readonly less: (a: T, b: T) => boolean) {}
+  constructor(
+    private readonly before: (a: T, b: T) => boolean,
+    private readonly slot: SlotAccess<T>,
+  ) {}
 
   get size(): number {
     return this.items.length
@@ -28,24 +32,20 @@ export class IndexedMinHeap<T extends HeapElement> {
 
   /** Adds an element that is not in the heap; returns true when it became the head. */
   add(item: T): boolean {
-    const i = this.items.length
     this.items.push(item)
-    item.heapIndex = i
-    this.siftUp(i)
-    return item.heapIndex === 0
+    this.up(this.items.length - 1, item)
+    return this.slot.get(item) === 0
   }
 
   /** Removes an element if present; returns true when the head changed. */
   remove(item: T): boolean {
-    const i = item.heapIndex
+    const i = this.slot.get(item)
     if (i < 0 || this.items[i] !== item) return false
     const last = this.items.pop() as T
-    item.heapIndex = -1
+    this.slot.set(item, -1)
     if (last !== item) {
-      this.items[i] = last
-      last.heapIndex = i
-      this.siftDown(i)
-      this.siftUp(last.heapIndex)
+      this.down(i, last)
+      this.up(this.slot.get(last), last)
     }
     return i === 0
   }
@@ -61,40 +61,50 @@ export class IndexedMinHeap<T extends HeapElement> {
     return this.items.slice()
   }
 
-  private siftUp(start: number): void {
-    const items = this.items
+  private up(start: number, item: T): void {
     let i = start
-    const item = items[i] as T
     while (i > 0) {
-      const parentIndex = (i - 1) >> 1
-      const parent = items[parentIndex] as T
-      if (!this.less(item, parent)) break
-      items[i] = parent
-      parent.heapIndex = i
-      i = parentIndex
+      const p = (i - 1) >> 1
+      const parent = this.items[p] as T
+      if (!this.before(item, parent)) break
+      this.items[i] = parent
+      this.slot.set(parent, i)
+      i = p
     }
-    items[i] = item
-    item.heapIndex = i
+    this.items[i] = item
+    this.slot.set(item, i)
   }
 
-  private siftDown(start: number): void {
-    const items = this.items
-    const n = items.length
+  private down(start: number, item: T): void {
+    const n = this.items.length
     let i = start
-    const item = items[i] as T
     for (;;) {
-      const left = 2 * i + 1
-      if (left >= n) break
-      const right = left + 1
-      let child = left
-      if (right < n && this.less(items[right] as T, items[left] as T)) child = right
-      const c = items[child] as T
-      if (!this.less(c, item)) break
-      items[i] = c
-      c.heapIndex = i
-      i = child
+      const l = 2 * i + 1
+      if (l >= n) break
+      const r = l + 1
+      let c = l
+      if (r < n && this.before(this.items[r] as T, this.items[l] as T)) c = r
+      const child = this.items[c] as T
+      if (!this.before(child, item)) break
+      this.items[i] = child
+      this.slot.set(child, i)
+      i = c
     }
-    items[i] = item
-    item.heapIndex = i
+    this.items[i] = item
+    this.slot.set(item, i)
+  }
+}
+
+const HEAP_INDEX: SlotAccess<HeapElement> = {
+  get: (e) => e.heapIndex,
+  set: (e, i) => {
+    e.heapIndex = i
+  },
+}
+
+/** A min-heap of elements that keep their slot in `heapIndex`. */
+export class IndexedMinHeap<T extends HeapElement> extends SlottedHeap<T> {
+  constructor(less: (a: T, b: T) => boolean) {
+    super(less, HEAP_INDEX as SlotAccess<T>)
   }
 }
