@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { PunctualError, Serdes, Stores, Topology } from '../../src/index.js'
-import type { KeyValueStore, ProcessorContext, StreamRecord } from '../../src/index.js'
+import type { ProcessorContext } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
+import { countingTopology } from '../helpers/counting.js'
 
 const noop = () => ({ process() {} })
 
@@ -115,34 +116,13 @@ describe('processors, forwarding and stores through the test driver', () => {
     assert.match(errors[0] ?? '', /processor "p" has no child named "missing"/)
   })
 
-  /** src -> count (a processor counting records per key in store "counts"). */
-  const countingTopology = (): Topology =>
-    new Topology()
-      .addSource('src', 'in')
-      .addProcessor<string, string>(
-        'count',
-        () => {
-          let store: KeyValueStore<string, number>
-          return {
-            init(c) {
-              store = c.getStateStore('counts')
-            },
-            process(r: StreamRecord<string, string>) {
-              store.put(r.key, (store.get(r.key) ?? 0) + 1)
-            },
-          }
-        },
-        'src',
-      )
-      .addStateStore(Stores.inMemoryKeyValueStore<string, number>('counts'), 'count')
-
   it('a store is reachable only from the processors it is connected to', () => {
-    const t = countingTopology().addProcessor('sneaky', () => ({ init: (c: ProcessorContext) => void c.getStateStore('counts'), process() {} }), 'src')
+    const t = countingTopology('in').addProcessor('sneaky', () => ({ init: (c: ProcessorContext) => void c.getStateStore('counts'), process() {} }), 'src')
     assert.throws(() => new TopologyTestDriver(t), /processor "sneaky" is not connected to a state store named "counts"/)
   })
 
   it('store contents are visible to the test driver, in key order', () => {
-    const d = new TopologyTestDriver(countingTopology())
+    const d = new TopologyTestDriver(countingTopology('in'))
     const input = d.createInputTopic('in', Serdes.String(), Serdes.String())
     for (const k of ['b', 'a', 'b']) input.pipeInput(k, 'v', 1)
     assert.deepEqual([...d.getKeyValueStore<string, number>('counts')!.all()], [

@@ -4,9 +4,10 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { BufferConfig, EmbeddedRuntime, PunctualError, Serdes, SessionWindows, silentLogger, SlidingWindows, Stores, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
-import type { KeyValueStore, Windowed } from '../../src/index.js'
+import { BufferConfig, EmbeddedRuntime, PunctualError, Serdes, SessionWindows, silentLogger, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
+import type { Windowed } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
+import { countingTopology } from '../helpers/counting.js'
 import { STATE_FORMAT_VERSION, StateDirectory } from '../../src/state/state-directory.js'
 
 const fresh = (): string => join(mkdtempSync(join(tmpdir(), 'punctual-state-')), 'app')
@@ -72,40 +73,19 @@ describe('state directory', () => {
 })
 
 describe('key-value stores survive a restart with the same state directory', () => {
-  const countingTopology = (seen: Array<[string, number]>) =>
-    new Topology()
-      .addSource('s', 'in')
-      .addProcessor<string, string>(
-        'count',
-        () => {
-          let store: KeyValueStore<string, number>
-          return {
-            init(c) {
-              store = c.getStateStore('counts')
-            },
-            process(r) {
-              const n = (store.get(r.key) ?? 0) + 1
-              if (r.value === 'forget') store.delete(r.key)
-              else store.put(r.key, n)
-              seen.push([r.key, n])
-            },
-          }
-        },
-        's',
-      )
-      .addStateStore(Stores.inMemoryKeyValueStore<string, number>('counts'), 'count')
+  const counting = (seen: Array<[string, number]>) => countingTopology('in', (k, n) => void seen.push([k, n]))
 
   it('restores what the last commit wrote, deletions included', async () => {
     const dir = fresh()
     const first: Array<[string, number]> = []
-    const a = new EmbeddedRuntime(countingTopology(first), { applicationId: 'counts', stateDir: dir, logger: silentLogger })
+    const a = new EmbeddedRuntime(counting(first), { applicationId: 'counts', stateDir: dir, logger: silentLogger })
     a.start()
     const p1 = a.producer('in')
     for (const k of ['x', 'x', 'y', 'z']) p1.send(k, 'v', 1)
     p1.send('z', 'forget', 2)
     await a.stop()
     const second: Array<[string, number]> = []
-    const b = new EmbeddedRuntime(countingTopology(second), { applicationId: 'counts', stateDir: dir, logger: silentLogger })
+    const b = new EmbeddedRuntime(counting(second), { applicationId: 'counts', stateDir: dir, logger: silentLogger })
     b.start()
     const p2 = b.producer('in')
     for (const k of ['x', 'y', 'z']) p2.send(k, 'v', 3)
@@ -119,9 +99,9 @@ describe('key-value stores survive a restart with the same state directory', () 
 
   it('the test driver carries store contents in its checkpoint', () => {
     const seen: Array<[string, number]> = []
-    const d1 = new TopologyTestDriver(countingTopology(seen))
+    const d1 = new TopologyTestDriver(counting(seen))
     d1.createInputTopic('in', Serdes.String(), Serdes.String()).pipeInput('x', 'v', 1)
-    const d2 = new TopologyTestDriver(countingTopology(seen), { checkpoint: d1.checkpoint() })
+    const d2 = new TopologyTestDriver(counting(seen), { checkpoint: d1.checkpoint() })
     d2.createInputTopic('in', Serdes.String(), Serdes.String()).pipeInput('x', 'v', 2)
     assert.deepEqual(seen, [
       ['x', 1],
