@@ -77,6 +77,7 @@ export function flightsTopology(options: { progressStartMs: number }): Topology 
     .build()
     .addProcessor('daily', () => new DailyReporter(options.progressStartMs), 'flights')
     .addStateStore(Stores.inMemoryKeyValueStore<number, DayStats>('daily-stats'), 'daily')
+    .addStateStore(Stores.inMemoryKeyValueStore<string, number>('daily-progress'), 'daily')
     .addSink('daily-reports', 'daily-reports', { valueSerde: Serdes.JSON<DailyReport>() }, 'daily')
     .addSink('progress', 'progress', { valueSerde: Serdes.JSON<Progress>() }, 'daily')
     .addKeyedProcessor('quiet-airports', () => new QuietAirports(), 'flights')
@@ -120,62 +121,72 @@ class QuietAirports implements KeyedProcessor<string, FlightValue, string, Airpo
   }
 }
 
+type Counter = 'reportedUntil' | 'lateForReportedDays' | 'processed' | 'behindStreamTime'
+
+/**
+ * Per task: day statistics, reported once stream time passes the day's end. Everything it remembers is
+ * in its stores (not in fields), so a durable run resumes it exactly after a crash.
+ */
 class DailyReporter {
   private ctx!: ProcessorContext<string, DailyReport | Progress>
   private days!: KeyValueStore<number, DayStats>
-  /** Days before this one have been reported. */
-  private reportedUntil = FIRST_MIDNIGHT
-  private lateForReportedDays = 0
-  private processed = 0
-  private behindStreamTime = 0
+  /** reportedUntil: days before it have been reported; the rest are counts. */
+  private counters!: KeyValueStore<Counter, number>
 
   constructor(private readonly progressStartMs: number) {}
+
+  private get(name: Counter): number {
+    return this.counters.get(name) ?? (name === 'reportedUntil' ? FIRST_MIDNIGHT : 0)
+  }
+
+  private add(name: Counter, n: number): void {
+    this.counters.put(name, this.get(name) + n)
+  }
 
   init(ctx: ProcessorContext<string, DailyReport | Progress>): void {
     this.ctx = ctx
     this.days = ctx.getStateStore('daily-stats')
+    this.counters = ctx.getStateStore('daily-progress')
     ctx.schedule({ type: PunctuationType.STREAM_TIME, intervalMs: DAY, startTime: FIRST_MIDNIGHT, name: 'daily-report' }, (now) => this.report(now))
     ctx.schedule({ type: PunctuationType.WALL_CLOCK_TIME, intervalMs: 1000, startTime: this.progressStartMs, name: 'progress' }, (now) => this.progress(now))
   }
 
   process(record: StreamRecord<string, FlightValue>): void {
-    this.processed++
+    this.add('processed', 1)
     const streamTime = this.ctx.currentStreamTimeMs() ?? 0
     // Stream time already includes this record; a record is out of order if it is older than that.
-    if (record.timestamp < streamTime) this.behindStreamTime++
+    if (record.timestamp < streamTime) this.add('behindStreamTime', 1)
     const day = record.timestamp - (record.timestamp % DAY)
-    if (day < this.reportedUntil) {
-      this.lateForReportedDays++
+    if (day < this.get('reportedUntil')) {
+      this.add('lateForReportedDays', 1)
       return
     }
-    let stats = this.days.get(day)
-    if (stats === undefined) {
-      stats = { flights: 0, delayed: 0, byOrigin: {} }
-      this.days.put(day, stats)
-    }
+    const stats = this.days.get(day) ?? { flights: 0, delayed: 0, byOrigin: {} }
     stats.flights++
     if (record.value.delay > DELAYED_MIN) stats.delayed++
     stats.byOrigin[record.key] = (stats.byOrigin[record.key] ?? 0) + 1
+    // Put it back even though it is the same object: a durable store saves what is put, not what changes.
+    this.days.put(day, stats)
   }
 
   /** Reports every complete day before the midnight that stream time has passed. */
   private report(now: number): void {
     const midnight = now - (now % DAY)
-    for (let day = this.reportedUntil; day < midnight; day += DAY) {
+    for (let day = this.get('reportedUntil'); day < midnight; day += DAY) {
       const stats = this.days.delete(day) ?? { flights: 0, delayed: 0, byOrigin: {} }
-      const report: DailyReport = { task: this.ctx.taskId.toString(), day, ...stats, lateForReportedDays: this.lateForReportedDays }
-      this.lateForReportedDays = 0
+      const report: DailyReport = { task: this.ctx.taskId.toString(), day, ...stats, lateForReportedDays: this.get('lateForReportedDays') }
+      this.counters.put('lateForReportedDays', 0)
       this.ctx.forward({ key: String(day), value: report, timestamp: day + DAY - 1, headers: [] }, 'daily-reports')
     }
-    if (midnight > this.reportedUntil) this.reportedUntil = midnight
+    if (midnight > this.get('reportedUntil')) this.counters.put('reportedUntil', midnight)
   }
 
   private progress(now: number): void {
     const value: Progress = {
       task: this.ctx.taskId.toString(),
       tick: now - (now % 1000),
-      processed: this.processed,
-      behindStreamTime: this.behindStreamTime,
+      processed: this.get('processed'),
+      behindStreamTime: this.get('behindStreamTime'),
       streamTime: this.ctx.currentStreamTimeMs() ?? null,
     }
     this.ctx.forward({ key: value.task, value, timestamp: now, headers: [] }, 'progress')

@@ -3,6 +3,7 @@ import type { StoreKey } from '../processor/api.js'
 import type { StreamTask, TaskCheckpoint } from '../processor/internal/task.js'
 import type { CheckpointStore } from '../state/checkpoint-store.js'
 import type { DurableTaskState } from '../state/checkpoint-store.js'
+import type { DurableLog } from '../log/durable-log.js'
 
 /**
  * Takes the tasks' checkpoints at each commit and, with a checkpoint store (a state directory), writes
@@ -23,7 +24,7 @@ export class Committer {
     return this.store !== undefined
   }
 
-  /** The durable part of a task's last checkpoint (input positions are not durable yet). */
+  /** A task's last committed checkpoint. */
   restored(taskId: string): TaskCheckpoint | undefined {
     const store = this.store
     if (store === undefined) return undefined
@@ -35,13 +36,26 @@ export class Committer {
     return {
       streamTime: state?.streamTime,
       lastFires: state?.lastFires ?? {},
-      positions: {},
+      positions: state?.positions ?? {},
       ...(keyed === undefined ? {} : { keyed }),
       ...(stores === undefined ? {} : { stores }),
     }
   }
 
-  commit(tasks: readonly StreamTask[]): void {
+  /** The checkpoint store's topics (durable runtimes). */
+  get log(): DurableLog | undefined {
+    return this.store?.log
+  }
+
+  /** Input positions of every task's last commit, keyed `topic:partition` (the lowest, if tasks share a partition). */
+  restoredPositions(): Map<string, number> {
+    const out = new Map<string, number>()
+    for (const state of this.store?.loadAll() ?? []) for (const [k, v] of Object.entries(state.positions)) out.set(k, Math.min(v, out.get(k) ?? Infinity))
+    return out
+  }
+
+  /** Takes every task's checkpoint and writes the changes, plus what `alsoWrite` writes, in one transaction. */
+  commit(tasks: readonly StreamTask[], alsoWrite?: () => void): void {
     const started = performance.now()
     const keyedChanges = new Map<string, KeyedChanges>()
     const storeChanges = new Map<string, Map<string, Array<[StoreKey, unknown]>>>()
@@ -53,7 +67,7 @@ export class Committer {
       const stores = task.storeChanges()
       if (stores.size > 0) storeChanges.set(id, stores)
     }
-    this.store?.save(this.checkpoints, keyedChanges, storeChanges)
+    this.store?.save(this.checkpoints, keyedChanges, storeChanges, alsoWrite)
     const ms = performance.now() - started
     this.commits++
     this.totalMs += ms

@@ -18,8 +18,9 @@ import { Alarm } from '../time/alarm.js'
 import type { Clock } from '../time/clock.js'
 import type { Logger } from '../util/logger.js'
 import { Committer } from './committer.js'
+import { DurableTopics } from './durable-topics.js'
 import { Subscriptions } from './subscriptions.js'
-import type { RecordListener } from './subscriptions.js'
+import type { RecordListener, SubscribeFrom } from './subscriptions.js'
 import { validateRuntimeConfig } from './config.js'
 import type { EmbeddedRuntimeConfig } from './config.js'
 
@@ -50,12 +51,12 @@ export class EmbeddedRuntime {
   private readonly topics: TopicRegistry
   private readonly tasks: StreamTask[] = []
   private readonly alarm: Alarm
-  private readonly subscriptions = new Subscriptions()
+  private readonly subscriptions = new Subscriptions(() => this.durableTopics !== undefined)
   private readonly errorListeners: Array<(err: Error) => void> = []
   private runScheduled = false
   private inRun = false
   private nextCommitAt = 0
-  /** Whether records were processed since the last commit: an idle runtime has nothing to commit. */
+  /** Whether records were processed or written since the last commit: an idle runtime has nothing to commit. */
   private uncommitted = false
   /** Records processed since the last commit (durable mode bounds it with commitMaxRecords). */
   private recordsSinceCommit = 0
@@ -66,6 +67,8 @@ export class EmbeddedRuntime {
   private readonly ownsStateDir: boolean
   /** Takes checkpoints; durable (writes to the state directory) when the application chose one. */
   private committer = new Committer(undefined)
+  /** The topics on disk, in a durable run. */
+  private durableTopics: DurableTopics | undefined
 
   constructor(
     private readonly topology: Topology,
@@ -77,7 +80,7 @@ export class EmbeddedRuntime {
     this.clock = valid.clock
     this.logger = valid.logger
     this.errorHandler = valid.errorHandler
-    this.topics = new TopicRegistry(valid.defaultPartitions, this.scheduleRun)
+    this.topics = new TopicRegistry(valid.defaultPartitions, this.onAppend)
     for (const [name, t] of Object.entries(config.topics ?? {})) this.topics.create(name, t.partitions)
     this.alarm = new Alarm(this.clock, this.onAlarm)
   }
@@ -107,13 +110,22 @@ export class EmbeddedRuntime {
   }
 
   /**
-   * Calls `listener` for every record of `topic` (from its start), in offset order per partition, right
-   * after the processing slice that wrote it. Returns a function that ends the subscription.
+   * Calls `listener` for every record of `topic`, in offset order per partition, right after the
+   * processing slice that wrote it; in a durable run (a state directory), right after the commit that
+   * made it durable, so a listener never sees output a crash takes back. `from`: 'earliest' (default)
+   * starts at the oldest record held, 'latest' at the end when the runtime starts delivering. Returns a
+   * function that ends the subscription.
    */
-  subscribe<K = string, V = string>(topic: string, listener: RecordListener<K, V>, serdes: { keySerde?: Serde<K>; valueSerde?: Serde<V> } = {}): () => void {
-    const keySerde = serdes.keySerde ?? (Serdes.String() as unknown as Serde<K>)
-    const valueSerde = serdes.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
-    const unsubscribe = this.subscriptions.add(topic, this.topics.partitions(topic), listener, keySerde, valueSerde)
+  subscribe<K = string, V = string>(
+    topic: string,
+    listener: RecordListener<K, V>,
+    options: { keySerde?: Serde<K>; valueSerde?: Serde<V>; from?: SubscribeFrom } = {},
+  ): () => void {
+    const keySerde = options.keySerde ?? (Serdes.String() as unknown as Serde<K>)
+    const valueSerde = options.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
+    const from = options.from ?? 'earliest'
+    if (from !== 'earliest' && from !== 'latest') throw new PunctualError('INVALID_CONFIG', `subscribe("${topic}"): from must be 'earliest' or 'latest', got ${JSON.stringify(from)}`)
+    const unsubscribe = this.subscriptions.add(topic, this.topics.partitions(topic), listener, keySerde, valueSerde, from)
     this.scheduleRun()
     return unsubscribe
   }
@@ -129,7 +141,12 @@ export class EmbeddedRuntime {
     this.stateDirectory = StateDirectory.open(this.config.stateDir, this.config.applicationId)
     try {
       // Durable only with a state directory the application chose: a temporary one dies with the process.
-      if (!this.ownsStateDir) this.committer = new Committer(CheckpointStore.open(this.config.stateDir))
+      if (!this.ownsStateDir) {
+        const store = CheckpointStore.open(this.config.stateDir)
+        this.committer = new Committer(store)
+        this.durableTopics = new DurableTopics(store.log, this.topics)
+        this.durableTopics.restore(this.committer.restoredPositions())
+      }
       this.createTasks()
       for (const task of this.tasks) task.init()
     } catch (err) {
@@ -181,6 +198,15 @@ export class EmbeddedRuntime {
     return this.committer.committed()
   }
 
+  /**
+   * The end offset of each partition of `topic` as of the last commit. In a durable run this is what
+   * survives a crash: a source that feeds the runtime resumes after these records.
+   */
+  committedEndOffsets(topic: string): number[] {
+    if (this.durableTopics !== undefined) return this.durableTopics.committedEnds(topic)
+    return this.topics.partitions(topic).map((l) => l.endOffset())
+  }
+
   /** Number of tasks: one per input partition of each sub-topology. */
   taskIds(): string[] {
     return this.tasks.map((t) => t.taskId.toString())
@@ -215,6 +241,11 @@ export class EmbeddedRuntime {
         )
       }
     }
+  }
+
+  private readonly onAppend = (): void => {
+    this.uncommitted = true
+    this.scheduleRun()
   }
 
   private readonly scheduleRun = (): void => {
@@ -310,23 +341,47 @@ export class EmbeddedRuntime {
   }
 
   private commit(): void {
-    this.committer.commit(this.tasks)
-    this.releaseConsumed()
+    const readTo = this.taskReadPositions()
+    const durable = this.durableTopics
+    this.committer.commit(this.tasks, durable === undefined ? undefined : () => durable.write(readTo))
+    durable?.committed()
+    this.releaseConsumed(readTo)
     this.uncommitted = false
     this.recordsSinceCommit = 0
     this.nextCommitAt = this.clock.now() + this.config.commitIntervalMs
   }
 
-  /** Frees records every reader of a log (tasks, subscribers) has passed; unread topics keep everything. */
-  private releaseConsumed(): void {
+  /** Per partition a task reads: the lowest committed position of its readers (tasks and subscribers). */
+  private taskReadPositions(): Map<PartitionLog, number> {
     const readTo = new Map<PartitionLog, number>()
-    const reader = (log: PartitionLog, offset: number): void => {
-      const prev = readTo.get(log)
-      readTo.set(log, prev === undefined ? offset : Math.min(prev, offset))
+    for (const task of this.tasks) {
+      for (const { queue, offset } of task.committedPositions()) readTo.set(queue.log, Math.min(offset, readTo.get(queue.log) ?? Infinity))
     }
-    for (const task of this.tasks) for (const { queue, offset } of task.committedPositions()) reader(queue.log, offset)
-    this.subscriptions.positions(reader)
-    for (const [log, offset] of readTo) log.truncateBefore(offset)
+    this.subscriptions.positions((log, offset) => {
+      const prev = readTo.get(log)
+      if (prev !== undefined && offset < prev) readTo.set(log, offset)
+    })
+    return readTo
+  }
+
+  /**
+   * Frees memory of records every reader (tasks, subscribers) has passed. In memory, a topic nobody reads
+   * keeps everything; in a durable run, what is on disk can go (readers that need it read it there).
+   */
+  private releaseConsumed(taskReadTo: Map<PartitionLog, number>): void {
+    const readTo = new Map(taskReadTo)
+    this.subscriptions.positions((log, offset) => readTo.set(log, Math.min(offset, readTo.get(log) ?? Infinity)))
+    const durable = this.durableTopics
+    if (durable === undefined) {
+      for (const [log, offset] of readTo) log.truncateBefore(offset)
+      return
+    }
+    for (const topic of this.topics.names()) {
+      for (const log of this.topics.partitions(topic)) {
+        const onDisk = durable.diskEnd(log)
+        log.truncateBefore(Math.min(readTo.get(log) ?? onDisk, onDisk))
+      }
+    }
   }
 
   private closeStateDirectory(): void {

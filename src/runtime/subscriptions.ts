@@ -5,20 +5,32 @@ import type { Serde } from '../processor/serdes.js'
 
 export type RecordListener<K, V> = (record: StreamRecord<K | null, V | null>, partition: number, offset: number) => void
 
+/** Where a new subscriber starts: the oldest record held, or the end (records written from now on). */
+export type SubscribeFrom = 'earliest' | 'latest'
+
 interface Subscription {
   readonly logs: PartitionLog[]
-  readonly positions: number[]
+  readonly from: SubscribeFrom
+  /** Resolved at the first delivery (a durable runtime restores its topics at start). */
+  positions: number[] | undefined
   readonly deliver: (log: PartitionLog, offset: number) => void
 }
 
-/** The runtime's subscribers: each reads a topic from its start, in offset order per partition. */
+/**
+ * The runtime's subscribers: each reads a topic in offset order per partition. Read-committed (durable
+ * runtimes): a subscriber sees a record only once a commit made it durable, so it never sees output
+ * that a crash would take back.
+ */
 export class Subscriptions {
   private readonly subs: Subscription[] = []
 
-  add<K, V>(topic: string, logs: PartitionLog[], listener: RecordListener<K, V>, keySerde: Serde<K>, valueSerde: Serde<V>): () => void {
+  constructor(private readonly readCommitted: () => boolean) {}
+
+  add<K, V>(topic: string, logs: PartitionLog[], listener: RecordListener<K, V>, keySerde: Serde<K>, valueSerde: Serde<V>, from: SubscribeFrom): () => void {
     const sub: Subscription = {
       logs,
-      positions: logs.map((l) => l.startOffset()),
+      from,
+      positions: undefined,
       deliver: (log, offset) => {
         const raw = log.get(offset)
         if (raw === undefined) return
@@ -43,19 +55,30 @@ export class Subscriptions {
 
   /** Hands every subscriber the records written since the last delivery. */
   deliver(): void {
+    const committed = this.readCommitted()
     for (const sub of this.subs) {
+      const positions = this.positionsOf(sub)
       for (let p = 0; p < sub.logs.length; p++) {
         const log = sub.logs[p] as PartitionLog
-        const end = log.endOffset()
-        let pos = sub.positions[p] as number
+        const end = committed ? log.committedEnd : log.endOffset()
+        let pos = positions[p] as number
         while (pos < end) sub.deliver(log, pos++)
-        sub.positions[p] = pos
+        positions[p] = pos
       }
     }
   }
 
   /** Reports how far each subscriber has read each log (for releasing consumed records). */
   positions(report: (log: PartitionLog, offset: number) => void): void {
-    for (const sub of this.subs) sub.logs.forEach((log, p) => report(log, sub.positions[p] as number))
+    for (const sub of this.subs) {
+      const positions = this.positionsOf(sub)
+      sub.logs.forEach((log, p) => report(log, positions[p] as number))
+    }
+  }
+
+  private positionsOf(sub: Subscription): number[] {
+    const committed = this.readCommitted()
+    sub.positions ??= sub.logs.map((l) => (sub.from === 'earliest' ? l.startOffset() : committed ? l.committedEnd : l.endOffset()))
+    return sub.positions
   }
 }

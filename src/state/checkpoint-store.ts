@@ -6,11 +6,14 @@ import type { KeyedChanges, KeyedSnapshot } from '../keyed/keyed-task-state.js'
 import type { StateKind } from '../keyed/api.js'
 import type { TimerRecord } from '../keyed/timer-service.js'
 import type { StoreKey } from '../processor/api.js'
+import { DurableLog } from '../log/durable-log.js'
 
-/** What is durable of a task so far: stream time and the last fire time of each punctuation. */
+/** A task's commit record: stream time, the last fire time of each punctuation, its input positions. */
 export interface DurableTaskState {
   readonly streamTime: number | undefined
   readonly lastFires: Readonly<Record<string, number>>
+  /** Next offset to read per input, keyed `topic:partition`. */
+  readonly positions: Readonly<Record<string, number>>
 }
 
 type KeyPart = string | number
@@ -20,8 +23,8 @@ const keyPart = (key: StoreKey): string => `${typeof key}:${String(key)}`
 /**
  * Task checkpoints in the state directory (`<stateDir>/checkpoints`, lmdb), written in one transaction
  * per commit: stream time and punctuation last-fire times (what `onMissed: 'fireOnce'` needs), and the
- * changes to keyed state and timers since the previous commit (incremental: a commit writes what changed,
- * not everything). Stores, window and suppression state and input positions follow with durable state.
+ * changes to keyed state, timers and stores since the previous commit (incremental: a commit writes what
+ * changed, not everything), and, through `DurableLog` in the same environment, the topics' records.
  */
 export class CheckpointStore {
   private constructor(
@@ -32,6 +35,8 @@ export class CheckpointStore {
      * {key, seq}; ['kv', task, store, key] -> {key, value}.
      */
     private readonly keyed: Database<unknown, KeyPart[]>,
+    /** The runtime's topics, committed in the same transactions. */
+    readonly log: DurableLog,
   ) {}
 
   static open(stateDir: string): CheckpointStore {
@@ -39,7 +44,12 @@ export class CheckpointStore {
       // noSync: a commit reaches the OS when it returns, so it survives the process being killed; it is
       // not flushed to the device each time (an OS crash or power loss may lose the latest commits).
       const env = open({ path: join(stateDir, 'checkpoints'), compression: false, noSync: true })
-      return new CheckpointStore(env, env.openDB<DurableTaskState, string>({ name: 'tasks' }), env.openDB<unknown, KeyPart[]>({ name: 'keyed' }))
+      return new CheckpointStore(
+        env,
+        env.openDB<DurableTaskState, string>({ name: 'tasks' }),
+        env.openDB<unknown, KeyPart[]>({ name: 'keyed' }),
+        new DurableLog(env.openDB({ name: 'log-records' }), env.openDB({ name: 'log-ranges' })),
+      )
     } catch (err) {
       throw new PunctualError('STATE_DIR', `state directory ${stateDir}: the checkpoint store cannot be opened (${(err as Error).message}); refusing to start rather than reset it`, { cause: err })
     }
@@ -48,10 +58,17 @@ export class CheckpointStore {
   load(taskId: string): DurableTaskState | undefined {
     const state = this.tasks.get(taskId)
     if (state === undefined) return undefined
-    if (typeof state !== 'object' || state === null || (state.streamTime !== undefined && typeof state.streamTime !== 'number') || typeof state.lastFires !== 'object') {
+    if (typeof state !== 'object' || state === null || (state.streamTime !== undefined && typeof state.streamTime !== 'number') || typeof state.lastFires !== 'object' || typeof state.positions !== 'object') {
       throw new PunctualError('STATE_DIR', `checkpoint of task ${taskId} is corrupt; refusing to start rather than reset it`)
     }
     return state
+  }
+
+  /** Every task's commit record. */
+  loadAll(): DurableTaskState[] {
+    const out: DurableTaskState[] = []
+    for (const { key } of this.tasks.getRange()) out.push(this.load(key) as DurableTaskState)
+    return out
   }
 
   /** Keyed state and timers of a task, as its last commit left them. */
@@ -88,15 +105,19 @@ export class CheckpointStore {
     return any ? stores : undefined
   }
 
-  /** Writes every task's state, keyed changes and store changes in one transaction: all or nothing. */
+  /**
+   * Writes every task's state, keyed changes and store changes, and whatever `alsoWrite` writes (the
+   * topics' new records), in one transaction: all or nothing.
+   */
   save(
     states: ReadonlyMap<string, DurableTaskState>,
     keyedChanges: ReadonlyMap<string, KeyedChanges> = new Map(),
     storeChanges: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<[StoreKey, unknown]>>> = new Map(),
+    alsoWrite?: () => void,
   ): void {
     try {
       this.env.transactionSync(() => {
-        for (const [taskId, state] of states) this.tasks.putSync(taskId, { streamTime: state.streamTime, lastFires: state.lastFires })
+        for (const [taskId, state] of states) this.tasks.putSync(taskId, { streamTime: state.streamTime, lastFires: state.lastFires, positions: state.positions })
         for (const [taskId, changes] of keyedChanges) {
           for (const c of changes.states) {
             const k = ['s', taskId, c.state, keyPart(c.key)]
@@ -118,6 +139,7 @@ export class CheckpointStore {
             }
           }
         }
+        alsoWrite?.()
       })
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code

@@ -56,7 +56,7 @@ describe('state directory', () => {
     const dir = fresh()
     StateDirectory.open(dir, 'orders').release()
     writeFileSync(join(dir, 'punctual.json'), JSON.stringify({ format: 99, applicationId: 'orders' }))
-    assert.throws(() => StateDirectory.open(dir, 'orders'), /has format version 99; this punctual reads version 1/)
+    assert.throws(() => StateDirectory.open(dir, 'orders'), new RegExp(`has format version 99; this punctual reads version ${STATE_FORMAT_VERSION}`))
   })
 
   it('the embedded runtime holds its state directory from start to stop', async () => {
