@@ -36,6 +36,8 @@ export interface SuppressionBuffer<K, V> {
   minOrderTime(): number
   put(keyId: string, key: K, value: V | null, timestamp: number, orderTime: number, size: number): void
   evictWhile(predicate: (oldest: BufferEntry<K, V>) => boolean, emit: (entry: BufferEntry<K, V>) => void): void
+  /** Change tracking and restore, for the suppression's durable store. */
+  readonly durable: DurableStore
   close(): void
 }
 
@@ -139,7 +141,8 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
   }
 }
 
-interface SavedEntry<K, V> {
+/** A buffered entry as a commit saves it. */
+export interface SavedEntry<K, V> {
   readonly key: K
   readonly value: V | null
   readonly timestamp: number
@@ -147,23 +150,56 @@ interface SavedEntry<K, V> {
   readonly size: number
 }
 
-function snapshotOf<K, V>(e: BufferEntry<K, V> | undefined): SavedEntry<K, V> | undefined {
+export function snapshotOf<K, V>(e: BufferEntry<K, V> | undefined): SavedEntry<K, V> | undefined {
   return e === undefined ? undefined : { key: e.key, value: e.value, timestamp: e.timestamp, orderTime: e.orderTime, size: e.size }
 }
 
-/** The store key of the suppression's observed stream time (buffer keys are strings, so it cannot clash). */
+/** Store keys of the suppression's own fields (buffer keys are strings, so they cannot clash). */
 const STREAM_TIME_KEY = -1
+const CLOSED_EARLY_KEY = -2
 
 /**
- * The task store holding a suppression's in-memory buffer and its observed stream time, so both are
- * committed and restored (SEMANTICS 6: nothing buffered is lost, nothing emitted is emitted again).
+ * The task store holding a suppression's buffer (in memory, or spilling to disk), its observed stream
+ * time and the windows the wall clock closed early, so all are committed and restored (SEMANTICS 6:
+ * nothing buffered is lost, nothing emitted is emitted again).
  */
 export class SuppressionStore<K, V> {
-  readonly buffer = new TimeOrderedBuffer<K, V>()
+  private current: SuppressionBuffer<K, V> = new TimeOrderedBuffer<K, V>()
+  private tracking = false
   private observed = -1
   private observedChanged = false
+  private closed: Array<[number, string]> = []
+  private closedChanged = false
 
   constructor(readonly name: string) {}
+
+  get buffer(): SuppressionBuffer<K, V> {
+    return this.current
+  }
+
+  /** Replaces the in-memory buffer with `buffer` (a spilling one), moving what was restored into it. */
+  useBuffer(buffer: SuppressionBuffer<K, V>): void {
+    const restored = this.current.durable.entries()
+    if (this.tracking) buffer.durable.trackChanges()
+    buffer.durable.restore(restored)
+    this.current.close()
+    this.current = buffer
+  }
+
+  /** Windows the wall clock closed before stream time did, as (window end, key id), by end. */
+  get closedEarly(): Array<[number, string]> {
+    return this.closed
+  }
+
+  set closedEarly(windows: Array<[number, string]>) {
+    this.closed = windows
+    this.closedChanged = true
+  }
+
+  /** Call after changing the `closedEarly` array in place. */
+  closedEarlyChanged(): void {
+    this.closedChanged = true
+  }
 
   get streamTime(): number {
     return this.observed
@@ -175,20 +211,29 @@ export class SuppressionStore<K, V> {
   }
 
   readonly [DURABLE]: DurableStore = {
-    trackChanges: () => this.buffer.durable.trackChanges(),
+    trackChanges: () => {
+      this.tracking = true
+      this.current.durable.trackChanges()
+    },
     takeChanges: () => {
-      const changes = this.buffer.durable.takeChanges()
+      const changes = this.current.durable.takeChanges()
       if (this.observedChanged) changes.push([STREAM_TIME_KEY, this.observed])
+      if (this.closedChanged) changes.push([CLOSED_EARLY_KEY, this.closed.length === 0 ? undefined : this.closed.slice()])
       this.observedChanged = false
+      this.closedChanged = false
       return changes
     },
-    entries: () => [...this.buffer.durable.entries(), [STREAM_TIME_KEY, this.observed]],
+    entries: () => [...this.current.durable.entries(), [STREAM_TIME_KEY, this.observed], [CLOSED_EARLY_KEY, this.closed.slice()]],
     restore: (entries) => {
-      this.buffer.durable.restore(entries.filter(([k]) => k !== STREAM_TIME_KEY))
-      const saved = entries.find(([k]) => k === STREAM_TIME_KEY)
-      if (saved !== undefined) this.observed = saved[1] as number
+      this.current.durable.restore(entries.filter(([k]) => typeof k === 'string'))
+      for (const [k, v] of entries) {
+        if (k === STREAM_TIME_KEY) this.observed = v as number
+        else if (k === CLOSED_EARLY_KEY) this.closed = (v as Array<[number, string]>).slice()
+      }
     },
   }
 
-  close(): void {}
+  close(): void {
+    this.current.close()
+  }
 }

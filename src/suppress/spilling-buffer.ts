@@ -1,9 +1,11 @@
 import { mkdirSync, rmSync } from 'node:fs'
 import { open } from 'lmdb'
 import type { Database, RootDatabase } from 'lmdb'
+import type { StoreKey } from '../processor/api.js'
+import type { DurableStore } from '../state/stores.js'
 import { SlottedHeap } from '../util/indexed-heap.js'
-import { BufferEntry } from './buffer.js'
-import type { SuppressionBuffer } from './buffer.js'
+import { BufferEntry, snapshotOf } from './buffer.js'
+import type { SavedEntry, SuppressionBuffer } from './buffer.js'
 
 /** An entry in memory: a buffer entry that also knows its slots in the oldest- and newest-first heaps. */
 class MemEntry<K, V> extends BufferEntry<K, V> {
@@ -32,7 +34,8 @@ const compareOrder = (t1: number, k1: string, t2: number, k2: string): number =>
  * environment whose keys are (order time, key bytes), so the disk part is ordered the same way. Every
  * memory entry is older than every spilled one; eviction takes from memory and refills it from disk in
  * order, so emission order and results are those of an unbounded buffer (KAFKA-7224, beyond Kafka).
- * The environment lives in `dir` and is deleted on close.
+ * The environment lives in `dir`, is a cache (emptied on open, deleted on close): in a durable run the
+ * suppression's store commits the changed keys, wherever they are, and a restart rebuilds the buffer.
  *
  * Disk writes go through a small write-back overlay (point reads consult it first) and are committed
  * in one lmdb transaction per FLUSH_AT operations, or before a range read: per-write commits were the
@@ -56,12 +59,43 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   /** The smallest spilled (order time, key id), when known. */
   private cachedDiskMin: [number, string] | undefined
   private diskMinKnown = true
+  /** Key ids changed since the last commit, recorded only when durable. */
+  private changed: Set<string> | undefined
+
+  readonly durable: DurableStore = {
+    trackChanges: () => {
+      this.changed ??= new Set()
+    },
+    takeChanges: () => {
+      const ids = this.changed
+      if (ids === undefined || ids.size === 0) return []
+      const out: Array<[StoreKey, unknown]> = []
+      for (const id of ids) out.push([id, this.saved(id)])
+      ids.clear()
+      return out
+    },
+    entries: () => {
+      const out: Array<[StoreKey, unknown]> = [...this.mem].map(([id, e]) => [id, snapshotOf(e)])
+      this.flush()
+      for (const { key, value } of this.entries.getRange({})) out.push([key[1], { ...value, orderTime: key[0] }])
+      return out
+    },
+    restore: (entries) => {
+      for (const [id, v] of entries) {
+        const e = v as SavedEntry<K, V>
+        this.put(id as string, e.key, e.value, e.timestamp, e.orderTime, e.size)
+      }
+      this.changed?.clear()
+    },
+  }
 
   constructor(
     private readonly dir: string,
     private readonly maxRecords: number,
     private readonly maxBytes: number,
   ) {
+    // Left over by a process that was killed: stale, since the buffer is rebuilt from its store.
+    rmSync(dir, { recursive: true, force: true })
     mkdirSync(dir, { recursive: true })
     // Spilled entries are a cache of the (separately durable) buffer: no fsync per write.
     this.env = open({ path: dir, noSync: true, compression: false })
@@ -104,6 +138,17 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
     return this.mem.get(keyId)?.orderTime ?? this.spilledOrderTime(keyId)
   }
 
+  /** A key's entry as a commit saves it, wherever it is; undefined when it is not buffered. */
+  private saved(keyId: string): SavedEntry<K, V> | undefined {
+    const inMemory = this.mem.get(keyId)
+    if (inMemory !== undefined) return snapshotOf(inMemory)
+    const orderTime = this.spilledOrderTime(keyId)
+    if (orderTime === undefined) return undefined
+    const pending = this.pendingEntries.get(orderKey(orderTime, keyId))
+    const s = pending !== undefined ? pending.value : this.entries.get([orderTime, keyId])
+    return s === null || s === undefined ? undefined : { key: s.key, value: s.value, timestamp: s.timestamp, orderTime, size: s.size }
+  }
+
   private spilledOrderTime(keyId: string): number | undefined {
     const pending = this.pendingIndex.get(keyId)
     if (pending !== undefined) return pending ?? undefined
@@ -111,6 +156,7 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   }
 
   put(keyId: string, key: K, value: V | null, timestamp: number, orderTime: number, size: number): void {
+    this.changed?.add(keyId)
     const inMemory = this.mem.get(keyId)
     if (inMemory !== undefined) {
       this.memBytes += size - inMemory.size
@@ -145,6 +191,7 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
       const head = this.oldest.peek()
       if (head === undefined || !predicate(head)) return
       this.removeFromMemory(head)
+      this.changed?.add(head.keyId)
       emit(head)
     }
   }

@@ -18,7 +18,7 @@ export interface SuppressOptions<K, V> {
   readonly sizer: (key: K, value: V | null, keyId: string) => number
   /** For `untilWindowCloses`: the grace period of the upstream windows. */
   readonly graceMs?: number
-  /** The task store holding the in-memory buffer (durable); spilling buffers manage their own files. */
+  /** The task store holding the buffer, wherever it is, so commits make it durable. */
   readonly storeName?: string
 }
 
@@ -39,7 +39,7 @@ export interface SuppressOptions<K, V> {
 export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | null> {
   private ctx!: ProcessorContext<K, V | null>
   private buffer!: SuppressionBuffer<K, V>
-  /** The durable store of the in-memory buffer (absent when spilling). */
+  /** The durable store of the buffer. */
   private store: SuppressionStore<K, V> | undefined
   private readonly spills: boolean
   private observedStreamTime = -1
@@ -48,7 +48,7 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
   private wallSchedule: Cancellable | undefined
   private wallScheduledFor = Infinity
   /** Windows emitted on the wall clock before stream time closed them: (window end, key id), by end. */
-  private readonly closedEarly: Array<[number, string]> = []
+  private closedEarly: Array<[number, string]> = []
   private readonly closedEarlyIds = new Set<string>()
   private readonly delay: number
   private readonly maxRecords: number
@@ -66,21 +66,24 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
   init(ctx: ProcessorContext<K, V | null>): void {
     this.ctx = ctx
     const storeName = this.options.storeName
-    if (this.spills) {
-      this.buffer = new SpillingBuffer<K, V>(join(ctx.stateDir(), `suppress-${this.options.name}`), this.maxRecords, this.maxBytes)
-    } else if (storeName !== undefined) {
-      // After a restart the buffer and the observed stream time come back from the store.
+    const spilling = (): SpillingBuffer<K, V> => new SpillingBuffer<K, V>(join(ctx.stateDir(), `suppress-${this.options.name}`), this.maxRecords, this.maxBytes)
+    if (storeName !== undefined) {
+      // After a restart the buffer, the observed stream time and the windows closed early come back.
       this.store = ctx.getStateStore<SuppressionStore<K, V>>(storeName)
+      if (this.spills) this.store.useBuffer(spilling())
       this.buffer = this.store.buffer
       this.observedStreamTime = this.store.streamTime
+      this.closedEarly = this.store.closedEarly
+      for (const [, id] of this.closedEarly) this.closedEarlyIds.add(id)
     } else {
-      this.buffer = new TimeOrderedBuffer<K, V>()
+      this.buffer = this.spills ? spilling() : new TimeOrderedBuffer<K, V>()
     }
     this.armWallClock()
   }
 
   close(): void {
-    this.buffer.close()
+    // A store's buffer is closed with the store.
+    if (this.store === undefined) this.buffer.close()
   }
 
   process(record: StreamRecord<K, V | null>): void {
@@ -141,6 +144,7 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
         if (e.orderTime + this.delay > this.observedStreamTime) {
           this.closedEarly.push([e.orderTime, e.keyId])
           this.closedEarlyIds.add(e.keyId)
+          this.store?.closedEarlyChanged()
         }
         this.emit(e)
       },
@@ -153,7 +157,10 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
     const q = this.closedEarly
     let n = 0
     while (n < q.length && (q[n] as [number, string])[0] + this.delay <= this.observedStreamTime) this.closedEarlyIds.delete((q[n++] as [number, string])[1])
-    if (n > 0) q.splice(0, n)
+    if (n > 0) {
+      q.splice(0, n)
+      this.store?.closedEarlyChanged()
+    }
   }
 
   private enforceConstraints(): void {

@@ -26,6 +26,29 @@ function runTimeLimit(records: Rec[], waitMs: number, waitFrom: 'latest' | 'firs
   return out
 }
 
+/** Like runTimeLimit, but the driver restarts from its checkpoint after `split` records. */
+function runTimeLimitRestarted(records: Rec[], waitMs: number, spillAt: number, split: number, stateDir: string): string[] {
+  const out: string[] = []
+  const topology = () => {
+    const b = new StreamsBuilder()
+    b.table<string, string>('in')
+      .suppress(Suppressed.untilTimeLimit<string, string>(waitMs, BufferConfig.maxRecords(spillAt).spillToDiskWhenFull()).withName('s'))
+      .toStream()
+      .then(undefined, 'OUT', (r) => out.push(`${r.key}=${r.value}@${r.timestamp}`))
+    return b.build()
+  }
+  const first = new TopologyTestDriver(topology(), { errorHandler: () => 'fail', stateDir })
+  const in1 = first.createInputTopic('in', Serdes.String(), Serdes.String())
+  for (const r of records.slice(0, split)) in1.pipeInput(r.key, r.value, r.ts)
+  const checkpoint = first.checkpoint()
+  first.close()
+  const second = new TopologyTestDriver(topology(), { errorHandler: () => 'fail', stateDir, checkpoint })
+  const in2 = second.createInputTopic('in', Serdes.String(), Serdes.String())
+  for (const r of records.slice(split)) in2.pipeInput(r.key, r.value, r.ts)
+  second.close()
+  return out
+}
+
 const recs = fc.array(
   fc.record({ key: fc.constantFrom(...'ABCDEFGHIJKLMNOP'.split('')), value: fc.option(fc.stringMatching(/^[a-z]{1,3}$/), { nil: null, freq: 10 }), ts: fc.nat(60) }),
   { minLength: 1, maxLength: 60 },
@@ -41,6 +64,17 @@ describe('spillToDiskWhenFull (beyond Kafka)', () => {
       { numRuns: 300 },
     )
     assert.deepEqual(readdirSync(dir).flatMap((t) => readdirSync(join(dir, t))), [], 'spill files are removed on close')
+  })
+
+  it('a restart from a checkpoint restores the spilled entries too: output as if uninterrupted (property)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'punctual-spill-'))
+    fc.assert(
+      fc.property(recs, fc.nat(12), fc.integer({ min: 1, max: 2 }), fc.nat(60), (records, wait, bound, at) => {
+        const split = at % (records.length + 1)
+        assert.deepEqual(runTimeLimitRestarted(records, wait, bound, split, dir), runTimeLimit(records, wait, 'latest', undefined, dir))
+      }),
+      { numRuns: 200 },
+    )
   })
 
   it('final results of windowed counts are identical to unbounded, with a bound of one window in memory', () => {

@@ -43,6 +43,23 @@ describe('wall-clock close for untilWindowCloses (SEMANTICS 6, beyond)', () => {
     assert.deepEqual(out, ['a[0,10)=1'], 'emitted once, never twice')
   })
 
+  it('remembers across a restart which windows the wall clock closed: a late update is still dropped', () => {
+    const { b, out } = finalCounts(0)
+    const first = new TopologyTestDriver(b.build(), { wallClockStartMs: 0 })
+    first.createInputTopic('in', Serdes.String(), Serdes.String()).pipeInput('a', 'v', 1)
+    first.advanceWallClockTime(15)
+    assert.deepEqual(out, ['a[0,10)=1'])
+    const checkpoint = first.checkpoint()
+    first.close()
+    const again = finalCounts(0)
+    const second = new TopologyTestDriver(again.b.build(), { wallClockStartMs: 15, checkpoint })
+    const input = second.createInputTopic('in', Serdes.String(), Serdes.String())
+    input.pipeInput('a', 'v', 3)
+    assert.equal(second.metrics().droppedRecords.late, 1, 'the update for the emitted window is late')
+    input.pipeInput('a', 'v', 30)
+    assert.deepEqual(again.out, [], 'the window is not emitted a second time')
+  })
+
   it('stream time still closes windows first when it gets there first', () => {
     const { b, out } = finalCounts(1_000_000)
     const d = new TopologyTestDriver(b.build(), { wallClockStartMs: 0 })

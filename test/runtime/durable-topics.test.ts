@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import { BufferConfig, EmbeddedRuntime, Serdes, silentLogger, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
+import type { Windowed } from '../../src/index.js'
+
+const fresh = (): string => join(mkdtempSync(join(tmpdir(), 'punctual-durable-')), 'state')
+const turns = async (n: number): Promise<void> => {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r))
+}
+
+/** input -> upper-case -> output. */
+const upper = (): Topology =>
+  new Topology()
+    .addSource('in', 'input')
+    .addProcessor<string, string, string, string>('upper', () => {
+      let ctx: { forward(r: { key: string; value: string; timestamp: number; headers: [] }): void }
+      return {
+        init(c) {
+          ctx = c as never
+        },
+        process(r) {
+          ctx.forward({ key: r.key, value: r.value.toUpperCase(), timestamp: r.timestamp, headers: [] })
+        },
+      }
+    }, 'in')
+    .addSink('out', 'output', {}, 'upper')
+
+describe('durable topics (a state directory)', () => {
+  it('subscribers see output only once a commit made it durable (read committed)', async () => {
+    const rt = new EmbeddedRuntime(upper(), { applicationId: 'rc', stateDir: fresh(), commitIntervalMs: 3_600_000, logger: silentLogger })
+    const seen: string[] = []
+    rt.subscribe('output', (r) => seen.push(r.value!))
+    rt.start()
+    rt.producer('input').send('k', 'a', 1)
+    await turns(20)
+    assert.equal(rt.metrics().processedRecords, 1, 'the record was processed')
+    assert.deepEqual(seen, [], 'but its output is not committed yet')
+    await rt.stop()
+    assert.deepEqual(seen, ['A'], 'the stop commits it')
+  })
+
+  it('in memory, subscribers see output right after the slice that wrote it', async () => {
+    const rt = new EmbeddedRuntime(upper(), { applicationId: 'rc-mem', commitIntervalMs: 3_600_000, logger: silentLogger })
+    const seen: string[] = []
+    rt.subscribe('output', (r) => seen.push(r.value!))
+    rt.start()
+    rt.producer('input').send('k', 'a', 1)
+    await turns(20)
+    assert.deepEqual(seen, ['A'])
+    await rt.stop()
+  })
+
+  it('a restart finds the outputs and the input end offsets, and processes only new input', async () => {
+    const dir = fresh()
+    const a = new EmbeddedRuntime(upper(), { applicationId: 'rs', stateDir: dir, topics: { input: { partitions: 2 } }, logger: silentLogger })
+    a.start()
+    const pa = a.producer('input')
+    for (const k of ['a', 'b', 'c', 'd']) pa.send(k, k, 1)
+    await a.stop()
+    assert.equal(a.committedEndOffsets('input').reduce((x, y) => x + y, 0), 4)
+
+    const b = new EmbeddedRuntime(upper(), { applicationId: 'rs', stateDir: dir, topics: { input: { partitions: 2 } }, logger: silentLogger })
+    const all: string[] = []
+    const latest: string[] = []
+    const input: string[] = []
+    b.subscribe('output', (r) => all.push(r.value!))
+    b.subscribe('output', (r) => latest.push(r.value!), { from: 'latest' })
+    b.subscribe('input', (r) => input.push(r.value!))
+    b.producer('input').send('e', 'e', 2) // before start: kept after what the state directory holds
+    b.start()
+    assert.equal(b.resumed, true)
+    await b.stop()
+    assert.equal(b.committedEndOffsets('input').reduce((x, y) => x + y, 0), 5, 'the new record follows the restored ones')
+    assert.equal(b.metrics().processedRecords, 1, 'only the new record is processed')
+    assert.deepEqual(all.sort(), ['A', 'B', 'C', 'D', 'E'], 'earliest: the outputs of both runs')
+    assert.deepEqual(latest, ['E'], 'latest: only what was written after start')
+    assert.deepEqual(input, ['e'], 'consumed input is not kept: only the record written in this run')
+  })
+
+  it('refuses a topic whose partition count differs from the state directory', async () => {
+    const dir = fresh()
+    const a = new EmbeddedRuntime(upper(), { applicationId: 'pc', stateDir: dir, topics: { input: { partitions: 2 } }, logger: silentLogger })
+    a.start()
+    a.producer('input').send('a', 'a', 1)
+    await a.stop()
+    const b = new EmbeddedRuntime(upper(), { applicationId: 'pc', stateDir: dir, topics: { input: { partitions: 3 } }, logger: silentLogger })
+    assert.throws(() => b.start(), /topic "input" has 2 partitions in the state directory but 3 in this application/)
+  })
+
+  it('windowed final results with a spilling buffer resume across restarts exactly as one run', async () => {
+    const build = (out: string[]): Topology => {
+      const b = new StreamsBuilder()
+      b.stream('in')
+        .groupByKey()
+        .windowedBy(TimeWindows.ofSizeAndGrace(10, 5))
+        .count()
+        .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.maxRecords(2).spillToDiskWhenFull()).withName('final'))
+        .toStream()
+        .then(undefined, 'OUT', (r) => out.push(`${r.key.key}@${r.key.window.start}=${r.value}`))
+      return b.build()
+    }
+    const records = Array.from({ length: 300 }, (_, i) => [`k${(i * 7) % 11}`, i + ((i * 31) % 9)] as const)
+    const once: string[] = []
+    const whole = new EmbeddedRuntime(build(once), { applicationId: 'spill', logger: silentLogger })
+    whole.start()
+    for (const [k, ts] of records) whole.producer('in').send(k, 'v', ts)
+    await whole.stop()
+
+    const dir = fresh()
+    const resumed: string[] = []
+    for (let part = 0; part < 3; part++) {
+      // Small commits, so spilled entries change between commits.
+      const rt = new EmbeddedRuntime(build(resumed), { applicationId: 'spill', stateDir: dir, commitMaxRecords: 7, logger: silentLogger })
+      rt.start()
+      for (const [k, ts] of records.slice(part * 100, part * 100 + 100)) rt.producer('in').send(k, 'v', ts)
+      await rt.stop()
+    }
+    assert.ok(once.length > 100)
+    assert.deepEqual(resumed, once)
+  })
+})
