@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { BufferConfig, EmbeddedRuntime, Serdes, silentLogger, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
+import { BufferConfig, EmbeddedRuntime, silentLogger, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
 import type { Windowed } from '../../src/index.js'
 
 const fresh = (): string => join(mkdtempSync(join(tmpdir(), 'punctual-durable-')), 'state')
