@@ -1,7 +1,10 @@
 /**
- * `npm start`: the flights demo on the embedded runtime (no broker, no setup).
- * Options: --limit N (replay only the first N flights), --partitions N (default 4).
+ * `npm start`: the flights demo on the embedded runtime (no broker, no setup), durable in a state
+ * directory: stop it (Ctrl-C, or kill it) and run it again, and it resumes where it stopped.
+ * Options: --limit N (replay only the first N flights), --partitions N (default 4), --state-dir DIR
+ * (default .punctual/flights-demo), --fresh (delete the state directory first).
  */
+import { rmSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { EmbeddedRuntime, Serdes } from '../../src/index.js'
 import type { Windowed } from '../../src/index.js'
@@ -9,13 +12,22 @@ import { loadFlights } from './data.js'
 import { DAY, DELAYED_MIN, flightsTopology, HOURLY_GRACE } from './topology.js'
 import type { AirportAlert, DailyReport, FlightValue, Progress } from './topology.js'
 
-const { values: args } = parseArgs({ options: { limit: { type: 'string' }, partitions: { type: 'string', default: '4' } } })
+const { values: args } = parseArgs({
+  options: {
+    limit: { type: 'string' },
+    partitions: { type: 'string', default: '4' },
+    'state-dir': { type: 'string', default: '.punctual/flights-demo' },
+    fresh: { type: 'boolean', default: false },
+  },
+})
 const limit = args.limit === undefined ? Infinity : Number(args.limit)
 const partitions = Number(args.partitions)
+const stateDir = args['state-dir']
 if (!(limit > 0) || !Number.isInteger(partitions) || partitions < 1) {
-  console.error('usage: npm start -- [--limit N] [--partitions N]')
+  console.error('usage: npm start -- [--limit N] [--partitions N] [--state-dir DIR] [--fresh]')
   process.exit(2)
 }
+if (args.fresh) rmSync(stateDir, { recursive: true, force: true })
 
 const fmt = (n: number): string => n.toLocaleString('en-US')
 const date = (t: number): string => new Date(t).toISOString().slice(0, 10)
@@ -32,8 +44,12 @@ console.log(
 const startedAt = Date.now()
 const runtime = new EmbeddedRuntime(flightsTopology({ progressStartMs: startedAt - (startedAt % 1000) }), {
   applicationId: 'flights-demo',
+  stateDir,
   topics: { flights: { partitions }, 'daily-reports': { partitions: 1 }, progress: { partitions: 1 }, 'hourly-delays': { partitions: 1 } },
 })
+/** Records a previous run committed (filled in once started): counted in the summary, not printed again. */
+const before = new Map<string, number[]>()
+const isOld = (topic: string, partition: number, offset: number): boolean => offset < (before.get(topic)?.[partition] ?? 0)
 
 // Each task reports each day; print a day once every task has reported it.
 const partialDays = new Map<number, DailyReport[]>()
@@ -61,7 +77,8 @@ function printDay(parts: DailyReport[], complete: boolean): void {
 }
 runtime.subscribe<string, DailyReport>(
   'daily-reports',
-  (r) => {
+  (r, p, offset) => {
+    if (isOld('daily-reports', p, offset)) return
     const report = r.value!
     const parts = partialDays.get(report.day) ?? []
     parts.push(report)
@@ -101,7 +118,7 @@ let quietAlerts = 0
 let expiries = 0
 runtime.subscribe<string, AirportAlert>(
   'airport-alerts',
-  (r) => {
+  (r, p, offset) => {
     const a = r.value!
     if (a.kind === 'quiet') {
       quietAlerts++
@@ -109,6 +126,7 @@ runtime.subscribe<string, AirportAlert>(
       return
     }
     expiries++
+    if (isOld('airport-alerts', p, offset)) return
     if (expiries <= 8) console.log(`  airport ${a.airport}: no departure for a day since ${minute(a.lastDeparture)}; its state expired at ${minute(a.at)} (event-time TTL)`)
     else if (expiries === 9) console.log('  (further expiries are counted, not printed)')
   },
@@ -129,19 +147,37 @@ runtime.subscribe<Windowed<string>, number>(
 )
 
 runtime.start()
+for (const topic of ['daily-reports', 'airport-alerts']) before.set(topic, runtime.committedEndOffsets(topic))
+// The flights topic is durable: what it holds was fed before; feed the rest.
+const fed = runtime.committedEndOffsets('flights').reduce((a, b) => a + b, 0)
+if (runtime.resumed) {
+  console.log(
+    fed >= flights.count
+      ? `state directory ${stateDir}: all ${fmt(flights.count)} flights were processed by an earlier run; showing its results (--fresh starts over)\n`
+      : `state directory ${stateDir}: resuming after ${fmt(fed)} flights processed by an earlier run (--fresh starts over)\n`,
+  )
+} else {
+  console.log(`state directory ${stateDir}: starting fresh (stop any time; running again resumes)\n`)
+}
+let stopping = false
+process.once('SIGINT', () => {
+  stopping = true
+  console.log('\nstopping: committing what was processed; run it again to resume')
+})
 const producer = runtime.producer<string, FlightValue>('flights', { valueSerde: Serdes.JSON<FlightValue>() })
 const BATCH = 20_000
 const order = flights.replayOrder
-for (let start = 0; start < flights.count; start += BATCH) {
+for (let start = fed; start < flights.count && !stopping; start += BATCH) {
   const end = Math.min(flights.count, start + BATCH)
   for (let j = start; j < end; j++) {
     const i = order[j]!
     producer.send(flights.origin[i]!, { delay: flights.delay[i]!, distance: flights.distance[i]!, destination: flights.destination[i]! }, flights.scheduled[i]!)
   }
   // Back-pressure: let the runtime catch up before producing more, as a real feed would.
-  while (runtime.metrics().processedRecords < end - BATCH) await new Promise((r) => setImmediate(r))
+  while (runtime.metrics().processedRecords < end - fed - BATCH) await new Promise((r) => setImmediate(r))
 }
-await runtime.stop()
+await runtime.stop({ drain: !stopping })
+if (stopping) process.exit(130)
 for (const parts of [...partialDays.values()].sort((a, b) => a[0]!.day - b[0]!.day)) printDay(parts, false)
 
 const worst = [...hourly].sort((a, b) => b[1] - a[1]).slice(0, 10)

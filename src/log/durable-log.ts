@@ -1,9 +1,9 @@
 import type { Database } from 'lmdb'
-import type { Headers } from '../processor/api.js'
-import { keyBytes, valueBytes } from './log-record.js'
+import { PunctualError } from '../errors.js'
 import type { LogRecord } from './partition-log.js'
+import { decodeChunk, encodeChunk } from './record-codec.js'
 
-/** Where a partition's records are on disk: offsets [start, end) (records before start are deleted). */
+/** Where a partition's records are on disk: offsets [start, end) (records before start are consumed). */
 export interface DiskRange {
   start: number
   end: number
@@ -12,18 +12,26 @@ export interface DiskRange {
 /** A topic as the state directory knows it: its partitions' ranges on disk. */
 export type DurableTopic = DiskRange[]
 
-/** The stored form of a record: timestamp, key and value bytes, headers. */
-type StoredRecord = [number, Uint8Array | null, Uint8Array | null, Headers]
+/** Records per chunk at most: bounds what a read of one old record decodes. */
+const CHUNK = 4096
+/** Above every record count, for range bounds. */
+const MAX = Number.MAX_SAFE_INTEGER
 
 /**
- * The embedded runtime's topics on disk, in the checkpoint store's lmdb environment: records under
- * [topic, partition, offset], and per topic the range of each partition. Writes happen inside the
- * commit's transaction (the caller opens it), so records, task state and input positions are committed
- * together or not at all.
+ * The embedded runtime's topics on disk, in the checkpoint store's lmdb environment. Like Kafka's record
+ * batches, records are stored in chunks of consecutive offsets under [topic, partition, first offset,
+ * count]: a commit writes one chunk per partition (a put per record was the whole cost of a durable log),
+ * and deletes chunks whose records are all consumed. Per topic, the range of each partition. Writes
+ * happen inside the commit's transaction (the caller opens it), so records, task state and input
+ * positions are committed together or not at all.
  */
 export class DurableLog {
+  /** The last chunk read by `get`, since readers of old records read them in order. */
+  private cached: { topic: string; partition: number; first: number; records: LogRecord[] } | undefined
+
   constructor(
-    private readonly records: Database<StoredRecord, Array<string | number>>,
+    /** Chunks, encoded by record-codec (a binary-encoded database). */
+    private readonly records: Database<Buffer, Array<string | number>>,
     private readonly ranges: Database<DurableTopic, string>,
   ) {}
 
@@ -34,36 +42,68 @@ export class DurableLog {
     return out
   }
 
-  /** Records [from, to) of a partition, in offset order (offsets with no record are skipped). */
+  /** Records [from, to) of a partition, in offset order. */
   load(topic: string, partition: number, from: number, to: number): LogRecord[] {
     const out: LogRecord[] = []
     if (from >= to) return out
-    for (const { value } of this.records.getRange({ start: [topic, partition, from], end: [topic, partition, to] })) out.push(decode(value))
+    for (const { key, value } of this.records.getRange({ start: this.chunkStart(topic, partition, from), end: [topic, partition, to] })) {
+      const first = key[2] as number
+      const chunk = decode(value, key)
+      for (let i = Math.max(0, from - first); i < chunk.length && first + i < to; i++) out.push(chunk[i] as LogRecord)
+    }
     return out
   }
 
   /** One record, or undefined when it is not on disk. */
   get(topic: string, partition: number, offset: number): LogRecord | undefined {
-    const v = this.records.get([topic, partition, offset])
-    return v === undefined ? undefined : decode(v)
+    let c = this.cached
+    if (c === undefined || c.topic !== topic || c.partition !== partition || offset < c.first || offset >= c.first + c.records.length) {
+      c = undefined
+      for (const { key, value } of this.records.getRange({ start: [topic, partition, offset, MAX], end: [topic, partition], reverse: true, limit: 1 })) {
+        c = { topic, partition, first: key[2] as number, records: decode(value, key) }
+      }
+      if (c === undefined) return undefined
+      this.cached = c
+    }
+    return c.records[offset - c.first]
   }
 
   // The writes below run inside the caller's transaction.
 
-  put(topic: string, partition: number, offset: number, record: LogRecord): void {
-    this.records.putSync([topic, partition, offset], [record.timestamp, keyBytes(record, topic), valueBytes(record, topic), record.headers])
+  /** Writes records [from, from + records.length) of a partition. */
+  append(topic: string, partition: number, from: number, records: readonly LogRecord[]): void {
+    for (let i = 0; i < records.length; i += CHUNK) {
+      const n = Math.min(CHUNK, records.length - i)
+      this.records.putSync([topic, partition, from + i, n], encodeChunk(i === 0 && n === records.length ? records : records.slice(i, i + n), topic))
+    }
   }
 
-  /** Deletes the records [from, to) of a partition. */
-  remove(topic: string, partition: number, from: number, to: number): void {
-    for (let o = from; o < to; o++) this.records.removeSync([topic, partition, o])
+  /** Deletes the chunks of a partition whose records are all before `offset`. */
+  removeBefore(topic: string, partition: number, offset: number): void {
+    for (const key of this.records.getKeys({ start: [topic, partition], end: [topic, partition, offset] })) {
+      if ((key[2] as number) + (key[3] as number) <= offset) this.records.removeSync(key)
+    }
+    this.cached = undefined
   }
 
   putRanges(topic: string, ranges: DurableTopic): void {
     this.ranges.putSync(topic, ranges)
   }
+
+  /** Where a range read from `offset` starts: the chunk holding it. */
+  private chunkStart(topic: string, partition: number, offset: number): Array<string | number> {
+    for (const key of this.records.getKeys({ start: [topic, partition, offset, MAX], end: [topic, partition], reverse: true, limit: 1 })) return key
+    return [topic, partition, offset]
+  }
 }
 
-function decode(v: StoredRecord): LogRecord {
-  return { timestamp: v[0], key: v[1] ?? null, keySerde: undefined, value: v[2] ?? null, valueSerde: undefined, headers: v[3] ?? [] }
+/** Decodes a chunk read from lmdb (copied first: records keep views into it). */
+function decode(value: Buffer, key: Array<string | number>): LogRecord[] {
+  try {
+    const records = decodeChunk(Buffer.from(value))
+    if (records.length !== key[3]) throw new Error(`${records.length} records, the key says ${key[3]}`)
+    return records
+  } catch (err) {
+    throw new PunctualError('STATE_DIR', `the state directory's log is corrupt at ${JSON.stringify(key)}: ${(err as Error).message}; refusing to go on`, { cause: err, fatal: true })
+  }
 }

@@ -62,6 +62,11 @@ export class PartitionLog {
     return offset >= this.first ? this.older.get(this.topic, this.partition, offset) : undefined
   }
 
+  /** Records [from, to) held in memory (a durable commit writes them). */
+  slice(from: number, to: number): LogRecord[] {
+    return this.records.slice(from - this.base, to - this.base)
+  }
+
   /**
    * Puts a partition restored from disk under the records appended so far (which nobody has read yet,
    * so they can move): the log then holds [start, end) plus those, `loaded` being records [loadFrom, end)

@@ -62,8 +62,9 @@ export class DurableTopics {
         // Records before keepFrom are consumed by every task reading the topic: no need to keep them.
         const keepFrom = read === undefined ? range.start : Math.max(range.start, Math.min(read, end))
         const deleteTo = Math.min(keepFrom, range.end)
-        if (deleteTo > range.start) this.log.remove(topic, log.partition, range.start, deleteTo)
-        for (let o = Math.max(range.end, keepFrom); o < end; o++) this.log.put(topic, log.partition, o, log.get(o)!)
+        if (deleteTo > range.start) this.log.removeBefore(topic, log.partition, deleteTo)
+        const writeFrom = Math.max(range.end, keepFrom)
+        if (writeFrom < end) this.log.append(topic, log.partition, writeFrom, log.slice(writeFrom, end))
         if (keepFrom !== range.start || end !== range.end) changed = true
         range.start = keepFrom
         range.end = end

@@ -48,7 +48,7 @@ export class CheckpointStore {
         env,
         env.openDB<DurableTaskState, string>({ name: 'tasks' }),
         env.openDB<unknown, KeyPart[]>({ name: 'keyed' }),
-        new DurableLog(env.openDB({ name: 'log-records' }), env.openDB({ name: 'log-ranges' })),
+        new DurableLog(env.openDB({ name: 'log-records', encoding: 'binary' }), env.openDB({ name: 'log-ranges' })),
       )
     } catch (err) {
       throw new PunctualError('STATE_DIR', `state directory ${stateDir}: the checkpoint store cannot be opened (${(err as Error).message}); refusing to start rather than reset it`, { cause: err })

@@ -1,4 +1,5 @@
 import type { KeyValueStore, StateStore, StoreKey } from '../processor/api.js'
+import { ChangeSet } from './change-set.js'
 
 /** What a store offers to be made durable: change tracking and restore. */
 export interface DurableStore {
@@ -27,20 +28,18 @@ export interface StoreBuilder<S extends StateStore = StateStore> {
 /** A key-value store in memory, iterated in key order. */
 export class InMemoryKeyValueStore<K extends StoreKey, V> implements KeyValueStore<K, V> {
   private readonly map = new Map<K, V>()
-  private changed: Set<K> | undefined
+  private changed: ChangeSet<K> | undefined
 
   constructor(readonly name: string) {}
 
   readonly [DURABLE]: DurableStore = {
     trackChanges: () => {
-      this.changed ??= new Set()
+      this.changed ??= new ChangeSet()
     },
     takeChanges: () => {
       const keys = this.changed
       if (keys === undefined || keys.size === 0) return []
-      const out: Array<[StoreKey, unknown]> = [...keys].map((k) => [k, this.map.get(k)])
-      keys.clear()
-      return out
+      return keys.take((k) => this.map.get(k))
     },
     entries: () => [...this.map],
     restore: (entries) => {
@@ -53,8 +52,8 @@ export class InMemoryKeyValueStore<K extends StoreKey, V> implements KeyValueSto
   }
 
   put(key: K, value: V): void {
+    this.changing(key)
     this.map.set(key, value)
-    this.changed?.add(key)
   }
 
   putIfAbsent(key: K, value: V): V | undefined {
@@ -65,9 +64,14 @@ export class InMemoryKeyValueStore<K extends StoreKey, V> implements KeyValueSto
 
   delete(key: K): V | undefined {
     const existing = this.map.get(key)
+    this.changing(key)
     this.map.delete(key)
-    this.changed?.add(key)
     return existing
+  }
+
+  private changing(key: K): void {
+    const c = this.changed
+    if (c !== undefined && !c.has(key)) c.first(key, this.map.has(key))
   }
 
   *all(): IterableIterator<[K, V]> {

@@ -1,6 +1,6 @@
-import type { StoreKey } from '../processor/api.js'
 import { DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
+import { ChangeSet } from '../state/change-set.js'
 import { IndexedMinHeap } from '../util/indexed-heap.js'
 import type { HeapElement } from '../util/indexed-heap.js'
 
@@ -51,19 +51,17 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
   private readonly byKey = new Map<string, BufferEntry<K, V>>()
   private bytes = 0
   /** Key ids changed since the last commit, recorded only when durable. */
-  private changed: Set<string> | undefined
+  private changed: ChangeSet<string> | undefined
 
   /** Durable-store capability: the suppression's store commits changed entries and restores them. */
   readonly durable: DurableStore = {
     trackChanges: () => {
-      this.changed ??= new Set()
+      this.changed ??= new ChangeSet()
     },
     takeChanges: () => {
       const ids = this.changed
       if (ids === undefined || ids.size === 0) return []
-      const out: Array<[StoreKey, unknown]> = [...ids].map((id) => [id, snapshotOf(this.byKey.get(id))])
-      ids.clear()
-      return out
+      return ids.take((id) => snapshotOf(this.byKey.get(id)))
     },
     entries: () => [...this.byKey].map(([id, e]) => [id, snapshotOf(e)]),
     restore: (entries) => {
@@ -104,8 +102,9 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
 
   /** Inserts a key, or updates it in place (value, timestamp, order time, size). */
   put(keyId: string, key: K, value: V | null, timestamp: number, orderTime: number, size: number): void {
-    this.changed?.add(keyId)
     const existing = this.byKey.get(keyId)
+    const c = this.changed
+    if (c !== undefined && !c.has(keyId)) c.first(keyId, existing !== undefined)
     if (existing === undefined) {
       const entry = new BufferEntry(keyId, key, value, timestamp, orderTime, size)
       this.byKey.set(keyId, entry)
@@ -129,7 +128,8 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
     for (let head = this.heap.peek(); head !== undefined && predicate(head); head = this.heap.peek()) {
       this.heap.poll()
       this.byKey.delete(head.keyId)
-      this.changed?.add(head.keyId)
+      const c = this.changed
+      if (c !== undefined && !c.has(head.keyId)) c.first(head.keyId, true)
       this.bytes -= head.size
       emit(head)
     }

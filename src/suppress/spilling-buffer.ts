@@ -3,6 +3,7 @@ import { open } from 'lmdb'
 import type { Database, RootDatabase } from 'lmdb'
 import type { StoreKey } from '../processor/api.js'
 import type { DurableStore } from '../state/stores.js'
+import { ChangeSet } from '../state/change-set.js'
 import { SlottedHeap } from '../util/indexed-heap.js'
 import { BufferEntry, snapshotOf } from './buffer.js'
 import type { SavedEntry, SuppressionBuffer } from './buffer.js'
@@ -60,19 +61,16 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   private cachedDiskMin: [number, string] | undefined
   private diskMinKnown = true
   /** Key ids changed since the last commit, recorded only when durable. */
-  private changed: Set<string> | undefined
+  private changed: ChangeSet<string> | undefined
 
   readonly durable: DurableStore = {
     trackChanges: () => {
-      this.changed ??= new Set()
+      this.changed ??= new ChangeSet()
     },
     takeChanges: () => {
       const ids = this.changed
       if (ids === undefined || ids.size === 0) return []
-      const out: Array<[StoreKey, unknown]> = []
-      for (const id of ids) out.push([id, this.saved(id)])
-      ids.clear()
-      return out
+      return ids.take((id) => this.saved(id as string))
     },
     entries: () => {
       const out: Array<[StoreKey, unknown]> = [...this.mem].map(([id, e]) => [id, snapshotOf(e)])
@@ -156,7 +154,8 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   }
 
   put(keyId: string, key: K, value: V | null, timestamp: number, orderTime: number, size: number): void {
-    this.changed?.add(keyId)
+    const c = this.changed
+    if (c !== undefined && !c.has(keyId)) c.first(keyId, this.has(keyId))
     const inMemory = this.mem.get(keyId)
     if (inMemory !== undefined) {
       this.memBytes += size - inMemory.size
@@ -191,7 +190,8 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
       const head = this.oldest.peek()
       if (head === undefined || !predicate(head)) return
       this.removeFromMemory(head)
-      this.changed?.add(head.keyId)
+      const c = this.changed
+      if (c !== undefined && !c.has(head.keyId)) c.first(head.keyId, true)
       emit(head)
     }
   }

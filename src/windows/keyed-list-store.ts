@@ -1,6 +1,7 @@
 import type { StoreKey } from '../processor/api.js'
 import { DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
+import { ChangeSet } from '../state/change-set.js'
 
 /** One key's windows (sessions, sliding windows) in a `KeyedListStore`. */
 export interface KeyedList<K, T> {
@@ -19,7 +20,7 @@ const STREAM_TIME_KEY = -1
 export class KeyedListStore<K, T> {
   private readonly byKey = new Map<string, KeyedList<K, T>>()
   private observed = -1
-  private changed: Set<string> | undefined
+  private changed: ChangeSet<string> | undefined
   private observedChanged = false
 
   constructor(
@@ -43,25 +44,29 @@ export class KeyedListStore<K, T> {
 
   getOrCreate(id: string, key: K): KeyedList<K, T> {
     let entry = this.byKey.get(id)
-    if (entry === undefined) this.byKey.set(id, (entry = { key, list: [] }))
+    if (entry === undefined) {
+      // A key that is created is not on disk (a key emptied earlier in this interval was noted then).
+      const c = this.changed
+      if (c !== undefined && !c.has(id)) c.first(id, false)
+      this.byKey.set(id, (entry = { key, list: [] }))
+    }
     return entry
   }
 
   /** Records that a key's windows changed; drops the key when it has none left. */
   touched(id: string): void {
     const entry = this.byKey.get(id)
+    const c = this.changed
+    if (c !== undefined && !c.has(id)) c.first(id, entry !== undefined)
     if (entry !== undefined && entry.list.length === 0) this.byKey.delete(id)
-    this.changed?.add(id)
   }
 
   readonly [DURABLE]: DurableStore = {
     trackChanges: () => {
-      this.changed ??= new Set()
+      this.changed ??= new ChangeSet()
     },
     takeChanges: () => {
-      const out: Array<[StoreKey, unknown]> = []
-      for (const id of this.changed ?? []) out.push([id, this.saved(id)])
-      this.changed?.clear()
+      const out = this.changed?.take((id) => this.saved(id as string)) ?? []
       if (this.observedChanged) out.push([STREAM_TIME_KEY, this.observed])
       this.observedChanged = false
       return out

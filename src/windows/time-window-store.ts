@@ -34,7 +34,8 @@ export class TimeWindowStore<K, VA> {
   private readonly windows = new Map<number, Map<string, WindowCell<K, VA>>>()
   private readonly starts: number[] = []
   private observed = -1
-  private changed: Map<string, [number, string]> | undefined
+  /** Changed cells since the last commit: windowed key id -> [start, key id, on disk at the last commit]. */
+  private changed: Map<string, [number, string, boolean]> | undefined
   private observedChanged = false
 
   constructor(
@@ -61,14 +62,21 @@ export class TimeWindowStore<K, VA> {
     Object.defineProperty(windowed, WINDOWED_KEY_ID, { value: windowedKeyId(id, start) })
     const cell: WindowCell<K, VA> = { key: windowed, agg, ts }
     this.cellsAt(start).set(id, cell)
-    this.touched(cell, start, id)
+    this.noteChange(cell, start, id, false)
     return cell
   }
 
   /** Records that a cell changed (for the next commit); free unless the store is durable. */
   touched(cell: WindowCell<K, VA>, start: number, id: string): void {
+    this.noteChange(cell, start, id, true)
+  }
+
+  /** `existed`: whether the cell existed before this change (a window is never created twice). */
+  private noteChange(cell: WindowCell<K, VA>, start: number, id: string, existed: boolean): void {
     const changed = this.changed
-    if (changed !== undefined) changed.set((cell.key as WithKeyId)[WINDOWED_KEY_ID] as string, [start, id])
+    if (changed === undefined) return
+    const wid = (cell.key as WithKeyId)[WINDOWED_KEY_ID] as string
+    if (!changed.has(wid)) changed.set(wid, [start, id, existed])
   }
 
   /** Drops windows that ended at or before `closeTime`: no record can change them any more. */
@@ -88,7 +96,11 @@ export class TimeWindowStore<K, VA> {
     },
     takeChanges: () => {
       const out: Array<[StoreKey, unknown]> = []
-      for (const [wid, [start, id]] of this.changed ?? []) out.push([wid, this.saved(start, id)])
+      for (const [wid, [start, id, onDisk]] of this.changed ?? []) {
+        const saved = this.saved(start, id)
+        // Created and expired between two commits: nothing to write, nothing to delete.
+        if (saved !== undefined || onDisk) out.push([wid, saved])
+      }
       this.changed?.clear()
       if (this.observedChanged) out.push([STREAM_TIME_KEY, this.observed])
       this.observedChanged = false

@@ -1,0 +1,183 @@
+import type { Header } from '../processor/api.js'
+import { NO_HEADERS } from '../processor/api.js'
+import { Serdes } from '../processor/serdes.js'
+import type { Serde } from '../processor/serdes.js'
+import type { LogRecord } from './partition-log.js'
+
+/**
+ * The on-disk form of a chunk of consecutive records: one buffer, written in one pass, with no object per
+ * record (msgpack and a Buffer per key were most of a durable commit's cost). Layout:
+ *
+ *   u32 count, then per record: f64 timestamp, key field, value field, u16 header count, headers
+ *   field: u8 kind (0 null, 1 bytes, 2 UTF-8 string, 3 double), then u32 length + bytes, or 8 bytes
+ *   header: u32 key length, key UTF-8, value field (kind 0 or 1)
+ *
+ * Strings and doubles keep their type: records written with the String or Double serde come back typed,
+ * so readers with the same serde still skip deserialization after a restart.
+ */
+const NULL = 0
+const BYTES = 1
+const STRING = 2
+const DOUBLE = 3
+
+const STRING_SERDE = Serdes.String() as Serde<unknown>
+const DOUBLE_SERDE = Serdes.Double() as Serde<unknown>
+
+export function encodeChunk(records: readonly LogRecord[], topic: string): Buffer {
+  const w = new Writer(records.length * 48 + 64)
+  w.u32(records.length)
+  for (const r of records) {
+    w.f64(r.timestamp)
+    w.field(r.key, r.keySerde, topic)
+    w.field(r.value, r.valueSerde, topic)
+    const headers = r.headers
+    w.u16(headers.length)
+    for (const h of headers) {
+      w.string(h.key)
+      w.field(h.value, undefined, topic)
+    }
+  }
+  return w.done()
+}
+
+export function decodeChunk(buf: Buffer): LogRecord[] {
+  let pos = 0
+  const count = buf.readUInt32LE(pos)
+  pos += 4
+  const out = new Array<LogRecord>(count)
+  // Reads one field; sets `serde` to the serde the value is typed with (undefined: bytes or null).
+  let serde: Serde<unknown> | undefined
+  const field = (): unknown => {
+    const kind = buf[pos++]
+    serde = undefined
+    if (kind === NULL) return null
+    if (kind === DOUBLE) {
+      serde = DOUBLE_SERDE
+      pos += 8
+      return buf.readDoubleLE(pos - 8)
+    }
+    const len = buf.readUInt32LE(pos)
+    pos += 4 + len
+    if (kind === STRING) {
+      serde = STRING_SERDE
+      return buf.toString('utf8', pos - len, pos)
+    }
+    if (kind === BYTES) return buf.subarray(pos - len, pos)
+    throw new Error(`corrupt log chunk: field kind ${kind} at byte ${pos - len - 5}`)
+  }
+  for (let i = 0; i < count; i++) {
+    const timestamp = buf.readDoubleLE(pos)
+    pos += 8
+    const key = field()
+    const keySerde = serde
+    const value = field()
+    const valueSerde = serde
+    const n = buf.readUInt16LE(pos)
+    pos += 2
+    let headers = NO_HEADERS
+    if (n > 0) {
+      const hs: Header[] = []
+      for (let j = 0; j < n; j++) {
+        const len = buf.readUInt32LE(pos)
+        pos += 4 + len
+        const hk = buf.toString('utf8', pos - len, pos)
+        hs.push({ key: hk, value: field() as Uint8Array | null })
+      }
+      headers = hs
+    }
+    out[i] = { timestamp, key, keySerde, value, valueSerde, headers }
+  }
+  if (pos !== buf.length) throw new Error(`corrupt log chunk: ${buf.length - pos} bytes left after ${count} records`)
+  return out
+}
+
+/** A growable buffer written front to back. */
+class Writer {
+  private buf: Buffer
+  private pos = 0
+
+  constructor(size: number) {
+    this.buf = Buffer.allocUnsafe(size)
+  }
+
+  u32(n: number): void {
+    this.ensure(4)
+    this.buf.writeUInt32LE(n, this.pos)
+    this.pos += 4
+  }
+
+  u16(n: number): void {
+    this.ensure(2)
+    this.buf.writeUInt16LE(n, this.pos)
+    this.pos += 2
+  }
+
+  f64(n: number): void {
+    this.ensure(8)
+    this.buf.writeDoubleLE(n, this.pos)
+    this.pos += 8
+  }
+
+  /** u32 byte length, then the UTF-8 bytes. */
+  string(s: string): void {
+    this.ensure(4 + s.length * 3)
+    const buf = this.buf
+    const at = this.pos + 4
+    let len = -1
+    // Short ASCII strings (typical keys) byte by byte: cheaper than a native call per string.
+    if (s.length <= 32) {
+      len = s.length
+      for (let i = 0; i < s.length; i++) {
+        const c = s.charCodeAt(i)
+        if (c >= 0x80) {
+          len = -1
+          break
+        }
+        buf[at + i] = c
+      }
+    }
+    if (len < 0) len = buf.write(s, at, 'utf8')
+    buf.writeUInt32LE(len, this.pos)
+    this.pos = at + len
+  }
+
+  /** A key, value or header value as stored in memory: typed with `serde`, or bytes when it is undefined. */
+  field(data: unknown, serde: Serde<unknown> | undefined, topic: string): void {
+    if (data === null) {
+      this.ensure(1)
+      this.buf[this.pos++] = NULL
+    } else if (serde === STRING_SERDE) {
+      this.ensure(1)
+      this.buf[this.pos++] = STRING
+      this.string(data as string)
+    } else if (serde === DOUBLE_SERDE) {
+      this.ensure(9)
+      this.buf[this.pos++] = DOUBLE
+      this.buf.writeDoubleLE(data as number, this.pos)
+      this.pos += 8
+    } else {
+      const bytes = serde === undefined ? (data as Uint8Array) : serde.serialize(topic, data)
+      if (bytes === null) {
+        this.ensure(1)
+        this.buf[this.pos++] = NULL
+        return
+      }
+      this.ensure(5 + bytes.byteLength)
+      this.buf[this.pos++] = BYTES
+      this.buf.writeUInt32LE(bytes.byteLength, this.pos)
+      this.buf.set(bytes, this.pos + 4)
+      this.pos += 4 + bytes.byteLength
+    }
+  }
+
+  done(): Buffer {
+    return this.buf.subarray(0, this.pos)
+  }
+
+  private ensure(n: number): void {
+    if (this.pos + n <= this.buf.length) return
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + n))
+    this.buf.copy(next, 0, 0, this.pos)
+    this.buf = next
+  }
+}

@@ -1,0 +1,42 @@
+import type { StoreKey } from '../processor/api.js'
+
+/**
+ * The keys a store changed since the last commit, each with whether it held a value at that commit (so
+ * is on disk). A key created and removed between two commits is then neither written nor deleted: with
+ * windows and suppression buffers that come and go between commits, those deletes were most of the
+ * commit's lmdb work.
+ */
+export class ChangeSet<K extends StoreKey> {
+  private readonly keys = new Map<K, boolean>()
+
+  has(key: K): boolean {
+    return this.keys.has(key)
+  }
+
+  /** Call before the first change of `key` since the last commit, with whether it holds a value now. */
+  first(key: K, exists: boolean): void {
+    this.keys.set(key, exists)
+  }
+
+  get size(): number {
+    return this.keys.size
+  }
+
+  /**
+   * The changes as [key, value now], undefined meaning deleted (only for keys that were on disk), and
+   * forgets them.
+   */
+  take(valueOf: (key: K) => unknown): Array<[StoreKey, unknown]> {
+    const out: Array<[StoreKey, unknown]> = []
+    for (const [key, onDisk] of this.keys) {
+      const value = valueOf(key)
+      if (value !== undefined || onDisk) out.push([key, value])
+    }
+    this.keys.clear()
+    return out
+  }
+
+  clear(): void {
+    this.keys.clear()
+  }
+}
