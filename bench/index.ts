@@ -81,7 +81,7 @@ if (want('windowed-final')) {
   ])
   rows.push(['  peak heap used', `${r.punctualPeakHeapMb.toFixed(0)} MB`, `hand-written ${r.handWrittenPeakHeapMb.toFixed(0)} MB (flights data included in both)`, ''])
   rows.push([
-    '  the same with durable state (stateDir: windows, buffer, stream time committed)',
+    '  the same with durable state (stateDir: windows, buffer, stream time, input positions and topics committed)',
     k(r.durableRecordsPerSecond),
     `${((100 * r.durableRecordsPerSecond) / r.punctualRecordsPerSecond).toFixed(0)}% of in-memory; same output: ${r.durableIdenticalOutput}`,
     '>= 50% of in-memory',

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { open } from 'lmdb'
 import type { Database, RootDatabase } from 'lmdb'
@@ -43,7 +44,16 @@ export class CheckpointStore {
     try {
       // noSync: a commit reaches the OS when it returns, so it survives the process being killed; it is
       // not flushed to the device each time (an OS crash or power loss may lose the latest commits).
-      const env = open({ path: join(stateDir, 'checkpoints'), compression: false, noSync: true })
+      const path = join(stateDir, 'checkpoints')
+      const env = open({ path, compression: false, noSync: true })
+      // A truncated file would crash the process (SIGBUS) on the first read of a missing page: check
+      // the size the last commit recorded (in the meta pages, read on open) before reading anything.
+      const { lastPageNumber, pageSize } = env.getStats() as { lastPageNumber: number; pageSize: number }
+      const size = statSync(join(path, 'data.mdb')).size
+      if (size < (lastPageNumber + 1) * pageSize) {
+        env.close()
+        throw new Error(`data.mdb is truncated: ${size} bytes, its last commit needs ${(lastPageNumber + 1) * pageSize}`)
+      }
       return new CheckpointStore(
         env,
         env.openDB<DurableTaskState, string>({ name: 'tasks' }),
@@ -143,7 +153,14 @@ export class CheckpointStore {
       })
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code
-      const why = code === 'ENOSPC' || /MDB_MAP_FULL|No space/i.test((err as Error).message) ? 'the disk or the store is full' : (err as Error).message
+      const message = (err as Error).message
+      // lmdb reports a failed write of a full disk as ENOSPC, or as an I/O error; a file size limit as EFBIG.
+      const why =
+        code === 'ENOSPC' || /MDB_MAP_FULL|No space/i.test(message)
+          ? 'the disk or the store is full'
+          : /Input\/output error|too large|EFBIG|EIO/i.test(message)
+            ? `${message} (is the disk full?)`
+            : message
       throw new PunctualError('STATE_DIR', `cannot write checkpoints: ${why}`, { cause: err, fatal: true })
     }
   }

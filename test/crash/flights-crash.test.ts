@@ -5,7 +5,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
-import { describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { EmbeddedRuntime, Serdes, silentLogger } from '../../src/index.js'
 import { flightsTopology } from '../../demo/flights/topology.js'
@@ -40,9 +40,15 @@ interface Child {
   readonly exited: Promise<boolean>
 }
 
-function startChild(stateDir: string): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', APP, stateDir, String(FLIGHTS)], { stdio: ['ignore', 'pipe', 'inherit'] })
+/** Starts the crash-test app; with `fileSizeLimitKb`, under a file size limit (a disk that fills up). */
+function startChild(stateDir: string, fileSizeLimitKb?: number): Child {
+  const args = ['--import', 'tsx', APP, stateDir, String(FLIGHTS)]
+  const child =
+    fileSizeLimitKb === undefined
+      ? spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] })
+      : spawn('/bin/sh', ['-c', `ulimit -f ${fileSizeLimitKb} && exec "$0" "$@"`, process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
   let done = false
+  let error: string | undefined
   let fedSoFar = 0
   const waiting: Array<{ n: number; resolve: () => void }> = []
   let onStarted: (n: number) => void = () => {}
@@ -54,6 +60,7 @@ function startChild(stateDir: string): Child {
       if (m[1] === 'started') onStarted(fedSoFar)
     }
     if (line === 'done') done = true
+    if (line.startsWith('error ')) error = line.slice(6)
     for (let i = waiting.length - 1; i >= 0; i--) {
       const w = waiting[i]!
       if (done || fedSoFar >= w.n) {
@@ -67,7 +74,7 @@ function startChild(stateDir: string): Child {
       for (const w of waiting.splice(0)) w.resolve()
       if (signal === 'SIGKILL') resolve(false)
       else if (code === 0 && done) resolve(true)
-      else reject(new Error(`crash-test child exited with code ${code} signal ${signal}`))
+      else reject(new Error(`crash-test child exited with code ${code} signal ${signal}${error === undefined ? '' : `: ${error}`}`))
     }),
   )
   const fed = (n: number): Promise<void> => (done || fedSoFar >= n ? Promise.resolve() : new Promise((resolve) => waiting.push({ n, resolve })))
@@ -106,14 +113,28 @@ function decode(line: string): string {
   return `${topic}[${p}] ${text(k)} = ${topic === 'hourly-delays' ? String(Buffer.from(v, 'hex').readBigInt64BE()) : text(v)} @${ts}`
 }
 
-describe(`crash test: the flights demo over ${FLIGHTS.toLocaleString('en-US')} flights, killed ${KILLS} times`, () => {
-  it('ends with exactly the output of an uninterrupted run: nothing lost, nothing doubled', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'punctual-crash-'))
+/** Asserts that two output lists are the same multiset, showing a few differences if not. */
+function assertSameOutput(actual: string[], expected: string[], what: string): void {
+  for (const topic of OUTPUTS) assert.ok(expected.some((r) => r.startsWith(`${topic} `)), `the uninterrupted run wrote to ${topic}`)
+  const lost = difference(expected, actual)
+  const extra = difference(actual, expected)
+  const show = (rs: string[]): string => rs.slice(0, 5).map(decode).join('\n    ')
+  assert.ok(lost.length === 0 && extra.length === 0, `${what}: ${lost.length} records lost, ${extra.length} extra\n  lost:\n    ${show(lost)}\n  extra:\n    ${show(extra)}`)
+}
+
+describe(`crash test: the flights demo over ${FLIGHTS.toLocaleString('en-US')} flights`, () => {
+  const root = mkdtempSync(join(tmpdir(), 'punctual-crash-'))
+  let expected: string[] = []
+
+  before(async () => {
     const reference = join(root, 'uninterrupted')
     const first = startChild(reference)
     await first.started
     assert.equal(await first.exited, true)
+    expected = await outputs(reference)
+  })
 
+  it(`killed with SIGKILL ${KILLS} times, ends with exactly the output of an uninterrupted run: nothing lost, nothing doubled`, async () => {
     const seed = Number(process.env.PUNCTUAL_CRASH_SEED ?? Math.floor(Math.random() * 2 ** 31))
     const random = mulberry32(seed)
     // Kill points spread over the whole input: each kill comes when the feed has passed a random flight
@@ -137,16 +158,18 @@ describe(`crash test: the flights demo over ${FLIGHTS.toLocaleString('en-US')} f
     await last.started
     assert.equal(await last.exited, true)
 
-    const expected = await outputs(reference)
-    const actual = await outputs(crashed)
-    for (const topic of OUTPUTS) assert.ok(expected.some((r) => r.startsWith(`${topic} `)), `the uninterrupted run wrote to ${topic}`)
-    const lost = difference(expected, actual)
-    const extra = difference(actual, expected)
-    const show = (rs: string[]): string => rs.slice(0, 5).map(decode).join('\n    ')
-    assert.ok(
-      lost.length === 0 && extra.length === 0,
-      `seed ${seed}: ${lost.length} records lost, ${extra.length} extra\n  lost:\n    ${show(lost)}\n  extra:\n    ${show(extra)}`,
-    )
+    assertSameOutput(await outputs(crashed), expected, `seed ${seed}`)
     assert.ok(kills >= KILLS - 1, `the kills landed mid-run (${kills} of ${KILLS})`)
+  })
+
+  it('stops with a clear error when the disk is full, and resumes exactly once there is room', async () => {
+    const dir = join(root, 'full-disk')
+    // A file size limit stands in for a full disk: the checkpoint file cannot grow past 1 MB.
+    const full = startChild(dir, 1024)
+    await assert.rejects(full.exited, /exited with code 3 .*cannot write checkpoints: .*(full|too large)/)
+    const resumed = startChild(dir)
+    assert.ok((await resumed.started) > 0, 'what was committed before the disk filled up is still there')
+    assert.equal(await resumed.exited, true)
+    assertSameOutput(await outputs(dir), expected, 'after a full disk')
   })
 })
