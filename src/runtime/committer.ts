@@ -4,11 +4,12 @@ import type { StreamTask, TaskCheckpoint } from '../processor/internal/task.js'
 import type { CheckpointStore } from '../state/checkpoint-store.js'
 import type { DurableTaskState } from '../state/checkpoint-store.js'
 import type { DurableLog } from '../log/durable-log.js'
+import type { ChangelogListener, TaskChangelog } from './changelog.js'
 
 /**
  * Takes the tasks' checkpoints at each commit and, with a checkpoint store (a state directory), writes
- * what changed since the previous commit in one transaction; restores a task's durable part at start.
- * Keeps commit counts and durations.
+ * what changed since the previous commit in one transaction; hands the same changes to a changelog
+ * listener; restores a task's durable part at start. Keeps commit counts and durations.
  */
 export class Committer {
   private readonly checkpoints = new Map<string, TaskCheckpoint>()
@@ -18,10 +19,18 @@ export class Committer {
   /** Whether any task found committed state. */
   resumed = false
 
-  constructor(private store: CheckpointStore | undefined) {}
+  constructor(
+    private store: CheckpointStore | undefined,
+    private readonly changelog?: ChangelogListener,
+  ) {}
 
   get durable(): boolean {
     return this.store !== undefined
+  }
+
+  /** Whether tasks must record their state changes (for the store or the changelog). */
+  get tracksChanges(): boolean {
+    return this.store !== undefined || this.changelog !== undefined
   }
 
   /** A task's last committed checkpoint. */
@@ -68,6 +77,16 @@ export class Committer {
       if (stores.size > 0) storeChanges.set(id, stores)
     }
     this.store?.save(this.checkpoints, keyedChanges, storeChanges, alsoWrite)
+    if (this.changelog !== undefined && (keyedChanges.size > 0 || storeChanges.size > 0)) {
+      const changes: TaskChangelog[] = []
+      for (const task of tasks) {
+        const taskId = task.taskId.toString()
+        const stores = storeChanges.get(taskId)
+        const keyed = keyedChanges.get(taskId)
+        if (stores !== undefined || keyed !== undefined) changes.push({ taskId, stores: stores ?? new Map(), keyed })
+      }
+      this.changelog(changes)
+    }
     const ms = performance.now() - started
     this.commits++
     this.totalMs += ms

@@ -6,6 +6,7 @@ import type { Clock } from '../time/clock.js'
 import { consoleLogger } from '../util/logger.js'
 import type { Logger } from '../util/logger.js'
 import { temporaryStateDir } from '../util/state-dir.js'
+import type { ChangelogListener } from './changelog.js'
 
 export interface EmbeddedRuntimeConfig {
   /** Names the application in logs (and, with durable state, its state directory). */
@@ -31,10 +32,15 @@ export interface EmbeddedRuntimeConfig {
   logger?: Logger
   /** Where tasks keep files (spilled suppression buffers). @default a new directory under the system temp dir */
   stateDir?: string
+  /** Told what each commit changed in the tasks' state (a changelog); see `TaskChangelog`. */
+  changelog?: ChangelogListener
 }
 
 /** Validates once, at construction, and fills in defaults. */
-export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): Required<Omit<EmbeddedRuntimeConfig, 'topics'>> {
+/** A validated configuration: every setting filled in but the optional listener. */
+export type ValidRuntimeConfig = Required<Omit<EmbeddedRuntimeConfig, 'topics' | 'changelog'>> & Pick<EmbeddedRuntimeConfig, 'changelog'>
+
+export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): ValidRuntimeConfig {
   const where = 'EmbeddedRuntime config'
   if (config === null || typeof config !== 'object') throw invalidConfig(where, 'expected an object with at least applicationId')
   if (typeof config.applicationId !== 'string' || !/^[A-Za-z0-9._-]+$/.test(config.applicationId)) {
@@ -48,6 +54,9 @@ export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): Required<O
   if (config.stateDir !== undefined && (typeof config.stateDir !== 'string' || config.stateDir.length === 0)) {
     throw invalidConfig(where, `stateDir must be a non-empty path, got ${JSON.stringify(config.stateDir)}`)
   }
+  if (config.changelog !== undefined && typeof config.changelog !== 'function') {
+    throw invalidConfig(where, `changelog must be a function (changes) => void, got ${typeof config.changelog}`)
+  }
   const logger = config.logger ?? consoleLogger
   return {
     applicationId: config.applicationId,
@@ -59,5 +68,6 @@ export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): Required<O
     errorHandler: config.errorHandler ?? ErrorHandlers.logAndContinue(logger),
     logger,
     stateDir: config.stateDir ?? temporaryStateDir(config.applicationId),
+    ...(config.changelog === undefined ? {} : { changelog: config.changelog }),
   }
 }

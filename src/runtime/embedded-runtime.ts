@@ -22,7 +22,7 @@ import { DurableTopics } from './durable-topics.js'
 import { Subscriptions } from './subscriptions.js'
 import type { RecordListener, SubscribeFrom } from './subscriptions.js'
 import { validateRuntimeConfig } from './config.js'
-import type { EmbeddedRuntimeConfig } from './config.js'
+import type { EmbeddedRuntimeConfig, ValidRuntimeConfig } from './config.js'
 
 export type RuntimeState = 'CREATED' | 'RUNNING' | 'PENDING_SHUTDOWN' | 'NOT_RUNNING' | 'ERROR'
 
@@ -44,7 +44,7 @@ export type { RecordListener } from './subscriptions.js'
  * time, so wall-clock punctuations fire on time with no input and nothing polls in between.
  */
 export class EmbeddedRuntime {
-  private readonly config: Required<Omit<EmbeddedRuntimeConfig, 'topics'>>
+  private readonly config: ValidRuntimeConfig
   private readonly clock: Clock
   private readonly logger: Logger
   private readonly errorHandler: ErrorHandler
@@ -66,7 +66,7 @@ export class EmbeddedRuntime {
   /** True when no stateDir was given: the runtime made a temporary one and removes it on stop. */
   private readonly ownsStateDir: boolean
   /** Takes checkpoints; durable (writes to the state directory) when the application chose one. */
-  private committer = new Committer(undefined)
+  private committer: Committer
   /** The topics on disk, in a durable run. */
   private durableTopics: DurableTopics | undefined
 
@@ -83,6 +83,7 @@ export class EmbeddedRuntime {
     this.topics = new TopicRegistry(valid.defaultPartitions, this.onAppend)
     for (const [name, t] of Object.entries(config.topics ?? {})) this.topics.create(name, t.partitions)
     this.alarm = new Alarm(this.clock, this.onAlarm)
+    this.committer = new Committer(undefined, valid.changelog)
   }
 
   /** Whether start() found committed state in the state directory (a restart, not a fresh start). */
@@ -143,7 +144,7 @@ export class EmbeddedRuntime {
       // Durable only with a state directory the application chose: a temporary one dies with the process.
       if (!this.ownsStateDir) {
         const store = CheckpointStore.open(this.config.stateDir)
-        this.committer = new Committer(store)
+        this.committer = new Committer(store, this.config.changelog)
         this.durableTopics = new DurableTopics(store.log, this.topics)
         this.durableTopics.restore(this.committer.restoredPositions())
       }
@@ -235,7 +236,7 @@ export class EmbeddedRuntime {
             errorHandler: this.errorHandler,
             stateDir: this.config.stateDir,
             checkpoint: this.committer.restored(`${sub.id}_${p}`),
-            trackChanges: this.committer.durable,
+            trackChanges: this.committer.tracksChanges,
             onWallClockChange: this.onWallClockChange,
           }),
         )
