@@ -4,6 +4,7 @@ import type { StreamTask, TaskCheckpoint } from '../processor/internal/task.js'
 import type { CheckpointStore } from '../state/checkpoint-store.js'
 import type { DurableTaskState } from '../state/checkpoint-store.js'
 import type { DurableLog } from '../log/durable-log.js'
+import type { StoreDisk } from '../state/persistent-store.js'
 import type { ChangelogListener, TaskChangelog } from './changelog.js'
 
 /**
@@ -33,13 +34,16 @@ export class Committer {
     return this.store !== undefined || this.changelog !== undefined
   }
 
-  /** A task's last committed checkpoint. */
-  restored(taskId: string): TaskCheckpoint | undefined {
+  /**
+   * A task's last committed checkpoint, with the entries of the stores named `inMemoryStores` (stores
+   * on disk read their entries there when needed).
+   */
+  restored(taskId: string, inMemoryStores: readonly string[]): TaskCheckpoint | undefined {
     const store = this.store
     if (store === undefined) return undefined
     const state: DurableTaskState | undefined = store.load(taskId)
     const keyed = store.loadKeyed(taskId)
-    const stores = store.loadStores(taskId)
+    const stores = store.loadStores(taskId, inMemoryStores)
     if (state === undefined && keyed === undefined && stores === undefined) return undefined
     this.resumed = true
     return {
@@ -49,6 +53,11 @@ export class Committer {
       ...(keyed === undefined ? {} : { keyed }),
       ...(stores === undefined ? {} : { stores }),
     }
+  }
+
+  /** Where a persistent store of a task finds its committed entries (durable runtimes). */
+  storeDisk(taskId: string, store: string): StoreDisk | undefined {
+    return this.store?.storeDisk(taskId, store)
   }
 
   /** The checkpoint store's topics (durable runtimes). */

@@ -225,7 +225,9 @@ export class EmbeddedRuntime {
           `sub-topology ${sub.id}: co-partitioned topics must have the same number of partitions, got ${sub.sourceTopics.map((t, i) => `${t}=${counts[i]}`).join(', ')}`,
         )
       }
+      const inMemoryStores = sub.stores.filter((b) => b.persistent !== true).map((b) => b.name)
       for (let p = 0; p < partitions; p++) {
+        const taskId = `${sub.id}_${p}`
         this.tasks.push(
           new StreamTask({
             subtopology: sub,
@@ -235,7 +237,8 @@ export class EmbeddedRuntime {
             maxTaskIdleMs: this.config.maxTaskIdleMs,
             errorHandler: this.errorHandler,
             stateDir: this.config.stateDir,
-            checkpoint: this.committer.restored(`${sub.id}_${p}`),
+            checkpoint: this.committer.restored(taskId, inMemoryStores),
+            storeDisk: (store) => this.committer.storeDisk(taskId, store),
             trackChanges: this.committer.tracksChanges,
             onWallClockChange: this.onWallClockChange,
           }),

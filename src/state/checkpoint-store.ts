@@ -8,6 +8,8 @@ import type { StateKind } from '../keyed/api.js'
 import type { TimerRecord } from '../keyed/timer-service.js'
 import type { StoreKey } from '../processor/api.js'
 import { DurableLog } from '../log/durable-log.js'
+import { keyPart } from './key-part.js'
+import type { StoreDisk } from './persistent-store.js'
 
 /** A task's commit record: stream time, the last fire time of each punctuation, its input positions. */
 export interface DurableTaskState {
@@ -17,9 +19,7 @@ export interface DurableTaskState {
   readonly positions: Readonly<Record<string, number>>
 }
 
-type KeyPart = string | number
-/** Store keys of any StoreKey type, as an lmdb key part that keeps types apart. */
-const keyPart = (key: StoreKey): string => `${typeof key}:${String(key)}`
+type KeyPart = string | number | boolean
 
 /**
  * Task checkpoints in the state directory (`<stateDir>/checkpoints`, lmdb), written in one transaction
@@ -102,17 +102,33 @@ export class CheckpointStore {
     return { timers, states }
   }
 
-  /** Entries of a task's stores, as its last commit left them. */
-  loadStores(taskId: string): Record<string, Array<[StoreKey, unknown]>> | undefined {
+  /** Entries of a task's stores, as its last commit left them; only those of `names` (loaded into memory). */
+  loadStores(taskId: string, names: readonly string[]): Record<string, Array<[StoreKey, unknown]>> | undefined {
     const stores: Record<string, Array<[StoreKey, unknown]>> = {}
     let any = false
-    for (const { key, value } of this.keyed.getRange({ start: ['kv', taskId] })) {
-      if (key[0] !== 'kv' || key[1] !== taskId) break
-      const v = value as { key: StoreKey; value: unknown }
-      ;(stores[key[2] as string] ??= []).push([v.key, v.value])
-      any = true
+    for (const name of names) {
+      for (const [key, value] of this.storeDisk(taskId, name).entries()) {
+        ;(stores[name] ??= []).push([key, value])
+        any = true
+      }
     }
     return any ? stores : undefined
+  }
+
+  /** A store's committed entries, read from disk on demand (persistent stores). */
+  storeDisk(taskId: string, store: string): StoreDisk {
+    const db = this.keyed
+    const range = { start: ['kv', taskId, store], end: ['kv', taskId, `${store}\u0000`] }
+    return {
+      get: (key) => (db.get(['kv', taskId, store, keyPart(key)]) as { value: unknown } | undefined)?.value,
+      *entries() {
+        for (const { value } of db.getRange(range)) {
+          const v = value as { key: StoreKey; value: unknown }
+          yield [v.key, v.value]
+        }
+      },
+      count: () => db.getKeysCount(range),
+    }
   }
 
   /**

@@ -1,27 +1,18 @@
+import { PunctualError } from '../errors.js'
 import type { KeyValueStore, StateStore, StoreKey } from '../processor/api.js'
+import { PersistentKeyValueStore } from './persistent-store.js'
+import { DURABLE } from './durable.js'
+import type { DurableStore } from './durable.js'
 import { ChangeSet } from './change-set.js'
 
-/** What a store offers to be made durable: change tracking and restore. */
-export interface DurableStore {
-  /** From now on, record changed keys. */
-  trackChanges(): void
-  /** Changed keys with their values now (undefined: deleted) since the last call. */
-  takeChanges(): Array<[StoreKey, unknown]>
-  /** All entries, for a full snapshot. */
-  entries(): Array<[StoreKey, unknown]>
-  restore(entries: ReadonlyArray<[StoreKey, unknown]>): void
-}
-
-/** The capability a store exposes when it can be durable (no downcasting: look it up by this symbol). */
-export const DURABLE: unique symbol = Symbol('punctual.durableStore')
-
-export function durableStore(store: StateStore): DurableStore | undefined {
-  return (store as { [DURABLE]?: DurableStore })[DURABLE]
-}
+export { DURABLE, durableStore } from './durable.js'
+export type { DurableStore } from './durable.js'
 
 /** Builds one store instance per task. Connected to processors with `Topology.addStateStore`. */
 export interface StoreBuilder<S extends StateStore = StateStore> {
   readonly name: string
+  /** The store lives on disk in a durable run (it offers the PERSISTENT capability). */
+  readonly persistent?: boolean
   build(): S
 }
 
@@ -94,7 +85,23 @@ function compareKeys(a: StoreKey, b: StoreKey): number {
 }
 
 export const Stores = {
+  /**
+   * A key-value store held in memory. With a state directory, commits save its changes and a restart
+   * loads it back whole.
+   */
   inMemoryKeyValueStore<K extends StoreKey, V>(name: string): StoreBuilder<KeyValueStore<K, V>> {
     return { name, build: () => new InMemoryKeyValueStore<K, V>(name) }
+  },
+  /**
+   * A key-value store on disk when the application has a state directory (state may outgrow memory; a
+   * restart reads nothing up front), in memory otherwise (the test kit, runs without `stateDir`).
+   * `cacheEntries` bounds the entries kept in memory after a read. @default cacheEntries 10 000
+   */
+  persistentKeyValueStore<K extends StoreKey, V>(name: string, options: { cacheEntries?: number } = {}): StoreBuilder<KeyValueStore<K, V>> {
+    const cacheEntries = options.cacheEntries ?? 10_000
+    if (!Number.isSafeInteger(cacheEntries) || cacheEntries < 0) {
+      throw new PunctualError('INVALID_CONFIG', `store "${name}": cacheEntries must be an integer >= 0, got ${JSON.stringify(options.cacheEntries)}`)
+    }
+    return { name, persistent: true, build: () => new PersistentKeyValueStore<K, V>(name, cacheEntries) }
   },
 } as const

@@ -1,15 +1,27 @@
 import type { StateStore, StoreKey } from '../api.js'
 import { durableStore } from '../../state/stores.js'
 import type { StoreBuilder } from '../../state/stores.js'
+import { persistentStore } from '../../state/persistent-store.js'
+import type { StoreDisk } from '../../state/persistent-store.js'
 
-/** A task's state stores: built once, restored from a checkpoint, and (durable mode) tracking changes. */
+/**
+ * A task's state stores: built once, restored from a checkpoint (or, persistent stores in a durable run,
+ * attached to their entries on disk), and (durable mode) tracking changes.
+ */
 export class TaskStores {
   private readonly stores = new Map<string, StateStore>()
 
-  constructor(builders: readonly StoreBuilder[], saved: Readonly<Record<string, ReadonlyArray<[StoreKey, unknown]>>> | undefined, trackChanges: boolean) {
+  constructor(
+    builders: readonly StoreBuilder[],
+    saved: Readonly<Record<string, ReadonlyArray<[StoreKey, unknown]>>> | undefined,
+    trackChanges: boolean,
+    storeDisk?: (store: string) => StoreDisk | undefined,
+  ) {
     for (const b of builders) {
       const store = b.build()
       const durable = durableStore(store)
+      const disk = b.persistent === true ? storeDisk?.(b.name) : undefined
+      if (disk !== undefined) persistentStore(store)?.attach(disk)
       if (durable !== undefined) {
         const entries = saved?.[b.name]
         if (entries !== undefined) durable.restore(entries)

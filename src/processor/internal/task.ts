@@ -23,6 +23,7 @@ import { PartitionQueue } from './partition-queue.js'
 import type { Punctuation } from './punctuation.js'
 import { TaskSchedules } from './task-schedules.js'
 import { TaskStores } from './task-stores.js'
+import type { StoreDisk } from '../../state/persistent-store.js'
 
 /** Stream time before the first record. Timestamps are >= 0, so -1 keeps the field a plain number. */
 const UNKNOWN = -1
@@ -59,6 +60,8 @@ export interface TaskConfig {
   readonly maxTaskIdleMs: number
   readonly errorHandler: ErrorHandler
   readonly checkpoint?: TaskCheckpoint | undefined
+  /** Durable runtimes: where persistent stores find their committed entries. */
+  readonly storeDisk?: ((store: string) => StoreDisk | undefined) | undefined
   /** Durable mode: record keyed state and timer changes for incremental commits. */
   readonly trackChanges?: boolean
   /** The application's state directory; each task uses `<stateDir>/<task id>`. */
@@ -100,7 +103,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
       },
       checkpoint?.lastFires,
     )
-    this.stores = new TaskStores(subtopology.stores, checkpoint?.stores, config.trackChanges === true)
+    this.stores = new TaskStores(subtopology.stores, checkpoint?.stores, config.trackChanges === true, config.storeDisk)
 
     const byName = new Map<string, ProcessorNode>()
     for (const def of subtopology.nodes) {

@@ -1,0 +1,159 @@
+import type { KeyValueStore, StoreKey } from '../processor/api.js'
+import { ChangeSet } from './change-set.js'
+import { compareStoreKeys as compareKeys } from './key-part.js'
+import { DURABLE } from './durable.js'
+import type { DurableStore } from './durable.js'
+
+/** A store's committed entries on disk, as the state directory holds them. */
+export interface StoreDisk {
+  get(key: StoreKey): unknown
+  /** Every entry, in the disk's key order (booleans, numbers, then strings). */
+  entries(): Iterable<[StoreKey, unknown]>
+  count(): number
+}
+
+/** The capability of a store that can live on disk (looked up by this symbol, like DURABLE). */
+export const PERSISTENT: unique symbol = Symbol('punctual.persistentStore')
+
+export interface PersistentCapability {
+  /** From now on, committed entries are on `disk`; memory holds changes and a bounded read cache. */
+  attach(disk: StoreDisk): void
+}
+
+export function persistentStore(store: unknown): PersistentCapability | undefined {
+  return (store as { [PERSISTENT]?: PersistentCapability })[PERSISTENT]
+}
+
+/** Deleted since the last commit (a value the user cannot store: stores hold values, not undefined). */
+const DELETED = Symbol('deleted')
+
+/**
+ * A key-value store on disk (Kafka Streams' persistent store): in a durable run its committed entries
+ * live in the state directory, memory holds the changes since the last commit (the write-back cache,
+ * written by the commit) and a bounded cache of entries read; state may be larger than memory, and a
+ * restart reads nothing up front. Without a state directory (the test kit, a run without `stateDir`) it
+ * is an in-memory store.
+ */
+export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueStore<K, V> {
+  private disk: StoreDisk | undefined
+  /** Without a disk: every entry. With one: changes since the last commit. */
+  private readonly mem = new Map<K, V | typeof DELETED>()
+  /** With a disk: entries read, oldest first, at most cacheEntries. */
+  private readonly cache = new Map<K, V>()
+  private changed: ChangeSet<K> | undefined
+
+  constructor(
+    readonly name: string,
+    private readonly cacheEntries: number,
+  ) {}
+
+  readonly [PERSISTENT]: PersistentCapability = {
+    attach: (disk) => {
+      this.disk = disk
+    },
+  }
+
+  readonly [DURABLE]: DurableStore = {
+    trackChanges: () => {
+      this.changed ??= new ChangeSet()
+    },
+    takeChanges: () => {
+      const keys = this.changed
+      if (keys === undefined || keys.size === 0) return []
+      const out = keys.take((k) => {
+        const v = this.mem.get(k as K)
+        return v === DELETED ? undefined : v
+      })
+      // Committed: with a disk, the changes now live there (a written value stays cached).
+      if (this.disk !== undefined) {
+        for (const [k, v] of this.mem) if (v !== DELETED) this.remember(k, v)
+        this.mem.clear()
+      }
+      return out
+    },
+    entries: () => [...this.all()],
+    restore: (entries) => {
+      for (const [k, v] of entries) this.mem.set(k as K, v as V)
+    },
+  }
+
+  get(key: K): V | undefined {
+    const v = this.mem.get(key)
+    if (v !== undefined) return v === DELETED ? undefined : v
+    const disk = this.disk
+    if (disk === undefined) return undefined
+    const cached = this.cache.get(key)
+    if (cached !== undefined) return cached
+    const read = disk.get(key) as V | undefined
+    if (read !== undefined) this.remember(key, read)
+    return read
+  }
+
+  put(key: K, value: V): void {
+    const c = this.changed
+    if (c !== undefined && !c.has(key)) {
+      // Whether the key is on disk matters only if it is deleted again before the commit; rather than
+      // read the disk for every put, assume it is (at worst the commit deletes an absent key).
+      const v = this.mem.get(key)
+      c.first(key, v !== undefined ? v !== DELETED : this.disk !== undefined)
+    }
+    this.mem.set(key, value)
+    this.cache.delete(key)
+  }
+
+  putIfAbsent(key: K, value: V): V | undefined {
+    const existing = this.get(key)
+    if (existing === undefined) this.put(key, value)
+    return existing
+  }
+
+  delete(key: K): V | undefined {
+    const existing = this.get(key)
+    const c = this.changed
+    if (c !== undefined && !c.has(key)) c.first(key, existing !== undefined)
+    if (this.disk === undefined) this.mem.delete(key)
+    else this.mem.set(key, DELETED)
+    this.cache.delete(key)
+    return existing
+  }
+
+  /** All entries in key order: booleans, numbers, then strings (the disk's order, in memory too). */
+  *all(): IterableIterator<[K, V]> {
+    const disk = this.disk
+    if (disk === undefined) {
+      for (const k of [...this.mem.keys()].sort(compareKeys)) yield [k, this.mem.get(k) as V]
+      return
+    }
+    // Merge the disk's entries with the uncommitted changes (few), both in key order.
+    const changes = [...this.mem.keys()].sort(compareKeys)
+    let i = 0
+    for (const [dk, dv] of disk.entries()) {
+      while (i < changes.length && compareKeys(changes[i] as K, dk) < 0) yield* this.changed_(changes[i++] as K)
+      if (i < changes.length && compareKeys(changes[i] as K, dk) === 0) yield* this.changed_(changes[i++] as K)
+      else yield [dk as K, dv as V]
+    }
+    while (i < changes.length) yield* this.changed_(changes[i++] as K)
+  }
+
+  approximateNumEntries(): number {
+    if (this.disk === undefined) return this.mem.size
+    let n = this.disk.count()
+    for (const v of this.mem.values()) n += v === DELETED ? -1 : 1
+    return Math.max(0, n)
+  }
+
+  close(): void {
+    this.mem.clear()
+    this.cache.clear()
+  }
+
+  private *changed_(key: K): IterableIterator<[K, V]> {
+    const v = this.mem.get(key)
+    if (v !== undefined && v !== DELETED) yield [key, v]
+  }
+
+  private remember(key: K, value: V): void {
+    this.cache.set(key, value)
+    if (this.cache.size > this.cacheEntries) this.cache.delete(this.cache.keys().next().value as K)
+  }
+}

@@ -1,0 +1,119 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import fc from 'fast-check'
+import { EmbeddedRuntime, silentLogger, Stores, Topology } from '../../src/index.js'
+import type { KeyValueStore, StoreKey } from '../../src/index.js'
+import { DURABLE } from '../../src/state/durable.js'
+import { compareStoreKeys } from '../../src/state/key-part.js'
+import { PERSISTENT, PersistentKeyValueStore } from '../../src/state/persistent-store.js'
+import type { StoreDisk } from '../../src/state/persistent-store.js'
+
+/** A disk made of a Map, to which a "commit" applies the store's changes. */
+function mapDisk(): { disk: StoreDisk; map: Map<StoreKey, unknown>; reads: () => number } {
+  const map = new Map<StoreKey, unknown>()
+  let reads = 0
+  return {
+    map,
+    reads: () => reads,
+    disk: {
+      get: (k) => {
+        reads++
+        return map.get(k)
+      },
+      entries: () => [...map].sort((a, b) => compareStoreKeys(a[0], b[0])),
+      count: () => map.size,
+    },
+  }
+}
+
+const op = fc.oneof(
+  fc.record({ op: fc.constant('put' as const), key: fc.oneof(fc.integer({ min: -3, max: 3 }), fc.constantFrom('a', 'b', 'é', '𝄞', 'z')), value: fc.nat(99) }),
+  fc.record({ op: fc.constant('delete' as const), key: fc.oneof(fc.integer({ min: -3, max: 3 }), fc.constantFrom('a', 'b', 'é', '𝄞', 'z')) }),
+  fc.record({ op: fc.constant('get' as const), key: fc.oneof(fc.integer({ min: -3, max: 3 }), fc.constantFrom('a', 'b', 'é', '𝄞', 'z')) }),
+  fc.constant({ op: 'all' as const }),
+  fc.constant({ op: 'commit' as const }),
+)
+
+describe('persistent key-value store', () => {
+  it('reads, writes, deletes and iterates like a map, across commits, with a tiny cache (property)', () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 80 }), fc.nat(3), (ops, cache) => {
+        const { disk, map } = mapDisk()
+        const store = new PersistentKeyValueStore<StoreKey, number>('s', cache)
+        store[PERSISTENT].attach(disk)
+        store[DURABLE].trackChanges()
+        const model = new Map<StoreKey, number>()
+        for (const o of ops) {
+          if (o.op === 'put') {
+            store.put(o.key, o.value)
+            model.set(o.key, o.value)
+          } else if (o.op === 'delete') {
+            assert.equal(store.delete(o.key), model.get(o.key))
+            model.delete(o.key)
+          } else if (o.op === 'get') {
+            assert.equal(store.get(o.key), model.get(o.key))
+          } else if (o.op === 'all') {
+            assert.deepEqual([...store.all()], [...model].sort((a, b) => compareStoreKeys(a[0], b[0])))
+          } else {
+            for (const [k, v] of store[DURABLE].takeChanges()) {
+              if (v === undefined) map.delete(k)
+              else map.set(k, v)
+            }
+            assert.deepEqual(new Map([...map].sort((a, b) => compareStoreKeys(a[0], b[0]))), new Map([...model].sort((a, b) => compareStoreKeys(a[0], b[0]))), 'the disk holds the model after a commit')
+          }
+        }
+      }),
+      { numRuns: 1000 },
+    )
+  })
+
+  it('in a durable run, its entries stay on disk: a restart reads only what it needs', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'punctual-persistent-')), 'state')
+    let store: KeyValueStore<string, number> | undefined
+    const topology = () =>
+      new Topology()
+        .addSource('in', 'in')
+        .addProcessor<string, string>(
+          'count',
+          () => ({
+            init(c) {
+              store = c.getStateStore('counts')
+            },
+            process(r) {
+              if (r.value === 'forget') store!.delete(r.key)
+              else store!.put(r.key, (store!.get(r.key) ?? 0) + 1)
+            },
+          }),
+          'in',
+        )
+        .addStateStore(Stores.persistentKeyValueStore<string, number>('counts', { cacheEntries: 10 }), 'count')
+    const a = new EmbeddedRuntime(topology(), { applicationId: 'pkv', stateDir: dir, logger: silentLogger })
+    a.start()
+    for (let i = 0; i < 5000; i++) a.producer('in').send(`k${i % 1000}`, 'v', i)
+    a.producer('in').send('k7', 'forget', 5000)
+    await a.stop()
+
+    const b = new EmbeddedRuntime(topology(), { applicationId: 'pkv', stateDir: dir, logger: silentLogger })
+    b.start()
+    assert.equal(store!.approximateNumEntries(), 999)
+    assert.equal(store!.get('k3'), 5)
+    assert.equal(store!.get('k7'), undefined)
+    b.producer('in').send('k3', 'v', 6000)
+    b.producer('in').send('new', 'v', 6001)
+    await b.stop()
+    const c = new EmbeddedRuntime(topology(), { applicationId: 'pkv', stateDir: dir, logger: silentLogger })
+    c.start()
+    const all = [...store!.all()]
+    assert.equal(all.length, 1000)
+    assert.deepEqual(all.slice(0, 2), [
+      ['k0', 5],
+      ['k1', 5],
+    ])
+    assert.equal(store!.get('k3'), 6)
+    assert.equal(store!.get('new'), 1)
+    await c.stop()
+  })
+})
