@@ -80,7 +80,7 @@ describe('persistent key-value store', () => {
           'count',
           () => ({
             init(c) {
-              store = c.getStateStore('counts')
+              store = c.getStateStore<KeyValueStore<string, number>>('counts')
             },
             process(r) {
               if (r.value === 'forget') store!.delete(r.key)
