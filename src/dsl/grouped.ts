@@ -123,6 +123,8 @@ export class SessionWindowedKStream<K, V> {
     this.builder.graph
       .addProcessor(name, () => new SessionAggregateProcessor<K, V, VA>(windows, { initializer, aggregator, merger }, keyId, storeName), this.node)
       .addStateStore({ name: storeName, build: () => sessionStore<K, VA>(storeName) }, name)
-    return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, { graceMs: windows.graceMs, keySerde: keySerde as Serde<unknown> })
+    // A session closes `gap` after its end, then has its grace (as in Kafka Streams), so final results
+    // wait for both.
+    return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, { graceMs: windows.graceMs + windows.gapMs, keySerde: keySerde as Serde<unknown>, sessions: true })
   }
 }

@@ -4,17 +4,19 @@ import type { Serde } from '../processor/serdes.js'
 import { SuppressionStore } from '../suppress/buffer.js'
 import { SuppressProcessor } from '../suppress/suppress-processor.js'
 import type { Suppressed, TimeLimitSuppressed } from '../suppress/config.js'
-import { keyIdFunction, WINDOWED_KEY_ID, windowedKeyId } from '../windows/key-id.js'
+import { keyIdFunction, sessionKeyId, WINDOWED_KEY_ID, windowedKeyId } from '../windows/key-id.js'
 import type { WithKeyId } from '../windows/key-id.js'
 import type { Windowed } from '../windows/windows.js'
 import type { StreamsBuilder } from './builder.js'
 import { KStream } from './kstream.js'
 import { statelessProcessor } from './processors.js'
 
-/** What a windowed table knows of its windows: the grace period and the key serde. */
+/** What a windowed table knows of its windows: the grace period, the key serde, whether they are sessions. */
 export interface WindowedTableInfo {
   readonly graceMs: number
   readonly keySerde: Serde<unknown>
+  /** Session keys are identified by key, end and start (a session grows: same start, new end). */
+  readonly sessions?: boolean
 }
 
 /** Per-entry overhead the default suppression sizer adds to key and value bytes (timestamp, offsets, headers). */
@@ -67,10 +69,16 @@ export class KTable<K, V> {
     let keyId: (key: K) => string
     if (windowed !== undefined) {
       const inner = keyIdFunction(windowed.keySerde)
-      keyId = (k) => {
-        const w = k as unknown as Windowed<unknown> & WithKeyId
-        return w[WINDOWED_KEY_ID] ?? windowedKeyId(inner(w.key), w.window.start)
-      }
+      keyId =
+        windowed.sessions === true
+          ? (k) => {
+              const w = k as unknown as Windowed<unknown>
+              return sessionKeyId(inner(w.key), w.window.start, w.window.end)
+            }
+          : (k) => {
+              const w = k as unknown as Windowed<unknown> & WithKeyId
+              return w[WINDOWED_KEY_ID] ?? windowedKeyId(inner(w.key), w.window.start)
+            }
     } else {
       keyId = keyIdFunction(this.keySerde ?? (Serdes.JSON<K>() as Serde<K>))
     }

@@ -21,13 +21,19 @@ export function keyIdFunction<K>(keySerde: Serde<K>, topic = ''): (key: K) => st
 
 /** Id of a windowed key: key bytes, then the window start as 8 big-endian bytes (Kafka's layout). */
 export function windowedKeyId(keyId: string, start: number): string {
-  // Window starts are non-negative safe integers: split into two 32-bit halves, no BigInt, no Buffer.
-  const hi = Math.floor(start / 4294967296)
-  const lo = start >>> 0
-  return (
-    keyId +
-    String.fromCharCode((hi >>> 24) & 255, (hi >>> 16) & 255, (hi >>> 8) & 255, hi & 255, (lo >>> 24) & 255, (lo >>> 16) & 255, (lo >>> 8) & 255, lo & 255)
-  )
+  return keyId + bigEndian64(start)
+}
+
+/** Id of a session key: key bytes, then end and start as 8 big-endian bytes each (Kafka's session layout). */
+export function sessionKeyId(keyId: string, start: number, end: number): string {
+  return keyId + bigEndian64(end) + bigEndian64(start)
+}
+
+/** A non-negative safe integer as 8 big-endian bytes, one latin1 character each (no BigInt, no Buffer). */
+function bigEndian64(n: number): string {
+  const hi = Math.floor(n / 4294967296)
+  const lo = n >>> 0
+  return String.fromCharCode((hi >>> 24) & 255, (hi >>> 16) & 255, (hi >>> 8) & 255, hi & 255, (lo >>> 24) & 255, (lo >>> 16) & 255, (lo >>> 8) & 255, lo & 255)
 }
 
 /**

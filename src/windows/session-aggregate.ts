@@ -18,8 +18,10 @@ export interface SessionAggregation<K, V, VA> {
 /**
  * Session windows as Kafka Streams computes them: a record joins every session of its key within the
  * inactivity gap (`end + gap >= ts` and `start - gap <= ts`), merging them into one [min start, max end];
- * sessions merged away are retracted with a tombstone. A record is late when the merged session ends
- * before `observed stream time - grace`; it is dropped and counted.
+ * sessions merged away are retracted with a tombstone (none when the merged session is the record's own
+ * point [ts, ts], an update of the one session there, as in Kafka Streams). A record is late when the merged session ends before `observed stream
+ * time - grace - gap` (as in Kafka Streams: a session stays open for its gap, then for its grace); it is
+ * dropped and counted.
  */
 export class SessionAggregateProcessor<K, V, VA> implements Processor<K, V, Windowed<K>, VA | null> {
   private ctx!: ProcessorContext<Windowed<K>, VA | null>
@@ -41,8 +43,11 @@ export class SessionAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
   process(record: StreamRecord<K, V>): void {
     const ts = record.timestamp
     const store = this.store
+    // Sessions ending at or before this are gone, as in Kafka Streams' session store, which keeps those
+    // ending after its stream time - gap - grace, its stream time not yet counting this record.
+    const goneUntil = store.streamTime - this.spec.graceMs - this.spec.gapMs
     if (ts > store.streamTime) store.streamTime = ts
-    const closeTime = store.streamTime - this.spec.graceMs
+    const closeTime = store.streamTime - this.spec.graceMs - this.spec.gapMs
     const id = this.keyId(record.key)
     const existing = store.get(id)
     const gap = this.spec.gapMs
@@ -50,7 +55,8 @@ export class SessionAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
     let start = ts
     let end = ts
     for (const s of existing?.list ?? []) {
-      if (s.end + gap >= ts && s.start - gap <= ts) {
+      // A gone session is not reopened: a record near it starts a new session (which may be late).
+      if (s.end > goneUntil && s.end + gap >= ts && s.start - gap <= ts) {
         overlapping.push(s)
         if (s.start < start) start = s.start
         if (s.end > end) end = s.end
@@ -61,10 +67,12 @@ export class SessionAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
       return
     }
     let agg = this.aggregation.initializer()
+    // Merged-away sessions are retracted before the merged one is sent, unless the result is the record's
+    // own point window (then it only updates the session already there).
+    const retract = start !== ts || end !== ts
     for (const s of overlapping) {
       agg = this.aggregation.merger(record.key, agg, s.agg)
-      // The merged-away session is retracted before the merged one is sent.
-      this.ctx.forward({ key: { key: record.key, window: { start: s.start, end: s.end } }, value: null, timestamp: s.end, headers: record.headers })
+      if (retract) this.ctx.forward({ key: { key: record.key, window: { start: s.start, end: s.end } }, value: null, timestamp: s.end, headers: record.headers })
     }
     agg = this.aggregation.aggregator(record.key, record.value, agg)
     const entry = store.getOrCreate(id, record.key)
@@ -78,23 +86,17 @@ export class SessionAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
     store.touched(id)
   }
 
-  /**
-   * Drops this key's sessions that no accepted record can reach any more. An accepted record ends up in
-   * a session ending at or after `closeTime`, and one record bridges at most one gap, so it can reach
-   * the sessions ending at or after `closeTime - gap`, and the one session just before those.
-   */
+  /** Drops this key's sessions ending at or before `closeTime`: no record merges into them any more. */
   private expire(entry: { list: Array<Session<VA>> }, closeTime: number): void {
     const list = entry.list
-    const reachable = closeTime - this.spec.gapMs
     let firstKept = list.length
     for (let i = 0; i < list.length; i++) {
-      if ((list[i] as Session<VA>).end >= reachable) {
+      if ((list[i] as Session<VA>).end > closeTime) {
         firstKept = i
         break
       }
     }
-    const from = Math.max(0, firstKept - 1)
-    if (from > 0) entry.list = list.slice(from)
+    if (firstKept > 0) entry.list = list.slice(firstKept)
   }
 }
 

@@ -152,9 +152,10 @@ describe('time windows (SEMANTICS 5)', () => {
 })
 
 describe('session windows', () => {
+  // Both cases give the same output in Kafka Streams 4.4's TopologyTestDriver (conformance/kafka-streams).
   it('merge records within the gap, retracting merged sessions with tombstones', () => {
     const b = new StreamsBuilder()
-    const out = collect(b.stream('in').groupByKey().windowedBy(SessionWindows.ofInactivityGapAndGrace(5, 0)).count().toStream(), (k) => `${k.key}[${k.window.start},${k.window.end}]`)
+    const out = collect(b.stream('in').groupByKey().windowedBy(SessionWindows.ofInactivityGapAndGrace(5, 10)).count().toStream(), (k) => `${k.key}[${k.window.start},${k.window.end}]`)
     const { pipe } = drive(b)
     pipe('k', 'v', 0)
     pipe('k', 'v', 10)
@@ -162,16 +163,26 @@ describe('session windows', () => {
     assert.deepEqual(out, ['k[0,0]=1@0', 'k[10,10]=1@10', 'k[0,0]=null@0', 'k[10,10]=null@10', 'k[0,10]=3@10'])
   })
 
-  it('a record whose session would end before stream time - grace is late', () => {
+  it('a session closes gap + grace after its end: later records in reach are late, or start a new session', () => {
     const b = new StreamsBuilder()
     const out = collect(b.stream('in').groupByKey().windowedBy(SessionWindows.ofInactivityGapAndGrace(5, 2)).count().toStream(), (k) => `${k.key}[${k.window.start},${k.window.end}]`)
     const { pipe, driver } = drive(b)
-    pipe('k', 'v', 20) // close time: 20 - 2 = 18
-    pipe('j', 'v', 18) // ends at 18: accepted
-    pipe('j', 'v', 18) // retract [18,18], send [18,18] again
-    pipe('i', 'v', 17) // ends at 17 < 18: late
-    assert.deepEqual(out, ['k[20,20]=1@20', 'j[18,18]=1@18', 'j[18,18]=null@18', 'j[18,18]=2@18'])
+    pipe('k', 'v', 20) // close time: 20 - 2 - 5 = 13
+    pipe('j', 'v', 13) // ends at 13: accepted
+    pipe('j', 'v', 13) // [13,13] ended at the close time: gone, so a new session [13,13], not a merge
+    pipe('i', 'v', 12) // ends at 12 < 13: late
+    assert.deepEqual(out, ['k[20,20]=1@20', 'j[13,13]=1@13', 'j[13,13]=1@13'])
     assert.equal(driver.metrics().droppedRecords.late, 1)
+  })
+
+  it('a closed session is not reopened by a record within its gap', () => {
+    const b = new StreamsBuilder()
+    const out = collect(b.stream('in').groupByKey().windowedBy(SessionWindows.ofInactivityGapAndGrace(5, 0)).count().toStream(), (k) => `${k.key}[${k.window.start},${k.window.end}]`)
+    const { pipe } = drive(b)
+    pipe('k', 'v', 0)
+    pipe('k', 'v', 10)
+    pipe('k', 'v', 5) // [0,0] is gone (0 <= 10 - 5 - 0): merges with [10,10] only
+    assert.deepEqual(out, ['k[0,0]=1@0', 'k[10,10]=1@10', 'k[10,10]=null@10', 'k[5,10]=2@10'])
   })
 })
 

@@ -1,0 +1,127 @@
+/**
+ * `npm run fuzz:kafka-streams -- [--cases N] [--seed S]`: a differential fuzzer. Generates seeded random
+ * scenarios of kinds punctuate, suppress-table and windowed-count (in-order and out-of-order data,
+ * bounds, grace, hopping, sliding and session windows), runs each through punctual and through Kafka
+ * Streams, and on a mismatch prints the scenario minimized (steps removed while it still differs).
+ * Exits 1 on a mismatch. Suppression runs with waitFrom first, which is what Kafka Streams does (see
+ * expected-differences.json for the default, latest).
+ */
+import { parseArgs } from 'node:util'
+import { runScenario } from '../../src/conformance/runner.js'
+import { parseScenario } from '../../src/conformance/scenario.js'
+import { comparable, ReferenceHarness } from './harness.js'
+
+const { values } = parseArgs({ options: { cases: { type: 'string', default: '300' }, seed: { type: 'string' } } })
+const cases = Number(values.cases)
+const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed)
+
+function mulberry32(s: number): () => number {
+  let a = s >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+type Json = Record<string, unknown>
+
+/** One random scenario from a seeded generator. */
+function generate(random: () => number, n: number): Json {
+  const int = (lo: number, hi: number): number => lo + Math.floor(random() * (hi - lo + 1))
+  const pick = <T>(xs: readonly T[]): T => xs[int(0, xs.length - 1)] as T
+  const kind = pick(['punctuate', 'suppress-table', 'windowed-count'] as const)
+  const ordered = random() < 0.3
+  const steps: Json[] = []
+  let ts = 0
+  const count = int(1, 25)
+  for (let i = 0; i < count; i++) {
+    if (random() < 0.15) {
+      steps.push({ advanceWallClockMs: int(1, 30) })
+      continue
+    }
+    ts = ordered ? ts + int(0, 3) : int(0, 30)
+    const key = pick(['A', 'B', 'C', 'D'])
+    const value = kind === 'suppress-table' && random() < 0.15 ? null : pick(['v', 'w', 'xy', 'z'])
+    steps.push({ record: { key, value, ts } })
+  }
+  let topology: Json
+  if (kind === 'punctuate') {
+    const schedules = Array.from({ length: int(1, 2) }, (_, i) => ({
+      id: `p${i}`,
+      type: pick(['stream', 'wall']),
+      intervalMs: int(1, 12),
+      ...(random() < 0.5 ? { startMs: int(0, 40) } : {}),
+    }))
+    topology = { kind, schedules }
+    if (random() < 0.3) steps.splice(int(0, steps.length), 0, { cancel: 'p0' })
+  } else if (kind === 'suppress-table') {
+    const bound = random() < 0.5 ? { maxRecords: int(1, 3), whenFull: pick(['emitEarly', 'shutDown']) } : {}
+    topology = { kind, suppress: { until: 'timeLimit', waitMs: int(0, 8), waitFrom: 'first', ...bound } }
+  } else {
+    const grace = int(0, 6)
+    const windows = pick([
+      { type: 'tumbling', sizeMs: int(1, 10), graceMs: grace },
+      { type: 'hopping', sizeMs: 10, advanceMs: pick([2, 5, 10]), graceMs: grace },
+      { type: 'sliding', timeDifferenceMs: int(1, 8), graceMs: grace },
+      { type: 'session', gapMs: int(1, 6), graceMs: grace },
+    ])
+    const suppress = random() < 0.5 ? null : { until: 'windowCloses', ...(random() < 0.3 ? { maxRecords: int(1, 4), whenFull: 'shutDown' } : {}) }
+    topology = { kind, windows, suppress }
+  }
+  return { name: `fuzz-${seed}-${n}`, wallClockStartMs: int(0, 20), topology, steps, expect: [] }
+}
+
+const harness = await ReferenceHarness.start()
+
+/** Whether punctual and Kafka Streams differ on a scenario (undefined: not comparable). */
+async function differs(s: Json): Promise<{ ours: string[]; theirs: string[] } | undefined | false> {
+  const ref = await harness.run({ scenario: s })
+  if (ref.notComparable !== undefined) return undefined
+  if (ref.failed !== undefined) throw new Error(`harness failed on ${JSON.stringify(s)}: ${ref.failed}`)
+  const [ours, theirs] = comparable(runScenario(parseScenario(s), process.cwd()), ref.outputs ?? [])
+  return theirs.length === ours.length && theirs.every((l, i) => l === ours[i]) ? false : { ours, theirs }
+}
+
+/** Removes steps one at a time while the scenario still differs. */
+async function minimize(s: Json): Promise<Json> {
+  let steps = s.steps as Json[]
+  for (let changed = true; changed; ) {
+    changed = false
+    for (let i = 0; i < steps.length; i++) {
+      const fewer = steps.filter((_, j) => j !== i)
+      if (await differs({ ...s, steps: fewer })) {
+        steps = fewer
+        changed = true
+        break
+      }
+    }
+  }
+  return { ...s, steps }
+}
+
+const random = mulberry32(seed)
+let compared = 0
+let skipped = 0
+let mismatches = 0
+const started = Date.now()
+for (let n = 0; n < cases; n++) {
+  const s = generate(random, n)
+  const d = await differs(s)
+  if (d === undefined) {
+    skipped++
+    continue
+  }
+  compared++
+  if (d === false) continue
+  mismatches++
+  const small = await minimize(s)
+  const m = (await differs(small)) as { ours: string[]; theirs: string[] }
+  console.log(`MISMATCH (case ${n}, seed ${seed}), minimized:\n${JSON.stringify(small)}\n  punctual:      ${m.ours.join(' ')}\n  Kafka Streams: ${m.theirs.join(' ')}`)
+  if (mismatches >= 5) break
+}
+await harness.close()
+console.log(`fuzz seed ${seed}: ${compared} cases compared, ${skipped} not comparable, ${mismatches} mismatches, in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+process.exit(mismatches === 0 ? 0 : 1)

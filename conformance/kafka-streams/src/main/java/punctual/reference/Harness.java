@@ -1,0 +1,313 @@
+package punctual.reference;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.processor.Cancellable;
+import org.apache.kafka.streams.processor.LogAndSkipOnInvalidTimestamp;
+import org.apache.kafka.streams.processor.PunctuationType;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.test.TestRecord;
+import org.apache.kafka.common.utils.Bytes;
+
+/**
+ * Runs punctual conformance scenarios (../../shared/conformance/FORMAT.md) through Kafka Streams'
+ * TopologyTestDriver, for kinds punctuate, suppress-table and windowed-count.
+ *
+ * <p>Protocol, so one JVM runs many scenarios: each line of standard input is a JSON object, either
+ * {"file": path} or {"scenario": {...}, "dir": base directory for recordsFromFile}; for each, one line of
+ * standard output: {"outputs": [...]} (the JSON lines `punctual scenario run` prints, as an array),
+ * {"notComparable": reason} for what Kafka Streams has no counterpart of, or {"failed": message}.
+ */
+public final class Harness {
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final String IN = "input";
+  private static final String OUT = "output";
+
+  /** Thrown for scenario features Kafka Streams lacks: reported, not faked. */
+  static final class NotComparable extends RuntimeException {
+    NotComparable(String reason) {
+      super(reason);
+    }
+  }
+
+  public static void main(String[] args) throws IOException {
+    PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    for (String line = in.readLine(); line != null; line = in.readLine()) {
+      if (line.isBlank()) continue;
+      ObjectNode result = JSON.createObjectNode();
+      try {
+        JsonNode request = JSON.readTree(line);
+        JsonNode scenario;
+        Path dir;
+        if (request.has("file")) {
+          Path file = Path.of(request.get("file").asText());
+          scenario = JSON.readTree(Files.readString(file));
+          dir = file.toAbsolutePath().getParent();
+        } else {
+          scenario = request.get("scenario");
+          dir = Path.of(request.path("dir").asText("."));
+        }
+        result.set("outputs", new Run(scenario, dir).execute());
+      } catch (NotComparable e) {
+        result.put("notComparable", e.getMessage());
+      } catch (Exception e) {
+        result.put("failed", e.toString());
+      }
+      out.println(JSON.writeValueAsString(result));
+      out.flush();
+    }
+  }
+
+  /** One scenario run. */
+  static final class Run {
+    private final JsonNode scenario;
+    private final Path dir;
+    private final ArrayNode outputs = JSON.createArrayNode();
+    private final String kind;
+    /** The step being run (and, for recordsFromFile, the line), stamped on every output. */
+    private int step;
+    private int line = -1;
+    /** Kind punctuate: the processor's context and its schedules, for schedule and cancel steps. */
+    private ProcessorContext<Void, Void> context;
+    private final Map<String, Cancellable> schedules = new HashMap<>();
+
+    Run(JsonNode scenario, Path dir) {
+      this.scenario = scenario;
+      this.dir = dir;
+      this.kind = scenario.path("topology").path("kind").asText();
+    }
+
+    ArrayNode execute() throws IOException {
+      Topology topology = switch (kind) {
+        case "punctuate" -> punctuate();
+        case "suppress-table" -> suppressTable();
+        case "windowed-count" -> windowedCount();
+        default -> throw new NotComparable("kind " + kind + " has no Kafka Streams counterpart here");
+      };
+      Properties props = new Properties();
+      props.put(StreamsConfig.APPLICATION_ID_CONFIG, "reference");
+      props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
+      props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+      // FORMAT: a record with a negative timestamp is dropped without output.
+      props.put(StreamsConfig.DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG, LogAndSkipOnInvalidTimestamp.class);
+      Instant start = Instant.ofEpochMilli(scenario.path("wallClockStartMs").asLong(0));
+      step = 0;
+      try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, start)) {
+        TestInputTopic<String, String> input = driver.createInputTopic(IN, Serdes.String().serializer(), Serdes.String().serializer());
+        TestOutputTopic<String, ?> output = kind.equals("windowed-count")
+            ? driver.createOutputTopic(OUT, Serdes.String().deserializer(), Serdes.Long().deserializer())
+            : kind.equals("suppress-table") ? driver.createOutputTopic(OUT, Serdes.String().deserializer(), Serdes.String().deserializer()) : null;
+        JsonNode steps = scenario.path("steps");
+        for (step = 0; step < steps.size(); step++) {
+          JsonNode s = steps.get(step);
+          line = -1;
+          try {
+            if (s.has("record")) {
+              pipe(input, s.get("record"));
+            } else if (s.has("recordsFromFile")) {
+              List<String> lines = Files.readAllLines(dir.resolve(s.get("recordsFromFile").asText()));
+              for (line = 0; line < lines.size(); line++) {
+                if (lines.get(line).isBlank()) continue;
+                pipe(input, JSON.readTree(lines.get(line)));
+                drain(output);
+              }
+              line = -1;
+            } else if (s.has("advanceWallClockMs")) {
+              driver.advanceWallClockTime(Duration.ofMillis(s.get("advanceWallClockMs").asLong()));
+            } else if (s.has("schedule")) {
+              // ProcessorContext.schedule needs a current processor node: Kafka Streams can register a
+              // schedule only from init, process or a punctuation, not between two records.
+              throw new NotComparable("a schedule registered between records (step " + step + ") cannot be made in Kafka Streams");
+            } else if (s.has("cancel")) {
+              Cancellable c = schedules.remove(s.get("cancel").asText());
+              if (c != null) c.cancel();
+            } else {
+              throw new IllegalArgumentException("unknown step " + s);
+            }
+          } catch (RuntimeException e) {
+            if (e instanceof NotComparable) throw e;
+            if (!isBufferFull(e)) throw e;
+            drain(output);
+            ObjectNode o = stamp();
+            o.put("error", "buffer-full");
+            outputs.add(o);
+            return outputs;
+          }
+          drain(output);
+        }
+      }
+      return outputs;
+    }
+
+    private static boolean isBufferFull(Throwable e) {
+      for (Throwable t = e; t != null; t = t.getCause()) {
+        String m = String.valueOf(t.getMessage());
+        if (m.contains("buffer exceeded its max capacity") || m.contains("shutDownWhenFull") || m.contains("Suppression buffer")) return true;
+      }
+      return false;
+    }
+
+    private void pipe(TestInputTopic<String, String> input, JsonNode r) {
+      JsonNode v = r.get("value");
+      input.pipeInput(new TestRecord<>(r.get("key").asText(), v == null || v.isNull() ? null : v.asText(), null, r.get("ts").asLong()));
+    }
+
+    private void drain(TestOutputTopic<String, ?> output) {
+      if (output == null) return;
+      while (!output.isEmpty()) {
+        TestRecord<String, ?> r = output.readRecord();
+        ObjectNode o = stamp();
+        o.put("key", r.key());
+        Object v = r.value();
+        if (v == null) o.putNull("value");
+        else if (v instanceof Long l) o.put("value", l);
+        else o.put("value", v.toString());
+        o.put("ts", r.timestamp());
+        outputs.add(o);
+      }
+    }
+
+    private ObjectNode stamp() {
+      ObjectNode o = JSON.createObjectNode();
+      o.put("step", step);
+      if (line >= 0) o.put("line", line);
+      return o;
+    }
+
+    // Kind punctuate: a processor that swallows input and registers the schedules.
+
+    private Topology punctuate() {
+      JsonNode specs = scenario.path("topology").path("schedules");
+      for (JsonNode spec : specs) checkSchedule(spec);
+      for (JsonNode s : scenario.path("steps")) if (s.has("schedule")) checkSchedule(s.get("schedule"));
+      Topology t = new Topology();
+      t.addSource("in", Serdes.String().deserializer(), Serdes.String().deserializer(), IN);
+      t.addProcessor("p", () -> new Processor<String, String, Void, Void>() {
+        @Override
+        public void init(ProcessorContext<Void, Void> ctx) {
+          context = ctx;
+          for (JsonNode spec : specs) register(spec);
+        }
+
+        @Override
+        public void process(Record<String, String> record) {}
+      }, "in");
+      return t;
+    }
+
+    private static void checkSchedule(JsonNode spec) {
+      if (spec.has("cron")) throw new NotComparable("cron schedules are beyond Kafka Streams");
+      if (spec.has("onMissed")) throw new NotComparable("onMissed policies are beyond Kafka Streams");
+    }
+
+    private void register(JsonNode spec) {
+      String id = spec.get("id").asText();
+      PunctuationType type = spec.get("type").asText().equals("stream") ? PunctuationType.STREAM_TIME : PunctuationType.WALL_CLOCK_TIME;
+      Duration interval = Duration.ofMillis(spec.get("intervalMs").asLong());
+      org.apache.kafka.streams.processor.Punctuator callback = ts -> {
+        ObjectNode o = stamp();
+        o.put("punctuation", id);
+        o.put("ts", ts);
+        outputs.add(o);
+      };
+      Cancellable c = spec.has("startMs")
+          ? context.schedule(Instant.ofEpochMilli(spec.get("startMs").asLong()), interval, type, callback)
+          : context.schedule(interval, type, callback);
+      schedules.put(id, c);
+    }
+
+    // Kind suppress-table.
+
+    private Topology suppressTable() {
+      JsonNode s = scenario.path("topology").path("suppress");
+      if (!s.path("until").asText("timeLimit").equals("timeLimit")) throw new IllegalArgumentException("suppress-table needs until timeLimit");
+      if (s.path("sizer").asText("default").equals("value")) throw new NotComparable("sizer value: Kafka Streams sizes entries by their serialized key, value and record context");
+      // waitFrom: Kafka Streams keeps the time of a key's first buffered update (punctual's waitFrom first);
+      // punctual's default, latest, is SEMANTICS 6's reading of the KIP-328 tables. Both run as is here.
+      StreamsBuilder b = new StreamsBuilder();
+      KTable<String, String> table = b.table(IN, Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
+      table.suppress(Suppressed.untilTimeLimit(Duration.ofMillis(s.get("waitMs").asLong()), bufferConfig(s, false))).toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+      return b.build();
+    }
+
+    @SuppressWarnings("rawtypes")
+    private static Suppressed.BufferConfig bufferConfig(JsonNode s, boolean strictOnly) {
+      boolean records = s.has("maxRecords");
+      boolean bytes = s.has("maxBytes");
+      String whenFull = s.path("whenFull").asText(strictOnly ? "shutDown" : "emitEarly");
+      if (whenFull.equals("spillToDisk")) throw new NotComparable("spillToDisk is beyond Kafka Streams");
+      if (!records && !bytes) return Suppressed.BufferConfig.unbounded();
+      Suppressed.BufferConfig c = records ? Suppressed.BufferConfig.maxRecords(s.get("maxRecords").asLong()) : Suppressed.BufferConfig.maxBytes(s.get("maxBytes").asLong());
+      if (records && bytes) c = (Suppressed.BufferConfig) c.withMaxBytes(s.get("maxBytes").asLong());
+      return whenFull.equals("shutDown") ? c.shutDownWhenFull() : c.emitEarlyWhenFull();
+    }
+
+    // Kind windowed-count.
+
+    @SuppressWarnings("unchecked")
+    private Topology windowedCount() {
+      JsonNode w = scenario.path("topology").path("windows");
+      JsonNode s = scenario.path("topology").path("suppress");
+      StreamsBuilder b = new StreamsBuilder();
+      KGroupedStream<String, String> grouped = b.stream(IN, Consumed.with(Serdes.String(), Serdes.String())).groupByKey();
+      long grace = w.path("graceMs").asLong(0);
+      KTable<Windowed<String>, Long> counts = switch (w.get("type").asText()) {
+        case "tumbling" -> grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(w.get("sizeMs").asLong()), Duration.ofMillis(grace))).count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>with(Serdes.String(), Serdes.Long()).withCachingDisabled());
+        case "hopping" -> grouped.windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(w.get("sizeMs").asLong()), Duration.ofMillis(grace)).advanceBy(Duration.ofMillis(w.get("advanceMs").asLong()))).count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>with(Serdes.String(), Serdes.Long()).withCachingDisabled());
+        case "sliding" -> grouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(w.get("timeDifferenceMs").asLong()), Duration.ofMillis(grace))).count(Materialized.<String, Long, WindowStore<Bytes, byte[]>>with(Serdes.String(), Serdes.Long()).withCachingDisabled());
+        case "session" -> grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(w.get("gapMs").asLong()), Duration.ofMillis(grace))).count(Materialized.<String, Long, SessionStore<Bytes, byte[]>>with(Serdes.String(), Serdes.Long()).withCachingDisabled());
+        default -> throw new IllegalArgumentException("unknown window type " + w.get("type"));
+      };
+      if (s != null && !s.isNull() && !s.isMissingNode()) {
+        if (s.has("wallClockLimitMs")) throw new NotComparable("wallClockLimitMs (closing windows on the wall clock) is beyond Kafka Streams");
+        Suppressed.BufferConfig<?> config = bufferConfig(s, true);
+        if (!(config instanceof Suppressed.StrictBufferConfig strict)) throw new IllegalArgumentException("untilWindowCloses needs a strict buffer config");
+        counts = counts.suppress(Suppressed.untilWindowCloses(strict));
+      }
+      counts.toStream()
+          .map((wk, v) -> KeyValue.pair(wk.key() + "@" + wk.window().start() + "/" + wk.window().end(), v))
+          .to(OUT, Produced.with(Serdes.String(), Serdes.Long()));
+      return b.build();
+    }
+  }
+}
