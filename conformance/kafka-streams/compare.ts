@@ -72,4 +72,5 @@ console.log(`${'scenario'.padEnd(w0)}  ${'verdict'.padEnd(w1)}  detail`)
 for (const [name, verdict, detail] of rows) console.log(`${name.padEnd(w0)}  ${verdict.padEnd(w1)}  ${detail}`)
 const count = (v: string): number => rows.filter((r) => r[1].startsWith(v)).length
 console.log(`\n${count('match')} match, ${count('expected')} expected differences, ${count('not comparable')} not comparable, ${unexpected} unexpected`)
+console.log(`kafka-streams: ${rows.length - count('not comparable') - unexpected} passed, ${unexpected} failed, ${count('not comparable')} skipped`)
 process.exit(unexpected === 0 ? 0 : 1)

@@ -124,4 +124,5 @@ for (let n = 0; n < cases; n++) {
 }
 await harness.close()
 console.log(`fuzz seed ${seed}: ${compared} cases compared, ${skipped} not comparable, ${mismatches} mismatches, in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+console.log(`fuzz: ${compared - mismatches} passed, ${mismatches} failed`)
 process.exit(mismatches === 0 ? 0 : 1)

@@ -69,7 +69,18 @@ public final class Harness {
     }
   }
 
+  /** This JVM's own state directory: two harnesses running at once must not share Kafka Streams' default. */
+  private static Path stateDir;
+
   public static void main(String[] args) throws IOException {
+    stateDir = Files.createTempDirectory("punctual-reference-");
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      try (var paths = Files.walk(stateDir)) {
+        paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+      } catch (IOException ignored) {
+        // A temporary directory left behind is harmless.
+      }
+    }));
     PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     for (String line = in.readLine(); line != null; line = in.readLine()) {
@@ -128,6 +139,7 @@ public final class Harness {
       props.put(StreamsConfig.APPLICATION_ID_CONFIG, "reference");
       props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
       props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+      props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
       // FORMAT: a record with a negative timestamp is dropped without output.
       props.put(StreamsConfig.DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG, LogAndSkipOnInvalidTimestamp.class);
       Instant start = Instant.ofEpochMilli(scenario.path("wallClockStartMs").asLong(0));
