@@ -11,6 +11,8 @@ export interface KeyedList<K, T> {
 
 /** The store key of the observed stream time (key ids are strings, so it cannot clash). */
 const STREAM_TIME_KEY = -1
+/** The store key of the largest window start stored (sliding windows' retention counts from it). */
+const MAX_START_KEY = -2
 
 /**
  * The store of a session or sliding-window aggregation: per key id, the key's windows, plus the
@@ -22,6 +24,8 @@ export class KeyedListStore<K, T> {
   private observed = -1
   private changed: ChangeSet<string> | undefined
   private observedChanged = false
+  private maxStart = -1
+  private maxStartChanged = false
 
   constructor(
     readonly name: string,
@@ -36,6 +40,16 @@ export class KeyedListStore<K, T> {
   set streamTime(t: number) {
     this.observed = t
     this.observedChanged = true
+  }
+
+  /** The largest window start stored so far (-1: none). */
+  get maxWindowStart(): number {
+    return this.maxStart
+  }
+
+  set maxWindowStart(t: number) {
+    this.maxStart = t
+    this.maxStartChanged = true
   }
 
   get(id: string): KeyedList<K, T> | undefined {
@@ -68,13 +82,16 @@ export class KeyedListStore<K, T> {
     takeChanges: () => {
       const out = this.changed?.take((id) => this.saved(id as string)) ?? []
       if (this.observedChanged) out.push([STREAM_TIME_KEY, this.observed])
+      if (this.maxStartChanged) out.push([MAX_START_KEY, this.maxStart])
       this.observedChanged = false
+      this.maxStartChanged = false
       return out
     },
-    entries: () => [...[...this.byKey.keys()].map((id): [StoreKey, unknown] => [id, this.saved(id)]), [STREAM_TIME_KEY, this.observed]],
+    entries: () => [...[...this.byKey.keys()].map((id): [StoreKey, unknown] => [id, this.saved(id)]), [STREAM_TIME_KEY, this.observed], [MAX_START_KEY, this.maxStart]],
     restore: (entries) => {
       for (const [k, v] of entries) {
         if (k === STREAM_TIME_KEY) this.observed = v as number
+        else if (k === MAX_START_KEY) this.maxStart = v as number
         else {
           const s = v as { key: K; list: unknown[] }
           this.byKey.set(k as string, { key: s.key, list: s.list.map((item) => this.load(s.key, item)) })

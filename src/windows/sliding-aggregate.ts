@@ -58,6 +58,9 @@ export class SlidingAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
     }
     const id = this.keyId(record.key)
     const entry = store.getOrCreate(id, record.key)
+    // Kafka Streams' window store keeps windows starting after (the largest start stored) - 2D - grace;
+    // older ones are gone for every record from then on, also ones that are not closed yet.
+    this.forget(entry, store.maxWindowStart - 2 * d - this.spec.graceMs)
     if (ts < d) this.processEarly(entry, record, closeTime)
     else this.processRegular(entry, record, closeTime)
     this.expire(entry, closeTime)
@@ -181,6 +184,7 @@ export class SlidingAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
     }
     const w: SlidingWindow<K, VA> = { start, key: { key: entry.key, window: { start, end: start + this.spec.timeDifferenceMs } }, agg, maxTs }
     list.splice(last + 1, 0, w)
+    if (start > this.store.maxWindowStart) this.store.maxWindowStart = start
     return w
   }
 
@@ -194,6 +198,13 @@ export class SlidingAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
       else hi = mid
     }
     return lo - 1
+  }
+
+  /** Forgets this key's windows starting at or before `until`. */
+  private forget(entry: { list: Array<SlidingWindow<K, VA>> }, until: number): void {
+    let n = 0
+    while (n < entry.list.length && (entry.list[n] as SlidingWindow<K, VA>).start <= until) n++
+    if (n > 0) entry.list.splice(0, n)
   }
 
   /** Forgets windows no record can reach: a record that is not late scans starts from closeTime - 3D - 1. */

@@ -217,6 +217,18 @@ describe('sliding windows (KIP-450)', () => {
     assert.ok(out.includes('[24,34]=3@34'))
   })
 
+  it("windows starting before the largest start stored - 2D - grace are gone (Kafka Streams' retention), whatever the key", () => {
+    // Found by the differential fuzzer; Kafka Streams 4.4 gives the same output.
+    const b = new StreamsBuilder()
+    const out = collect(b.stream('in').groupByKey().windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(4, 3)).count().toStream(), (k) => `${k.key}[${k.window.start},${k.window.end}]`)
+    const { pipe } = drive(b)
+    pipe('C', 'v', 22)
+    pipe('B', 'v', 29)
+    pipe('B', 'v', 28) // stores B's right window [29,33]: C's [18,22] (18 <= 29 - 8 - 3) is gone
+    pipe('C', 'v', 23) // no previous C record to make a right window for; its own left window is closed
+    assert.deepEqual(out, ['C[18,22]=1@22', 'B[25,29]=1@29', 'B[25,29]=2@29', 'B[24,28]=1@28', 'B[29,33]=1@29'])
+  })
+
   it('records before the time difference share the window [0, D]', () => {
     const { out, pipe } = sliding()
     pipe('k', 'v', 3)
