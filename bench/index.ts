@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: benchmarks (not tests). Prints a table and writes bench/results.json.
  * Options: --only NAME[,NAME] (timer-memory, lateness-idle, lateness-load, pass-through, timers,
- * windowed-final, spill, buffer-memory, restore),
+ * windowed-final, spill, buffer-memory, restore, side-by-side),
  * --seconds N (lateness run length). Run with --expose-gc (npm run bench does) for memory figures.
  */
 import { writeFileSync } from 'node:fs'
@@ -12,6 +12,7 @@ import { passThrough } from './pass-through.js'
 import { timerMemory, timerStreaming, timerThroughput } from './timers.js'
 import { bytesPerBufferedEntry, spillThroughput, windowedFinal } from './windowed.js'
 import { restoreTime } from './durable.js'
+import { sideBySide } from './side-by-side.js'
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, seconds: { type: 'string', default: '10' } } })
 const only = values.only?.split(',')
@@ -103,6 +104,24 @@ if (want('restore')) {
   results.restore = r
   rows.push(['durable state: restore 1 M keys (value state) + 1 M timers, one task', `${r.restoreSeconds.toFixed(1)} s`, `written in ${r.firstRunSeconds.toFixed(1)} s by ${r.commits} incremental commits`, ''])
   rows.push(['durable state: commit latency during that run', `mean ${r.commitMeanMs.toFixed(1)} ms, max ${r.commitMaxMs.toFixed(0)} ms`, 'every 100 ms, changes since the last commit', ''])
+}
+
+if (want('side-by-side')) {
+  const r = await sideBySide()
+  results['side-by-side'] = r
+  const base = r.kafkaStreamsTestDriver
+  const same = (e: { finalResults: number; hash: number }): string => (e.finalResults === base.finalResults && e.hash === base.hash ? 'same output' : 'OUTPUT DIFFERS')
+  const row = (name: string, e: typeof base): string[] => [
+    `  ${name}`,
+    `${(e.recordsPerSecond / 1e6).toFixed(2)} M records/s`,
+    `${(e.recordsPerSecond / base.recordsPerSecond).toFixed(2)}x Kafka Streams; peak heap ${e.peakHeapMb.toFixed(0)} MB; ${same(e)}`,
+    '',
+  ]
+  rows.push([`side by side: flights windowed final (${(r.records / 1e6).toFixed(0)} M records, 1 h windows, 30 min grace, final results)`, '', `${base.finalResults.toLocaleString('en-US')} final results`, ''])
+  rows.push(row('Kafka Streams 4.4 TopologyTestDriver (JVM)', base))
+  rows.push(row('punctual TopologyTestDriver', r.punctualTestDriver))
+  rows.push(row('punctual embedded runtime', r.punctualEmbedded))
+  rows.push(row('hand-written TypeScript loop', r.handWritten))
 }
 
 const header = ['benchmark', 'result', 'detail', 'target']

@@ -8,8 +8,8 @@ import { join } from 'node:path'
 import { loadFlights } from '../demo/flights/data.js'
 import type { Flights } from '../demo/flights/data.js'
 
-const HOUR = 3_600_000
-const GRACE = 30 * 60_000
+export const HOUR = 3_600_000
+export const GRACE = 30 * 60_000
 
 export interface WindowedFinalResult {
   readonly records: number
@@ -27,13 +27,13 @@ export interface WindowedFinalResult {
 }
 
 /** The output both sides compute: "origin window-start count" lines, in emission order. */
-type Output = string[]
+export type Output = string[]
 
 /**
  * The same computation written by hand: tumbling 1 h windows with 30 min grace, counts per origin,
  * each window emitted once when `end + grace <= stream time`, late records dropped.
  */
-function handWritten(f: Flights): { out: Output; peakHeap: number } {
+export function handWritten(f: Flights): { out: Output; peakHeap: number } {
   const out: Output = []
   const counts = new Map<string, { origin: string; start: number; count: number }>()
   // Windows by end time; ends are hour-aligned, so an array of buckets keyed by hour works as a queue.
@@ -74,7 +74,7 @@ function handWritten(f: Flights): { out: Output; peakHeap: number } {
   return { out, peakHeap }
 }
 
-async function punctual(f: Flights, stateDir?: string): Promise<{ out: Output; peakHeap: number }> {
+export async function punctual(f: Flights, stateDir?: string): Promise<{ out: Output; peakHeap: number }> {
   const out: Output = []
   const b = new StreamsBuilder()
   b.stream<string, number>('flights', { valueSerde: Serdes.Double() })
