@@ -1,3 +1,4 @@
+import { PunctualError } from '../errors.js'
 import { Serdes } from '../processor/serdes.js'
 import { Stores } from '../state/stores.js'
 import type { Serde } from '../processor/serdes.js'
@@ -9,7 +10,7 @@ import { TimeWindowStore } from '../windows/time-window-store.js'
 import type { SessionWindows, SlidingWindows, TimeWindows, Windowed } from '../windows/windows.js'
 import type { StreamsBuilder } from './builder.js'
 import { KTable } from './ktable.js'
-import type { Materialized } from './options.js'
+import type { KeyValueMaterialized, Materialized } from './options.js'
 import { aggregateProcessor } from './processors.js'
 
 const keySerdeOr = <K>(serde: Serde<K> | undefined): Serde<K> => serde ?? (Serdes.JSON<K>() as Serde<K>)
@@ -24,21 +25,30 @@ export class KGroupedStream<K, V> {
     private readonly valueSerde: Serde<V> | undefined,
   ) {}
 
-  count(materialized: Materialized<K, number> = {}): KTable<K, number> {
+  count(materialized: KeyValueMaterialized<K, number> = {}): KTable<K, number> {
     return this.aggregate(() => 0, (_k, _v, n) => n + 1, { valueSerde: Serdes.Long(), ...materialized })
   }
 
-  reduce(reducer: (aggregate: V, value: V) => V, materialized: Materialized<K, V> = {}): KTable<K, V> {
-    return this.aggregate<V | undefined>(() => undefined, (_k, v, agg) => (agg === undefined ? v : reducer(agg, v)), materialized as Materialized<K, V | undefined>) as KTable<K, V>
+  reduce(reducer: (aggregate: V, value: V) => V, materialized: KeyValueMaterialized<K, V> = {}): KTable<K, V> {
+    return this.aggregate<V | undefined>(() => undefined, (_k, v, agg) => (agg === undefined ? v : reducer(agg, v)), materialized as KeyValueMaterialized<K, V | undefined>) as KTable<K, V>
   }
 
-  aggregate<VA>(initializer: () => VA, aggregator: (key: K, value: V, aggregate: VA) => VA, materialized: Materialized<K, VA> = {}): KTable<K, VA> {
+  aggregate<VA>(initializer: () => VA, aggregator: (key: K, value: V, aggregate: VA) => VA, materialized: KeyValueMaterialized<K, VA> = {}): KTable<K, VA> {
     const name = materialized.name ?? this.builder.newName('KSTREAM-AGGREGATE')
     const keyId = keyIdFunction(keySerdeOr(this.keySerde))
     const storeName = `${name}-store`
+    const storeType = materialized.storeType ?? 'persistent'
+    if (storeType !== 'persistent' && storeType !== 'inMemory') {
+      throw new PunctualError('INVALID_CONFIG', `aggregation "${name}": storeType must be 'persistent' or 'inMemory', got ${JSON.stringify(storeType)}`)
+    }
     this.builder.graph
       .addProcessor(name, aggregateProcessor(initializer, aggregator, keyId, storeName), this.node)
-      .addStateStore(Stores.inMemoryKeyValueStore<string, { readonly agg: VA }>(storeName), name)
+      .addStateStore(
+        storeType === 'persistent'
+          ? Stores.persistentKeyValueStore<string, { readonly agg: VA }>(storeName)
+          : Stores.inMemoryKeyValueStore<string, { readonly agg: VA }>(storeName),
+        name,
+      )
     return new KTable<K, VA>(this.builder, name, materialized.keySerde ?? this.keySerde, materialized.valueSerde, undefined)
   }
 

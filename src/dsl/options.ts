@@ -30,6 +30,15 @@ export interface Materialized<K, V> {
   readonly name?: string
 }
 
+/**
+ * A non-windowed aggregation's result, and where its store lives (Kafka Streams' store type):
+ * `'persistent'` (default) is on disk in a durable run and in memory otherwise; `'inMemory'` is always in
+ * memory (saved by commits, loaded whole at a restart). Window and session stores are in memory.
+ */
+export interface KeyValueMaterialized<K, V> extends Materialized<K, V> {
+  readonly storeType?: 'persistent' | 'inMemory'
+}
+
 export interface KeyValue<K, V> {
   readonly key: K
   readonly value: V

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import fc from 'fast-check'
-import { EmbeddedRuntime, silentLogger, Stores, Topology } from '../../src/index.js'
+import { EmbeddedRuntime, silentLogger, Stores, StreamsBuilder, TimeWindows, Topology } from '../../src/index.js'
 import type { KeyValueStore, StoreKey } from '../../src/index.js'
 import { DURABLE } from '../../src/state/durable.js'
 import { compareStoreKeys } from '../../src/state/key-part.js'
@@ -115,5 +115,41 @@ describe('persistent key-value store', () => {
     assert.equal(store!.get('k3'), 6)
     assert.equal(store!.get('new'), 1)
     await c.stop()
+  })
+})
+
+describe('DSL aggregations choose their store type (Materialized storeType)', () => {
+  for (const storeType of ['persistent', 'inMemory', undefined] as const) {
+    it(`${storeType ?? 'default (persistent)'}: a count continues across a restart with the same state directory`, async () => {
+      const dir = join(mkdtempSync(join(tmpdir(), 'punctual-dsl-store-')), 'state')
+      const counts: string[] = []
+      const topology = () => {
+        const b = new StreamsBuilder()
+        b.stream('in')
+          .groupByKey()
+          .count(storeType === undefined ? {} : { storeType })
+          .toStream()
+          .then(undefined, 'OUT', (r) => counts.push(`${r.key}=${r.value}`))
+        return b.build()
+      }
+      for (const keys of [['a', 'b', 'a'], ['a', 'c', 'b']]) {
+        const rt = new EmbeddedRuntime(topology(), { applicationId: 'dsl-store', stateDir: dir, logger: silentLogger })
+        rt.start()
+        for (const k of keys) rt.producer('in').send(k, 'v', 1)
+        await rt.stop()
+      }
+      assert.deepEqual(counts, ['a=1', 'b=1', 'a=2', 'a=3', 'c=1', 'b=2'])
+    })
+  }
+
+  it('refuses an unknown store type, naming the aggregation', () => {
+    const b = new StreamsBuilder()
+    assert.throws(() => b.stream('in').groupByKey().count({ name: 'counts', storeType: 'rocksdb' as never }), /aggregation "counts": storeType must be 'persistent' or 'inMemory', got "rocksdb"/)
+  })
+
+  it('window stores have no store type (a compile error)', () => {
+    const b = new StreamsBuilder()
+    // @ts-expect-error storeType is only for non-windowed aggregations
+    b.stream('in').groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(10)).count({ storeType: 'persistent' })
   })
 })
