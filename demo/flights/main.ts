@@ -182,7 +182,7 @@ for (const parts of [...partialDays.values()].sort((a, b) => a[0]!.day - b[0]!.d
 
 const worst = [...hourly].sort((a, b) => b[1] - a[1]).slice(0, 10)
 console.log(`\nhourly flights delayed > ${DELAYED_MIN} min per airport, final results only (1 h windows, ${HOURLY_GRACE / 60_000} min grace, untilWindowCloses):`)
-console.log(`  ${fmt(hourly.size)} final (airport, hour) results, ${duplicateFinals} emitted twice; ${fmt(runtime.metrics().droppedRecords.late)} late flights dropped`)
+console.log(`  ${fmt(hourly.size)} final (airport, hour) results, ${duplicateFinals} emitted twice; ${fmt(runtime.metrics().droppedRecords.late)} late flights dropped${runtime.resumed ? ' in this run' : ''}`)
 console.log('  worst airport-hours:')
 console.log('    airport  hour (UTC)          delayed')
 for (const [id, n] of worst) {
@@ -198,7 +198,7 @@ const seconds = (Date.now() - startedAt) / 1000
 const m = runtime.metrics()
 const dropped = Object.values(m.droppedRecords).reduce((a, b) => a + b, 0)
 console.log(
-  `\ndone: ${fmt(m.processedRecords)} flights in ${seconds.toFixed(1)} s (${fmt(Math.round(m.processedRecords / seconds))}/s) · ` +
+  `\ndone: ${fmt(m.processedRecords)} flights${runtime.resumed ? ' in this run' : ''} in ${seconds.toFixed(1)} s (${fmt(Math.round(m.processedRecords / seconds))}/s) · ` +
     `${daysPrinted} daily reports (${Math.round((flights.scheduled[flights.count - 1]! - flights.scheduled[0]!) / DAY)} days of data) · ` +
     `${fmt(m.punctuations)} punctuations · ${dropped} records dropped`,
 )
