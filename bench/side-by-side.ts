@@ -5,11 +5,10 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { loadFlights } from '../demo/flights/data.js'
 import type { Flights } from '../demo/flights/data.js'
-import { BufferConfig, Serdes, StreamsBuilder, Suppressed, TimeWindows } from '../src/index.js'
-import type { Windowed } from '../src/index.js'
+import { Serdes } from '../src/index.js'
 import { TopologyTestDriver } from '../src/testing/index.js'
 import { buildHarness } from '../conformance/kafka-streams/harness.js'
-import { GRACE, HOUR, handWritten, punctual } from './windowed.js'
+import { handWritten, punctual, windowedFinalTopology } from './windowed.js'
 import type { Output } from './windowed.js'
 
 /** One engine's run of the flights windowed-final workload. */
@@ -52,15 +51,7 @@ async function timed(f: Flights, run: () => Promise<{ out: Output; peakHeap: num
 /** The same topology in punctual's test driver: every record piped synchronously, as in Kafka Streams'. */
 function punctualDriver(f: Flights): { out: Output; peakHeap: number } {
   const out: Output = []
-  const b = new StreamsBuilder()
-  b.stream<string, number>('flights', { valueSerde: Serdes.Double() })
-    .groupByKey()
-    .windowedBy(TimeWindows.ofSizeAndGrace(HOUR, GRACE))
-    .count()
-    .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()))
-    .toStream()
-    .then(undefined, 'OUT', (r) => out.push(`${r.key.key} ${r.key.window.start} ${r.value}`))
-  const driver = new TopologyTestDriver(b.build())
+  const driver = new TopologyTestDriver(windowedFinalTopology(out))
   const input = driver.createInputTopic('flights', Serdes.String(), Serdes.Double())
   let peakHeap = 0
   for (let j = 0; j < f.count; j++) {

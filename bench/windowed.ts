@@ -1,5 +1,5 @@
 import { BufferConfig, EmbeddedRuntime, Serdes, silentLogger, StreamsBuilder, Suppressed, TimeWindows } from '../src/index.js'
-import type { Windowed } from '../src/index.js'
+import type { Topology, Windowed } from '../src/index.js'
 import { TimeOrderedBuffer } from '../src/suppress/buffer.js'
 import { TopologyTestDriver } from '../src/testing/index.js'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -74,8 +74,8 @@ export function handWritten(f: Flights): { out: Output; peakHeap: number } {
   return { out, peakHeap }
 }
 
-export async function punctual(f: Flights, stateDir?: string): Promise<{ out: Output; peakHeap: number }> {
-  const out: Output = []
+/** The workload's topology: flights (origin -> delay) counted per origin and hour, final results into `out`. */
+export function windowedFinalTopology(out: Output): Topology {
   const b = new StreamsBuilder()
   b.stream<string, number>('flights', { valueSerde: Serdes.Double() })
     .groupByKey()
@@ -84,7 +84,12 @@ export async function punctual(f: Flights, stateDir?: string): Promise<{ out: Ou
     .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()))
     .toStream()
     .then(undefined, 'OUT', (r) => out.push(`${r.key.key} ${r.key.window.start} ${r.value}`))
-  const rt = new EmbeddedRuntime(b.build(), { applicationId: 'bench-windowed', logger: silentLogger, ...(stateDir === undefined ? {} : { stateDir }) })
+  return b.build()
+}
+
+export async function punctual(f: Flights, stateDir?: string): Promise<{ out: Output; peakHeap: number }> {
+  const out: Output = []
+  const rt = new EmbeddedRuntime(windowedFinalTopology(out), { applicationId: 'bench-windowed', logger: silentLogger, ...(stateDir === undefined ? {} : { stateDir }) })
   rt.start()
   const producer = rt.producer<string, number>('flights', { valueSerde: Serdes.Double() })
   let peakHeap = 0

@@ -9,22 +9,12 @@
 import { parseArgs } from 'node:util'
 import { runScenario } from '../../src/conformance/runner.js'
 import { parseScenario } from '../../src/conformance/scenario.js'
+import { seededRandom } from '../../src/testing/index.js'
 import { comparable, ReferenceHarness } from './harness.js'
 
 const { values } = parseArgs({ options: { cases: { type: 'string', default: '300' }, seed: { type: 'string' } } })
 const cases = Number(values.cases)
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed)
-
-function mulberry32(s: number): () => number {
-  let a = s >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 type Json = Record<string, unknown>
 
@@ -102,7 +92,7 @@ async function minimize(s: Json): Promise<Json> {
   return { ...s, steps }
 }
 
-const random = mulberry32(seed)
+const random = seededRandom(seed)
 let compared = 0
 let skipped = 0
 let mismatches = 0

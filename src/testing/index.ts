@@ -2,3 +2,4 @@
 export { TopologyTestDriver, TestInputTopic, TestOutputTopic } from './test-driver.js'
 export type { TestDriverOptions, DriverCheckpoint, KeyValue } from './test-driver.js'
 export { ManualClock } from '../time/clock.js'
+export { seededRandom } from './seeded-random.js'

@@ -9,6 +9,7 @@ import { before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { EmbeddedRuntime, Serdes, silentLogger } from '../../src/index.js'
 import { flightsTopology } from '../../demo/flights/topology.js'
+import { seededRandom } from '../../src/testing/index.js'
 import { CRASH_APP_ID, CRASH_TOPICS } from '../fixtures/flights-crash-app.js'
 
 // `npm run test:crash` sets these for the long variant.
@@ -17,18 +18,6 @@ const KILLS = Number(process.env.PUNCTUAL_CRASH_KILLS ?? 10)
 const APP = fileURLToPath(new URL('../fixtures/flights-crash-app.ts', import.meta.url))
 /** The deterministic outputs (progress is wall-clock driven, so it differs run to run by design). */
 const OUTPUTS = ['hourly-delays', 'daily-reports', 'airport-alerts']
-
-/** A small seeded generator, so a failing run can be replayed from its printed seed. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 interface Child {
   readonly child: ChildProcess
@@ -136,7 +125,7 @@ describe(`crash test: the flights demo over ${FLIGHTS.toLocaleString('en-US')} f
 
   it(`killed with SIGKILL ${KILLS} times, ends with exactly the output of an uninterrupted run: nothing lost, nothing doubled`, async () => {
     const seed = Number(process.env.PUNCTUAL_CRASH_SEED ?? Math.floor(Math.random() * 2 ** 31))
-    const random = mulberry32(seed)
+    const random = seededRandom(seed)
     // Kill points spread over the whole input: each kill comes when the feed has passed a random flight
     // count, plus a random 0-50 ms, so it lands anywhere: mid-batch, mid-commit, during restore.
     const points = Array.from({ length: KILLS }, () => Math.floor(random() * FLIGHTS)).sort((a, b) => a - b)
