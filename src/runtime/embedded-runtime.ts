@@ -1,6 +1,5 @@
 import { rmSync } from 'node:fs'
 import { PunctualError } from '../errors.js'
-import type { PartitionLog } from '../log/partition-log.js'
 import { TopicRegistry } from '../log/topics.js'
 import { sumMetrics } from '../metrics.js'
 import type { MetricsSnapshot } from '../metrics.js'
@@ -19,6 +18,7 @@ import type { Clock } from '../time/clock.js'
 import type { Logger } from '../util/logger.js'
 import { Committer } from './committer.js'
 import { DurableTopics } from './durable-topics.js'
+import { releaseConsumed, taskReadPositions } from './log-retention.js'
 import { Subscriptions } from './subscriptions.js'
 import type { RecordListener, SubscribeFrom } from './subscriptions.js'
 import { validateRuntimeConfig } from './config.js'
@@ -345,47 +345,14 @@ export class EmbeddedRuntime {
   }
 
   private commit(): void {
-    const readTo = this.taskReadPositions()
+    const readTo = taskReadPositions(this.tasks, this.subscriptions)
     const durable = this.durableTopics
     this.committer.commit(this.tasks, durable === undefined ? undefined : () => durable.write(readTo))
     durable?.committed()
-    this.releaseConsumed(readTo)
+    releaseConsumed(readTo, this.subscriptions, this.topics, durable)
     this.uncommitted = false
     this.recordsSinceCommit = 0
     this.nextCommitAt = this.clock.now() + this.config.commitIntervalMs
-  }
-
-  /** Per partition a task reads: the lowest committed position of its readers (tasks and subscribers). */
-  private taskReadPositions(): Map<PartitionLog, number> {
-    const readTo = new Map<PartitionLog, number>()
-    for (const task of this.tasks) {
-      for (const { queue, offset } of task.committedPositions()) readTo.set(queue.log, Math.min(offset, readTo.get(queue.log) ?? Infinity))
-    }
-    this.subscriptions.positions((log, offset) => {
-      const prev = readTo.get(log)
-      if (prev !== undefined && offset < prev) readTo.set(log, offset)
-    })
-    return readTo
-  }
-
-  /**
-   * Frees memory of records every reader (tasks, subscribers) has passed. In memory, a topic nobody reads
-   * keeps everything; in a durable run, what is on disk can go (readers that need it read it there).
-   */
-  private releaseConsumed(taskReadTo: Map<PartitionLog, number>): void {
-    const readTo = new Map(taskReadTo)
-    this.subscriptions.positions((log, offset) => readTo.set(log, Math.min(offset, readTo.get(log) ?? Infinity)))
-    const durable = this.durableTopics
-    if (durable === undefined) {
-      for (const [log, offset] of readTo) log.truncateBefore(offset)
-      return
-    }
-    for (const topic of this.topics.names()) {
-      for (const log of this.topics.partitions(topic)) {
-        const onDisk = durable.diskEnd(log)
-        log.truncateBefore(Math.min(readTo.get(log) ?? onDisk, onDisk))
-      }
-    }
   }
 
   private closeStateDirectory(): void {
