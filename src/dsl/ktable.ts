@@ -2,7 +2,7 @@ import { invalidConfig } from '../errors.js'
 import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
 import { SuppressionStore } from '../suppress/buffer.js'
-import { SuppressProcessor } from '../suppress/suppress-processor.js'
+import { SuppressProcessor, spillsToDisk } from '../suppress/suppress-processor.js'
 import type { Suppressed, TimeLimitSuppressed } from '../suppress/config.js'
 import { keyIdFunction, sessionKeyId, WINDOWED_KEY_ID, windowedKeyId } from '../windows/key-id.js'
 import type { WithKeyId } from '../windows/key-id.js'
@@ -91,7 +91,8 @@ export class KTable<K, V> {
     const storeName = `${name}-store`
     this.builder.graph
       .addProcessor(name, () => new SuppressProcessor<K, V>({ name, suppressed: s, keyId, sizer, graceMs, storeName }), this.node)
-      .addStateStore({ name: storeName, build: () => new SuppressionStore<K, V>(storeName) }, name)
+      // A spilling buffer's store is persistent: a restart streams it from disk instead of loading it whole.
+      .addStateStore({ name: storeName, persistent: spillsToDisk(s.bufferConfig), build: () => new SuppressionStore<K, V>(storeName) }, name)
     return new KTable<K, V>(this.builder, name, this.keySerde, this.valueSerde, windowed)
   }
 

@@ -1,6 +1,8 @@
 import { DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
 import { ChangeSet } from '../state/change-set.js'
+import { PERSISTENT } from '../state/persistent-store.js'
+import type { PersistentCapability, StoreDisk } from '../state/persistent-store.js'
 import { IndexedMinHeap } from '../util/indexed-heap.js'
 import type { HeapElement } from '../util/indexed-heap.js'
 
@@ -170,18 +172,43 @@ export class SuppressionStore<K, V> {
   private observedChanged = false
   private closed: Array<[number, string]> = []
   private closedChanged = false
+  /** A spilling suppression's committed entries, in a durable run (streamed into the buffer in useBuffer). */
+  private disk: StoreDisk | undefined
 
   constructor(readonly name: string) {}
+
+  readonly [PERSISTENT]: PersistentCapability = {
+    attach: (disk) => {
+      this.disk = disk
+      // The store's own fields are small: read them now. Buffered entries wait for the real buffer.
+      const observed = disk.get(STREAM_TIME_KEY)
+      if (observed !== undefined) this.observed = observed as number
+      const closed = disk.get(CLOSED_EARLY_KEY)
+      if (closed !== undefined) this.closed = (closed as Array<[number, string]>).slice()
+    },
+  }
 
   get buffer(): SuppressionBuffer<K, V> {
     return this.current
   }
 
-  /** Replaces the in-memory buffer with `buffer` (a spilling one), moving what was restored into it. */
+  /**
+   * Replaces the in-memory buffer with `buffer` (a spilling one), moving what was restored into it. In a
+   * durable run the committed entries stream from disk one by one, so a buffer larger than memory is
+   * restored within its memory bound.
+   */
   useBuffer(buffer: SuppressionBuffer<K, V>): void {
-    const restored = this.current.durable.entries()
     if (this.tracking) buffer.durable.trackChanges()
-    buffer.durable.restore(restored)
+    if (this.disk !== undefined) {
+      for (const [id, v] of this.disk.entries()) {
+        if (typeof id !== 'string') continue
+        const e = v as SavedEntry<K, V>
+        buffer.put(id, e.key, e.value, e.timestamp, e.orderTime, e.size)
+      }
+      buffer.durable.restore([]) // forgets the puts above as changes: they are committed already
+    } else {
+      buffer.durable.restore(this.current.durable.entries())
+    }
     this.current.close()
     this.current = buffer
   }

@@ -22,6 +22,11 @@ export interface SuppressOptions<K, V> {
   readonly storeName?: string
 }
 
+/** Whether a suppression spills to disk: spillToDiskWhenFull with a bound to spill beyond. */
+export function spillsToDisk(config: { readonly whenFull: string; readonly maxRecords: number; readonly maxBytes: number }): boolean {
+  return config.whenFull === 'spillToDisk' && (config.maxRecords !== Infinity || config.maxBytes !== Infinity)
+}
+
 /**
  * Suppression (KIP-328, SEMANTICS 6) on a table's update stream. Each record updates its key's buffer
  * entry; then every entry due at the node's observed stream time leaves, oldest first; then, if a size
@@ -60,7 +65,7 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
     this.delay = s.until === 'windowCloses' ? (options.graceMs ?? 0) : s.waitMs
     this.maxRecords = s.bufferConfig.maxRecords
     this.maxBytes = s.bufferConfig.maxBytes
-    this.spills = s.bufferConfig.whenFull === 'spillToDisk' && (this.maxRecords !== Infinity || this.maxBytes !== Infinity)
+    this.spills = spillsToDisk(s.bufferConfig)
   }
 
   init(ctx: ProcessorContext<K, V | null>): void {
