@@ -63,7 +63,7 @@ export type { EagerBufferConfig, Sizer, StrictBufferConfig, TimeLimitSuppressed,
 
 export { EmbeddedRuntime } from './runtime/embedded-runtime.js'
 export type { Producer, RecordListener, RuntimeState } from './runtime/embedded-runtime.js'
-export type { EmbeddedRuntimeConfig } from './runtime/config.js'
+export type { EmbeddedRuntimeConfig, TopicConfig } from './runtime/config.js'
 export type { ChangelogListener, TaskChangelog } from './runtime/changelog.js'
 export type { KeyedChanges } from './keyed/keyed-task-state.js'
 export type { TimerRecord } from './keyed/timer-service.js'

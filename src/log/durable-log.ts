@@ -20,8 +20,9 @@ const MAX = Number.MAX_SAFE_INTEGER
 /**
  * The embedded runtime's topics on disk, in the checkpoint store's lmdb environment. Like Kafka's record
  * batches, records are stored in chunks of consecutive offsets under [topic, partition, first offset,
- * count]: a commit writes one chunk per partition (a put per record was the whole cost of a durable log),
- * and deletes chunks whose records are all consumed. Per topic, the range of each partition. Writes
+ * count, append time]: a commit writes one chunk per partition (a put per record was the whole cost of
+ * a durable log), and deletes chunks whose records are all consumed, or older than a topic's retention
+ * (by append time, like Kafka's LogAppendTime). Per topic, the range of each partition. Writes
  * happen inside the commit's transaction (the caller opens it), so records, task state and input
  * positions are committed together or not at all.
  */
@@ -70,12 +71,25 @@ export class DurableLog {
 
   // The writes below run inside the caller's transaction.
 
-  /** Writes records [from, from + records.length) of a partition. */
-  append(topic: string, partition: number, from: number, records: readonly LogRecord[]): void {
+  /** Writes records [from, from + records.length) of a partition, appended at wall-clock time `now`. */
+  append(topic: string, partition: number, from: number, records: readonly LogRecord[], now: number): void {
     for (let i = 0; i < records.length; i += CHUNK) {
       const n = Math.min(CHUNK, records.length - i)
-      this.records.putSync([topic, partition, from + i, n], encodeChunk(i === 0 && n === records.length ? records : records.slice(i, i + n), topic))
+      this.records.putSync([topic, partition, from + i, n, now], encodeChunk(i === 0 && n === records.length ? records : records.slice(i, i + n), topic))
     }
+  }
+
+  /**
+   * Deletes a partition's oldest chunks appended at or before `appendedBy`; returns the first offset
+   * still on disk (`end` when none is left).
+   */
+  removeAppendedBy(topic: string, partition: number, appendedBy: number, end: number): number {
+    for (const key of this.records.getKeys({ start: [topic, partition], end: [topic, partition, MAX] })) {
+      if ((key[4] as number) > appendedBy) return key[2] as number
+      this.records.removeSync(key)
+    }
+    this.cached = undefined
+    return end
   }
 
   /** Deletes the chunks of a partition whose records are all before `offset`. */

@@ -8,13 +8,22 @@ import type { Logger } from '../util/logger.js'
 import { temporaryStateDir } from '../util/state-dir.js'
 import type { ChangelogListener } from './changelog.js'
 
+export interface TopicConfig {
+  readonly partitions: number
+  /**
+   * With a state directory: how long records stay in the topic after the commit that made them durable
+   * (Kafka's retention.ms, by append time), read or not. @default forever
+   */
+  readonly retentionMs?: number
+}
+
 export interface EmbeddedRuntimeConfig {
   /** Names the application in logs (and, with durable state, its state directory). */
   applicationId: string
   /** Partitions of topics not created explicitly. @default 1 */
   defaultPartitions?: number
   /** Topics to create up front, with their partition counts. */
-  topics?: Record<string, { partitions: number }>
+  topics?: Record<string, TopicConfig>
   /** How long a task waits for an empty input partition before processing the others. @default 0 */
   maxTaskIdleMs?: number
   /** How often processed positions are committed. @default 100 */
@@ -53,6 +62,11 @@ export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): ValidRunti
   }
   if (config.stateDir !== undefined && (typeof config.stateDir !== 'string' || config.stateDir.length === 0)) {
     throw invalidConfig(where, `stateDir must be a non-empty path, got ${JSON.stringify(config.stateDir)}`)
+  }
+  for (const [name, t] of Object.entries(config.topics ?? {})) {
+    if (t.retentionMs !== undefined && (!Number.isSafeInteger(t.retentionMs) || t.retentionMs < 0)) {
+      throw invalidConfig(where, `topic "${name}": retentionMs must be an integer >= 0, got ${JSON.stringify(t.retentionMs)}`)
+    }
   }
   if (config.changelog !== undefined && typeof config.changelog !== 'function') {
     throw invalidConfig(where, `changelog must be a function (changes) => void, got ${typeof config.changelog}`)

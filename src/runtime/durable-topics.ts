@@ -16,6 +16,8 @@ export class DurableTopics {
   constructor(
     private readonly log: DurableLog,
     private readonly topics: TopicRegistry,
+    /** Per topic, how long records are kept after their commit (by append time); absent: forever. */
+    private readonly retentionMs: ReadonlyMap<string, number> = new Map(),
   ) {}
 
   /**
@@ -46,9 +48,10 @@ export class DurableTopics {
    * Writes what changed since the last commit; runs inside the commit's transaction. `readTo` is, per
    * partition read by a task, the lowest committed position of its readers (tasks and subscribers).
    */
-  write(readTo: ReadonlyMap<PartitionLog, number>): void {
+  write(readTo: ReadonlyMap<PartitionLog, number>, now: number): void {
     for (const topic of this.topics.names()) {
       const logs = this.topics.partitions(topic)
+      const retention = this.retentionMs.get(topic)
       let changed = false
       for (const log of logs) {
         let range = this.ranges.get(log)
@@ -64,9 +67,12 @@ export class DurableTopics {
         const deleteTo = Math.min(keepFrom, range.end)
         if (deleteTo > range.start) this.log.removeBefore(topic, log.partition, deleteTo)
         const writeFrom = Math.max(range.end, keepFrom)
-        if (writeFrom < end) this.log.append(topic, log.partition, writeFrom, log.slice(writeFrom, end))
-        if (keepFrom !== range.start || end !== range.end) changed = true
-        range.start = keepFrom
+        if (writeFrom < end) this.log.append(topic, log.partition, writeFrom, log.slice(writeFrom, end), now)
+        let start = keepFrom
+        // Retention: chunks committed longer ago go, read or not (Kafka deletes unread records too).
+        if (retention !== undefined && start < end) start = Math.max(start, this.log.removeAppendedBy(topic, log.partition, now - retention, end))
+        if (start !== range.start || end !== range.end) changed = true
+        range.start = start
         range.end = end
       }
       if (changed) this.log.putRanges(topic, logs.map((l) => ({ ...(this.ranges.get(l) as DiskRange) })))

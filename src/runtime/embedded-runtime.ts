@@ -69,6 +69,8 @@ export class EmbeddedRuntime {
   private committer: Committer
   /** The topics on disk, in a durable run. */
   private durableTopics: DurableTopics | undefined
+  /** Per topic, how long a durable run keeps records after their commit. */
+  private readonly retention = new Map<string, number>()
 
   constructor(
     private readonly topology: Topology,
@@ -81,7 +83,10 @@ export class EmbeddedRuntime {
     this.logger = valid.logger
     this.errorHandler = valid.errorHandler
     this.topics = new TopicRegistry(valid.defaultPartitions, this.onAppend)
-    for (const [name, t] of Object.entries(config.topics ?? {})) this.topics.create(name, t.partitions)
+    for (const [name, t] of Object.entries(config.topics ?? {})) {
+      this.topics.create(name, t.partitions)
+      if (t.retentionMs !== undefined) this.retention.set(name, t.retentionMs)
+    }
     this.alarm = new Alarm(this.clock, this.onAlarm)
     this.committer = new Committer(undefined, valid.changelog)
   }
@@ -145,7 +150,7 @@ export class EmbeddedRuntime {
       if (!this.ownsStateDir) {
         const store = CheckpointStore.open(this.config.stateDir)
         this.committer = new Committer(store, this.config.changelog)
-        this.durableTopics = new DurableTopics(store.log, this.topics)
+        this.durableTopics = new DurableTopics(store.log, this.topics, this.retention)
         this.durableTopics.restore(this.committer.restoredPositions())
       }
       this.createTasks()
@@ -347,7 +352,7 @@ export class EmbeddedRuntime {
   private commit(): void {
     const readTo = taskReadPositions(this.tasks, this.subscriptions)
     const durable = this.durableTopics
-    this.committer.commit(this.tasks, durable === undefined ? undefined : () => durable.write(readTo))
+    this.committer.commit(this.tasks, durable === undefined ? undefined : () => durable.write(readTo, this.clock.now()))
     durable?.committed()
     releaseConsumed(readTo, this.subscriptions, this.topics, durable)
     this.uncommitted = false

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { BufferConfig, EmbeddedRuntime, silentLogger, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
+import { BufferConfig, EmbeddedRuntime, ManualClock, silentLogger, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
 import type { Windowed } from '../../src/index.js'
 
 const fresh = (): string => join(mkdtempSync(join(tmpdir(), 'punctual-durable-')), 'state')
@@ -88,6 +88,31 @@ describe('durable topics (a state directory)', () => {
     await a.stop()
     const b = new EmbeddedRuntime(upper(), { applicationId: 'pc', stateDir: dir, topics: { input: { partitions: 3 } }, logger: silentLogger })
     assert.throws(() => b.start(), /topic "input" has 2 partitions in the state directory but 3 in this application/)
+  })
+
+  it('retentionMs: records committed longer ago than the retention are deleted, read or not', async () => {
+    const dir = fresh()
+    const run = async (now: number, send: string | undefined, seen?: string[]): Promise<void> => {
+      const clock = new ManualClock(now)
+      const rt = new EmbeddedRuntime(upper(), { applicationId: 'ret', stateDir: dir, clock, topics: { out: { partitions: 1, retentionMs: 500 } }, logger: silentLogger })
+      if (seen !== undefined) rt.subscribe('out', (r) => seen.push(r.value!))
+      rt.start()
+      if (send !== undefined) rt.producer('out').send('k', send, now)
+      await rt.stop()
+    }
+    await run(0, 'x')
+    await run(400, 'y') // x is 400 ms old: kept
+    const kept: string[] = []
+    await run(450, undefined, kept)
+    assert.deepEqual(kept, ['x', 'y'])
+    await run(1000, 'z') // x (committed at 0) and y (at 400) are older than 500 ms
+    const left: string[] = []
+    await run(1000, undefined, left)
+    assert.deepEqual(left, ['z'])
+  })
+
+  it('refuses a negative retention, naming the topic', () => {
+    assert.throws(() => new EmbeddedRuntime(upper(), { applicationId: 'x', topics: { out: { partitions: 1, retentionMs: -1 } } }), /topic "out": retentionMs must be an integer >= 0, got -1/)
   })
 
   it('windowed final results with a spilling buffer resume across restarts exactly as one run', async () => {
