@@ -21,6 +21,11 @@ interface Spilled<K, V> {
   readonly size: number
 }
 
+/** A spilled entry on disk: an array, which msgpack encodes with no record structure per entry. */
+type OnDisk<K, V> = [K, V | null, number, number]
+const toDisk = <K, V>(s: Spilled<K, V>): OnDisk<K, V> => [s.key, s.value, s.timestamp, s.size]
+const fromDisk = <K, V>(d: OnDisk<K, V>): Spilled<K, V> => ({ key: d[0], value: d[1], timestamp: d[2], size: d[3] })
+
 const older = (a: MemEntry<unknown, unknown>, b: MemEntry<unknown, unknown>): boolean => a.orderTime < b.orderTime || (a.orderTime === b.orderTime && a.keyId < b.keyId)
 const newer = (a: MemEntry<unknown, unknown>, b: MemEntry<unknown, unknown>): boolean => older(b, a)
 /** Pending disk operations committed together. */
@@ -51,7 +56,7 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   private diskBytes = 0
   private readonly env: RootDatabase
   /** (order time, key id) -> entry. */
-  private readonly entries: Database<Spilled<K, V>, [number, string]>
+  private readonly entries: Database<OnDisk<K, V>, [number, string]>
   /** key id -> order time, to find a spilled key on update. */
   private readonly index: Database<number, string>
   /** Uncommitted writes: entries by orderKey (null: delete), index by key id (null: delete). */
@@ -75,7 +80,7 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
     entries: () => {
       const out: Array<[StoreKey, unknown]> = [...this.mem].map(([id, e]) => [id, snapshotOf(e)])
       this.flush()
-      for (const { key, value } of this.entries.getRange({})) out.push([key[1], { ...value, orderTime: key[0] }])
+      for (const { key, value } of this.entries.getRange({})) out.push([key[1], { ...fromDisk(value), orderTime: key[0] }])
       return out
     },
     restore: (entries) => {
@@ -97,7 +102,7 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
     mkdirSync(dir, { recursive: true })
     // Spilled entries are a cache of the (separately durable) buffer: no fsync per write.
     this.env = open({ path: dir, noSync: true, compression: false })
-    this.entries = this.env.openDB<Spilled<K, V>, [number, string]>({ name: 'entries' })
+    this.entries = this.env.openDB<OnDisk<K, V>, [number, string]>({ name: 'entries' })
     this.index = this.env.openDB<number, string>({ name: 'index' })
   }
 
@@ -143,7 +148,8 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
     const orderTime = this.spilledOrderTime(keyId)
     if (orderTime === undefined) return undefined
     const pending = this.pendingEntries.get(orderKey(orderTime, keyId))
-    const s = pending !== undefined ? pending.value : this.entries.get([orderTime, keyId])
+    const onDisk = pending === undefined ? this.entries.get([orderTime, keyId]) : undefined
+    const s = pending !== undefined ? pending.value : onDisk === undefined ? undefined : fromDisk(onDisk)
     return s === null || s === undefined ? undefined : { key: s.key, value: s.value, timestamp: s.timestamp, orderTime, size: s.size }
   }
 
@@ -246,7 +252,7 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   private unspill(orderTime: number, keyId: string): Spilled<K, V> {
     const ok = orderKey(orderTime, keyId)
     const pending = this.pendingEntries.get(ok)
-    const s = (pending !== undefined ? pending.value : this.entries.get([orderTime, keyId])) as Spilled<K, V>
+    const s = pending !== undefined ? (pending.value as Spilled<K, V>) : fromDisk(this.entries.get([orderTime, keyId]) as OnDisk<K, V>)
     this.pendingEntries.set(ok, { orderTime, keyId, value: null })
     this.pendingIndex.set(keyId, null)
     this.diskCount--
@@ -267,7 +273,7 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
     this.env.transactionSync(() => {
       for (const { orderTime, keyId, value } of this.pendingEntries.values()) {
         if (value === null) this.entries.removeSync([orderTime, keyId])
-        else this.entries.putSync([orderTime, keyId], value)
+        else this.entries.putSync([orderTime, keyId], toDisk(value))
       }
       for (const [keyId, orderTime] of this.pendingIndex) {
         if (orderTime === null) this.index.removeSync(keyId)
@@ -295,7 +301,8 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
     const batch: Array<[number, string, Spilled<K, V>]> = []
     let records = 0
     let bytes = 0
-    for (const { key, value } of this.entries.getRange({})) {
+    for (const { key, value: onDisk } of this.entries.getRange({})) {
+      const value = fromDisk(onDisk)
       if (batch.length > 0 && (records + 1 > this.maxRecords || bytes + value.size > this.maxBytes)) break
       batch.push([key[0], key[1], value])
       records++
