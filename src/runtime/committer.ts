@@ -3,7 +3,6 @@ import type { StoreKey } from '../processor/api.js'
 import type { StreamTask, TaskCheckpoint } from '../processor/internal/task.js'
 import type { CheckpointStore } from '../state/checkpoint-store.js'
 import type { DurableTaskState } from '../state/checkpoint-store.js'
-import type { DurableLog } from '../log/durable-log.js'
 import type { StoreDisk } from '../state/persistent-store.js'
 import type { ChangelogListener, TaskChangelog } from './changelog.js'
 
@@ -58,11 +57,6 @@ export class Committer {
   /** Where a persistent store of a task finds its committed entries (durable runtimes). */
   storeDisk(taskId: string, store: string): StoreDisk | undefined {
     return this.store?.storeDisk(taskId, store)
-  }
-
-  /** The checkpoint store's topics (durable runtimes). */
-  get log(): DurableLog | undefined {
-    return this.store?.log
   }
 
   /** Input positions of every task's last commit, keyed `topic:partition` (the lowest, if tasks share a partition). */

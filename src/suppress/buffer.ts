@@ -1,3 +1,4 @@
+import type { StoreKey } from '../processor/api.js'
 import { DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
 import { ChangeSet } from '../state/change-set.js'
@@ -67,10 +68,7 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
     },
     entries: () => [...this.byKey].map(([id, e]) => [id, snapshotOf(e)]),
     restore: (entries) => {
-      for (const [id, v] of entries) {
-        const e = v as SavedEntry<K, V>
-        this.put(id as string, e.key, e.value, e.timestamp, e.orderTime, e.size)
-      }
+      putSaved(this, entries)
       this.changed?.clear()
     },
   }
@@ -152,6 +150,15 @@ export interface SavedEntry<K, V> {
   readonly size: number
 }
 
+/** Puts saved entries (keyed by key id; other keys are the store's own fields) back into a buffer. */
+export function putSaved<K, V>(buffer: SuppressionBuffer<K, V>, entries: Iterable<readonly [StoreKey, unknown]>): void {
+  for (const [id, v] of entries) {
+    if (typeof id !== 'string') continue
+    const e = v as SavedEntry<K, V>
+    buffer.put(id, e.key, e.value, e.timestamp, e.orderTime, e.size)
+  }
+}
+
 export function snapshotOf<K, V>(e: BufferEntry<K, V> | undefined): SavedEntry<K, V> | undefined {
   return e === undefined ? undefined : { key: e.key, value: e.value, timestamp: e.timestamp, orderTime: e.orderTime, size: e.size }
 }
@@ -200,11 +207,7 @@ export class SuppressionStore<K, V> {
   useBuffer(buffer: SuppressionBuffer<K, V>): void {
     if (this.tracking) buffer.durable.trackChanges()
     if (this.disk !== undefined) {
-      for (const [id, v] of this.disk.entries()) {
-        if (typeof id !== 'string') continue
-        const e = v as SavedEntry<K, V>
-        buffer.put(id, e.key, e.value, e.timestamp, e.orderTime, e.size)
-      }
+      putSaved(buffer, this.disk.entries())
       buffer.durable.restore([]) // forgets the puts above as changes: they are committed already
     } else {
       buffer.durable.restore(this.current.durable.entries())
@@ -252,7 +255,7 @@ export class SuppressionStore<K, V> {
     },
     entries: () => [...this.current.durable.entries(), [STREAM_TIME_KEY, this.observed], [CLOSED_EARLY_KEY, this.closed.slice()]],
     restore: (entries) => {
-      this.current.durable.restore(entries.filter(([k]) => typeof k === 'string'))
+      this.current.durable.restore(entries)
       for (const [k, v] of entries) {
         if (k === STREAM_TIME_KEY) this.observed = v as number
         else if (k === CLOSED_EARLY_KEY) this.closed = (v as Array<[number, string]>).slice()

@@ -5,7 +5,7 @@ import type { StoreKey } from '../processor/api.js'
 import type { DurableStore } from '../state/stores.js'
 import { ChangeSet } from '../state/change-set.js'
 import { SlottedHeap } from '../util/indexed-heap.js'
-import { BufferEntry, snapshotOf } from './buffer.js'
+import { BufferEntry, putSaved, snapshotOf } from './buffer.js'
 import type { SavedEntry, SuppressionBuffer } from './buffer.js'
 
 /** An entry in memory: a buffer entry that also knows its slots in the oldest- and newest-first heaps. */
@@ -84,10 +84,7 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
       return out
     },
     restore: (entries) => {
-      for (const [id, v] of entries) {
-        const e = v as SavedEntry<K, V>
-        this.put(id as string, e.key, e.value, e.timestamp, e.orderTime, e.size)
-      }
+      putSaved(this, entries)
       this.changed?.clear()
     },
   }
