@@ -1,4 +1,5 @@
 import type { StoreKey } from '../processor/api.js'
+import { radixSortable, sortSlots } from './slot-sort.js'
 
 /** A pending timer's data, as `entries()` and `list()` return it. */
 export interface TimerEntry {
@@ -12,58 +13,117 @@ const ARITY = 4
 const INITIAL_CAPACITY = 64
 /** Typed arrays grow by half: less slack at tens of millions of timers than doubling. */
 const GROWTH = 1.5
+/** A heap slot: timestamp (float64), order (uint32), id (uint32); four slots to a cache line. */
+const SLOT_BYTES = 16
+const ID_BYTES = 24
+// An id's state, in the low two bits of its meta word (the owner is in the rest).
 const FREE = 0
 const LIVE = 1
 /** Deleted, but still in a heap slot: its id is reused only once the heap drops the slot. */
 const DEAD = 2
-/** An index slot never used since the last rebuild. */
+const STATE_MASK = 3
+/** An index entry never used since the last rebuild. */
 const EMPTY = -1
+/** The largest heap order; past it orders are renumbered. */
+const MAX_ORDER = 0xffffffff
+/** A heap at least this large is sorted into a run, rather than popped, when all of it is due. */
+const DRAIN_MIN = 16_384
+/** Dead slots are compacted away once there are more of them than this and than live ones. */
+const COMPACT_MIN = 1024
 
 /**
  * A set-semantic priority queue of timers (Flink's HeapPriorityQueueSet), laid out for the cache.
  *
- * - Heap: 4-ary, its slots hold (timestamp, registration order, id) in typed arrays, so sifting compares
- *   neighbouring numbers instead of chasing object pointers, and no per-timer position is written.
- * - Ids: each timer has an integer id (reused once it leaves the heap) with its key, owner and state.
- * - Index: an open-addressing hash table (Int32Array of ids, linear probing) on (owner, key, timestamp),
- *   for deduplication and deletion. A slot is trusted only if its id is LIVE with exactly that owner, key
- *   and timestamp, so slots of timers that fired or were deleted need no cleanup: they are skipped, and
- *   dropped when the table is rebuilt (when used slots pass half its size). No JavaScript Map is touched
- *   on any operation, and firing does not touch the index at all.
+ * - Heap: 4-ary over 16-byte slots of (timestamp, order, id) in one buffer, so a slot's four children
+ *   are 64 adjacent bytes and a sift touches about one cache line per level. The order is a 32-bit
+ *   registration counter local to the queue (ties fire in registration order); when it would overflow,
+ *   the pending timers are renumbered in the order they have, which keeps the heap valid.
+ * - Ids: each timer has an integer id (reused once it leaves the heap) with its key, timestamp, full
+ *   registration sequence (for snapshots and changes), owner and state.
+ * - Index: an open-addressing hash table of (id, hash) pairs with linear probing, on (owner, key,
+ *   timestamp), for deduplication and deletion. A probe compares the stored hash before it looks at an
+ *   id, so a lookup usually reads one cache line of the table. An entry is trusted only if its id is
+ *   LIVE with exactly that owner, key and timestamp, so entries of timers that fired or were deleted need
+ *   no cleanup: they are skipped, and dropped when the table is rebuilt. No JavaScript Map is touched on
+ *   any operation, and firing does not touch the index at all.
  *
  * Deletion is lazy in the heap too: a deleted timer is marked DEAD and dropped when it reaches the top, or
- * in a compaction when dead slots outnumber live ones. `owner` is a small integer: the keyed node (user
- * timers) or the state (TTL timers).
+ * in a compaction when dead slots outnumber live ones. `owner` is a small non-negative integer: the keyed
+ * node (user timers) or the state (TTL timers).
  */
 export class TimerQueue {
   /** Heap slots in use, DEAD ones included. */
   private slots = 0
+  /** DEAD timers in the heap and the run. */
   private dead = 0
-  /** The hash index: timer ids, EMPTY, or ids no longer valid (skipped on lookup). */
+  /** At least the largest timestamp in the heap (NaN: the heap cannot be sorted into a run). */
+  private maxTime = -Infinity
+  /**
+   * The run: timers taken out of the heap in firing order (same slot layout), when an advance made every
+   * timer of a large heap due. Polls take from it and from the heap, whichever is earlier; [runStart,
+   * runEnd) are pending.
+   */
+  private runTime = new Float64Array(0)
+  private runWord = new Uint32Array(0)
+  private runStart = 0
+  private runEnd = 0
+  private heapTime: Float64Array
+  /** The same buffer as `heapTime`: words 4s+2 (order) and 4s+3 (id) of slot s. */
+  private heapWord: Uint32Array
+  private nextOrder = 0
+  /** Index entries: [id, hash] pairs; id EMPTY, or an id no longer valid (skipped on lookup). */
   private table = new Int32Array(INITIAL_CAPACITY * 2).fill(EMPTY)
-  /** Slots that are not EMPTY (valid or stale). */
-  private usedSlots = 0
-  /** Heap slots: (timestamp, registration order) pairs side by side, so one cache line holds a slot's children. */
-  private slotKey = new Float64Array(INITIAL_CAPACITY * 2)
-  private slotId = new Int32Array(INITIAL_CAPACITY)
-  private idTime = new Float64Array(INITIAL_CAPACITY)
-  private idState = new Uint8Array(INITIAL_CAPACITY)
-  private idOwner = new Int32Array(INITIAL_CAPACITY)
+  /** Entries that are not EMPTY (valid or stale). */
+  private usedEntries = 0
+  /**
+   * An entry's home is the top bits of its hash (hash >>> shift), not the bottom ones: then doubling the
+   * table sends home i to 2i or 2i+1, and a rebuild reads the old table and writes the new one in order,
+   * instead of scattering every entry to a random place (a cache miss each, at a million timers).
+   */
+  private shift = 32 - Math.log2(INITIAL_CAPACITY)
+  /**
+   * An id's record, 24 bytes, so that one cache miss reads all of it: timestamp and full registration
+   * sequence (float64 words 3id and 3id+1); owner * 4 + state and the hash of (owner, key, timestamp)
+   * (int32 words 6id+4 and 6id+5; a rebuild keeps an index entry only if its hash matches).
+   */
+  private idNum: Float64Array
+  private idInt: Int32Array
   // Grown by push, never by setting length: a long length on a short array turns it into a slow dictionary.
   private readonly idKey: Array<StoreKey | undefined> = Array.from({ length: INITIAL_CAPACITY }, () => undefined)
-  private readonly freeIds: number[] = []
+  /** A stack of ids free for reuse. */
+  private freeIds = new Int32Array(INITIAL_CAPACITY)
+  private freeCount = 0
   private nextId = 0
   private readonly polled = { timestamp: 0, seq: 0, key: '' as StoreKey, owner: 0 }
 
+  private readonly maxOrder: number
+  private readonly drainMin: number
+  private readonly compactMin: number
+
+  /** The options exist for tests, to reach the renumbering and the run with few timers. */
+  constructor(options: { readonly maxOrder?: number; readonly drainMin?: number; readonly compactMin?: number } = {}) {
+    this.maxOrder = options.maxOrder ?? MAX_ORDER
+    this.drainMin = options.drainMin ?? DRAIN_MIN
+    this.compactMin = options.compactMin ?? COMPACT_MIN
+    const records = new ArrayBuffer(INITIAL_CAPACITY * ID_BYTES)
+    this.idNum = new Float64Array(records)
+    this.idInt = new Int32Array(records)
+    const buffer = new ArrayBuffer(INITIAL_CAPACITY * SLOT_BYTES)
+    this.heapTime = new Float64Array(buffer)
+    this.heapWord = new Uint32Array(buffer)
+  }
+
   /** Pending timers. */
   get size(): number {
-    return this.slots - this.dead
+    return this.slots + this.runEnd - this.runStart - this.dead
   }
 
   /** Earliest pending timestamp, or Infinity. */
   peekTime(): number {
     this.dropDeadHead()
-    return this.slots === 0 ? Infinity : (this.slotKey[0] as number)
+    const heap = this.slots === 0 ? Infinity : (this.heapTime[0] as number)
+    const run = this.runStart === this.runEnd ? Infinity : (this.runTime[2 * this.runStart] as number)
+    return heap < run ? heap : run
   }
 
   /** Adds a timer unless (owner, key, timestamp) is already pending; returns whether it was added. */
@@ -71,15 +131,17 @@ export class TimerQueue {
     const h = hashOf(owner, key, timestamp)
     if (this.lookup(h, owner, key, timestamp) >= 0) return false
     const id = this.allocate()
-    this.idTime[id] = timestamp
-    this.idOwner[id] = owner
+    this.idNum[3 * id] = timestamp
+    this.idNum[3 * id + 1] = seq
+    this.idInt[6 * id + 4] = owner * 4 + LIVE
+    this.idInt[6 * id + 5] = h
     this.idKey[id] = key
-    this.idState[id] = LIVE
-    this.insertSlot(h, id)
-    if (this.slots === this.slotId.length) this.growSlots()
+    this.insertEntry(h, id)
+    if (this.nextOrder > this.maxOrder) this.renumber()
+    if (this.slots === this.heapTime.length / 2) this.growSlots()
+    if (!(timestamp <= this.maxTime)) this.maxTime = this.maxTime !== this.maxTime ? NaN : timestamp
     const slot = this.slots++
-    this.place(slot, timestamp, seq, id)
-    this.siftUp(slot)
+    this.siftUp(slot, timestamp, this.nextOrder++, id)
     return true
   }
 
@@ -87,10 +149,10 @@ export class TimerQueue {
   remove(owner: number, key: StoreKey, timestamp: number): boolean {
     const id = this.lookup(hashOf(owner, key, timestamp), owner, key, timestamp)
     if (id < 0) return false
-    // Its index slot goes stale with the state change; the heap drops the DEAD slot later.
-    this.idState[id] = DEAD
+    // Its index entry goes stale with the state change; the heap drops the DEAD slot later.
+    this.idInt[6 * id + 4] = owner * 4 + DEAD
     this.dead++
-    if (this.dead > 1024 && this.dead * 2 > this.slots) this.compact()
+    if (this.dead > this.compactMin && this.dead * 2 > this.slots + this.runEnd - this.runStart) this.compact()
     return true
   }
 
@@ -99,215 +161,305 @@ export class TimerQueue {
    * reused by the next call: read it before polling again.
    */
   pollDue(time: number): TimerEntry | undefined {
+    if (this.maxTime <= time && this.slots >= this.drainMin && this.runStart === this.runEnd) this.sortIntoRun()
     this.dropDeadHead()
-    if (this.slots === 0 || (this.slotKey[0] as number) > time) return undefined
-    const id = this.slotId[0] as number
+    const heapDue = this.slots > 0 && (this.heapTime[0] as number) <= time
+    const r = this.runStart
+    if (r < this.runEnd && (this.runTime[2 * r] as number) <= time) {
+      const rt = this.runTime[2 * r] as number
+      const ht = this.heapTime[0] as number
+      if (!heapDue || rt < ht || (rt === ht && (this.runWord[4 * r + 2] as number) < (this.heapWord[2] as number))) {
+        this.runStart++
+        return this.polledOf(this.runWord[4 * r + 3] as number, rt)
+      }
+    }
+    if (!heapDue) return undefined
+    const id = this.heapWord[3] as number
+    const polled = this.polledOf(id, this.heapTime[0] as number)
+    this.removeHead()
+    return polled
+  }
+
+  /** Fills the reused poll result with timer `id` and frees the id. */
+  private polledOf(id: number, timestamp: number): TimerEntry {
     const polled = this.polled
-    polled.timestamp = this.slotKey[0] as number
-    polled.seq = this.slotKey[1] as number
+    polled.timestamp = timestamp
+    polled.seq = this.idNum[3 * id + 1] as number
     polled.key = this.idKey[id] as StoreKey
-    polled.owner = this.idOwner[id] as number
-    this.removeSlot(0)
+    polled.owner = (this.idInt[6 * id + 4] as number) >>> 2
     this.release(id)
     return polled
+  }
+
+  /**
+   * Moves the whole heap into the run, sorted (all of it is due: the heap's maximum is at most the poll
+   * time). An advance that fires a large heap to the end then costs a few sequential passes instead of a
+   * sift through every level per timer. Timers registered meanwhile go to a new heap.
+   */
+  private sortIntoRun(): void {
+    const n = this.slots
+    if (!radixSortable(this.heapTime, n)) {
+      this.maxTime = NaN
+      return
+    }
+    const sorted = sortSlots(this.heapTime.buffer as ArrayBuffer, new ArrayBuffer(n * SLOT_BYTES), n)
+    this.runTime = new Float64Array(sorted)
+    this.runWord = new Uint32Array(sorted)
+    this.runStart = 0
+    this.runEnd = n
+    const buffer = new ArrayBuffer(INITIAL_CAPACITY * SLOT_BYTES)
+    this.heapTime = new Float64Array(buffer)
+    this.heapWord = new Uint32Array(buffer)
+    this.slots = 0
+    this.maxTime = -Infinity
+  }
+
+  /** Calls `f` with the id of every slot, heap then run, DEAD ones included. */
+  private forEachSlotId(f: (id: number) => void): void {
+    for (let s = 0; s < this.slots; s++) f(this.heapWord[4 * s + 3] as number)
+    for (let r = this.runStart; r < this.runEnd; r++) f(this.runWord[4 * r + 3] as number)
   }
 
   /** Pending timers of one owner and key, in firing order (a scan: for inspection, not the hot path). */
   list(owner: number, key: StoreKey): TimerEntry[] {
     const out: TimerEntry[] = []
-    for (let slot = 0; slot < this.slots; slot++) {
-      const id = this.slotId[slot] as number
-      if (this.idState[id] === LIVE && this.idOwner[id] === owner && this.idKey[id] === key) out.push(this.entry(slot))
-    }
+    this.forEachSlotId((id) => {
+      if (this.idInt[6 * id + 4] === owner * 4 + LIVE && this.idKey[id] === key) out.push(this.entry(id))
+    })
     return out.sort((a, b) => a.timestamp - b.timestamp || a.seq - b.seq)
   }
 
   countOwner(owner: number): number {
     let n = 0
-    for (let s = 0; s < this.slots; s++) {
-      const id = this.slotId[s] as number
-      if (this.idState[id] === LIVE && this.idOwner[id] === owner) n++
-    }
+    this.forEachSlotId((id) => {
+      if (this.idInt[6 * id + 4] === owner * 4 + LIVE) n++
+    })
     return n
   }
 
-  /** All pending timers in heap order (for snapshots). */
+  /** All pending timers, in no particular order (for snapshots). */
   entries(): TimerEntry[] {
     const out: TimerEntry[] = []
-    for (let s = 0; s < this.slots; s++) if (this.idState[this.slotId[s] as number] === LIVE) out.push(this.entry(s))
+    this.forEachSlotId((id) => {
+      if (((this.idInt[6 * id + 4] as number) & STATE_MASK) === LIVE) out.push(this.entry(id))
+    })
     return out
   }
 
-  private entry(slot: number): TimerEntry {
-    const id = this.slotId[slot] as number
-    return { timestamp: this.slotKey[2 * slot] as number, seq: this.slotKey[2 * slot + 1] as number, key: this.idKey[id] as StoreKey, owner: this.idOwner[id] as number }
+  private entry(id: number): TimerEntry {
+    return { timestamp: this.idNum[3 * id] as number, seq: this.idNum[3 * id + 1] as number, key: this.idKey[id] as StoreKey, owner: (this.idInt[6 * id + 4] as number) >>> 2 }
   }
 
   /** The id of the LIVE timer (owner, key, timestamp), or -1. */
   private lookup(h: number, owner: number, key: StoreKey, timestamp: number): number {
     const table = this.table
-    const mask = table.length - 1
-    for (let i = h & mask; ; i = (i + 1) & mask) {
-      const id = table[i] as number
+    const mask = (table.length >>> 1) - 1
+    const live = owner * 4 + LIVE
+    for (let i = h >>> this.shift; ; i = (i + 1) & mask) {
+      const id = table[2 * i] as number
       if (id === EMPTY) return -1
-      if (this.idState[id] === LIVE && this.idTime[id] === timestamp && this.idKey[id] === key && this.idOwner[id] === owner) return id
+      if (table[2 * i + 1] === h && this.idInt[6 * id + 4] === live && this.idNum[3 * id] === timestamp && this.idKey[id] === key) return id
     }
   }
 
-  private insertSlot(h: number, id: number): void {
-    if ((this.usedSlots + 1) * 2 > this.table.length) this.rebuildIndex()
+  private insertEntry(h: number, id: number): void {
+    // At most three quarters full: entries are pairs, so a probe run stays within a line or two.
+    if ((this.usedEntries + 1) * 4 > (this.table.length >>> 1) * 3) this.rebuildIndex()
     const table = this.table
-    const mask = table.length - 1
-    for (let i = h & mask; ; i = (i + 1) & mask) {
-      const other = table[i] as number
-      if (other === EMPTY) {
-        this.usedSlots++
-        table[i] = id
-        return
-      }
-      // The slot of a timer that fired or was deleted can be reused (slots never go back to EMPTY, so
-      // probe chains stay intact).
-      if (this.idState[other] !== LIVE) {
-        table[i] = id
-        return
-      }
-    }
+    const mask = (table.length >>> 1) - 1
+    let i = h >>> this.shift
+    while (table[2 * i] !== EMPTY) i = (i + 1) & mask
+    table[2 * i] = id
+    table[2 * i + 1] = h
+    this.usedEntries++
   }
 
-  /** Rebuilds the index from the LIVE timers, sized for them: drops stale slots. */
+  /**
+   * Moves the index into a table at most half full for the LIVE timers, dropping stale entries. The
+   * stored hashes are reused (no key is hashed again), and while no timer has left the queue since the
+   * last rebuild every entry is valid and none is checked.
+   */
   private rebuildIndex(): void {
-    const live = this.slots - this.dead
-    let size = 64
-    while (size < (live + 1) * 4) size *= 2
-    const table = new Int32Array(size).fill(EMPTY)
+    const live = this.size
+    let bits = 6
+    while (1 << bits < (live + 1) * 2) bits++
+    const size = 1 << bits
+    const shift = 32 - bits
+    const table = new Int32Array(size * 2).fill(EMPTY)
     const mask = size - 1
-    let used = 0
-    for (let slot = 0; slot < this.slots; slot++) {
-      const id = this.slotId[slot] as number
-      if (this.idState[id] !== LIVE) continue
-      let i = hashOf(this.idOwner[id] as number, this.idKey[id] as StoreKey, this.idTime[id] as number) & mask
-      while (table[i] !== EMPTY) i = (i + 1) & mask
-      table[i] = id
-      used++
+    const old = this.table
+    const allValid = this.usedEntries === live
+    for (let e = 0; e < old.length; e += 2) {
+      const id = old[e] as number
+      if (id === EMPTY) continue
+      const h = old[e + 1] as number
+      if (!allValid && (((this.idInt[6 * id + 4] as number) & STATE_MASK) !== LIVE || this.idInt[6 * id + 5] !== h)) continue
+      let i = h >>> shift
+      while (table[2 * i] !== EMPTY) i = (i + 1) & mask
+      table[2 * i] = id
+      table[2 * i + 1] = h
     }
     this.table = table
-    this.usedSlots = used
+    this.shift = shift
+    this.usedEntries = live
   }
 
   private dropDeadHead(): void {
+    if (this.dead === 0) return
     while (this.slots > 0) {
-      const id = this.slotId[0] as number
-      if (this.idState[id] !== DEAD) return
+      const id = this.heapWord[3] as number
+      if (((this.idInt[6 * id + 4] as number) & STATE_MASK) !== DEAD) break
       this.dead--
-      this.removeSlot(0)
+      this.removeHead()
+      this.release(id)
+    }
+    while (this.runStart < this.runEnd) {
+      const id = this.runWord[4 * this.runStart + 3] as number
+      if (((this.idInt[6 * id + 4] as number) & STATE_MASK) !== DEAD) break
+      this.dead--
+      this.runStart++
       this.release(id)
     }
   }
 
-  /** Rebuilds the heap without dead slots (Floyd's heapify, O(n)). */
+  /** Drops dead slots: rebuilds the heap (Floyd's heapify, O(n)) and closes the run's gaps (keeping its order). */
   private compact(): void {
-    let n = 0
-    for (let s = 0; s < this.slots; s++) {
-      const id = this.slotId[s] as number
-      if (this.idState[id] === DEAD) {
+    const n = this.keepLive(this.heapTime, this.heapWord, 0, this.slots, 0)
+    this.slots = n
+    const time = this.heapTime
+    const word = this.heapWord
+    for (let s = ((n - 2) / ARITY) | 0; s >= 0; s--) this.siftDown(s, time[2 * s] as number, word[4 * s + 2] as number, word[4 * s + 3] as number)
+    this.runEnd = this.keepLive(this.runTime, this.runWord, this.runStart, this.runEnd, this.runStart)
+    this.dead = 0
+  }
+
+  /** Moves the slots in [from, end) that are not DEAD down to `to` onwards, in order; frees the dead ids. */
+  private keepLive(time: Float64Array, word: Uint32Array, from: number, end: number, to: number): number {
+    let n = to
+    for (let s = from; s < end; s++) {
+      const id = word[4 * s + 3] as number
+      if (((this.idInt[6 * id + 4] as number) & STATE_MASK) === DEAD) {
         this.release(id)
         continue
       }
-      this.place(n++, this.slotKey[2 * s] as number, this.slotKey[2 * s + 1] as number, id)
+      time[2 * n] = time[2 * s] as number
+      word[4 * n + 2] = word[4 * s + 2] as number
+      word[4 * n + 3] = id
+      n++
     }
-    this.slots = n
-    this.dead = 0
-    for (let s = ((n - 2) / ARITY) | 0; s >= 0; s--) this.siftDown(s)
+    return n
+  }
+
+  /**
+   * Gives the pending timers orders 0..n-1 in the order they already have (timestamp, then order), so
+   * orders can keep growing: every comparison comes out as before, and the heap stays a heap.
+   */
+  private renumber(): void {
+    // The run goes back into the heap first (a rare path: once per four billion registrations).
+    for (let r = this.runStart; r < this.runEnd; r++) {
+      if (this.slots === this.heapTime.length / 2) this.growSlots()
+      this.siftUp(this.slots++, this.runTime[2 * r] as number, this.runWord[4 * r + 2] as number, this.runWord[4 * r + 3] as number)
+    }
+    this.runStart = this.runEnd = 0
+    this.maxTime = NaN
+    const time = this.heapTime
+    const word = this.heapWord
+    const slots = Array.from({ length: this.slots }, (_, s) => s)
+    slots.sort((a, b) => (time[2 * a] as number) - (time[2 * b] as number) || (word[4 * a + 2] as number) - (word[4 * b + 2] as number))
+    for (let rank = 0; rank < slots.length; rank++) word[4 * (slots[rank] as number) + 2] = rank
+    this.nextOrder = slots.length
   }
 
   private allocate(): number {
-    const reused = this.freeIds.pop()
-    if (reused !== undefined) return reused
+    if (this.freeCount > 0) return this.freeIds[--this.freeCount] as number
     const id = this.nextId++
-    if (id >= this.idTime.length) this.growIds()
+    if (id >= this.idKey.length) this.growIds()
     return id
   }
 
   private release(id: number): void {
-    this.idState[id] = FREE
+    this.idInt[6 * id + 4] = FREE
     this.idKey[id] = undefined
-    this.freeIds.push(id)
+    this.freeIds[this.freeCount++] = id
   }
 
   private growIds(): void {
-    const capacity = Math.ceil(this.idTime.length * GROWTH)
-    this.idTime = copyInto(new Float64Array(capacity), this.idTime)
-    this.idState = copyInto(new Uint8Array(capacity), this.idState)
-    this.idOwner = copyInto(new Int32Array(capacity), this.idOwner)
+    const capacity = Math.ceil(this.idKey.length * GROWTH)
+    const records = new ArrayBuffer(capacity * ID_BYTES)
+    new Uint8Array(records).set(new Uint8Array(this.idNum.buffer))
+    this.idNum = new Float64Array(records)
+    this.idInt = new Int32Array(records)
+    this.freeIds = copyInto(new Int32Array(capacity), this.freeIds)
     for (let i = this.idKey.length; i < capacity; i++) this.idKey.push(undefined)
   }
 
   private growSlots(): void {
-    const capacity = Math.ceil(this.slotId.length * GROWTH)
-    this.slotKey = copyInto(new Float64Array(capacity * 2), this.slotKey)
-    this.slotId = copyInto(new Int32Array(capacity), this.slotId)
+    const capacity = Math.ceil((this.heapTime.length / 2) * GROWTH)
+    const buffer = new ArrayBuffer(capacity * SLOT_BYTES)
+    new Uint8Array(buffer).set(new Uint8Array(this.heapTime.buffer))
+    this.heapTime = new Float64Array(buffer)
+    this.heapWord = new Uint32Array(buffer)
   }
 
-  private place(slot: number, time: number, seq: number, id: number): void {
-    const keys = this.slotKey
-    keys[2 * slot] = time
-    keys[2 * slot + 1] = seq
-    this.slotId[slot] = id
-  }
-
-  private removeSlot(slot: number): void {
+  /** Removes slot 0: the last slot takes its place and sinks. */
+  private removeHead(): void {
     const last = --this.slots
-    if (slot === last) return
-    this.place(slot, this.slotKey[2 * last] as number, this.slotKey[2 * last + 1] as number, this.slotId[last] as number)
-    this.siftDown(slot)
-    this.siftUp(slot)
+    if (last === 0) {
+      this.maxTime = -Infinity
+      return
+    }
+    const word = this.heapWord
+    this.siftDown(0, this.heapTime[2 * last] as number, word[4 * last + 2] as number, word[4 * last + 3] as number)
   }
 
-  private siftUp(start: number): void {
-    const keys = this.slotKey
+  /** Puts (time, order, id) at `start` or above it, moving larger parents down. */
+  private siftUp(start: number, t: number, o: number, id: number): void {
+    const time = this.heapTime
+    const word = this.heapWord
     let slot = start
-    const t = keys[2 * slot] as number
-    const s = keys[2 * slot + 1] as number
-    const id = this.slotId[slot] as number
     while (slot > 0) {
       const parent = ((slot - 1) / ARITY) | 0
-      const pt = keys[2 * parent] as number
-      const ps = keys[2 * parent + 1] as number
-      if (pt < t || (pt === t && ps < s)) break
-      this.place(slot, pt, ps, this.slotId[parent] as number)
+      const pt = time[2 * parent] as number
+      if (pt < t || (pt === t && (word[4 * parent + 2] as number) < o)) break
+      time[2 * slot] = pt
+      word[4 * slot + 2] = word[4 * parent + 2] as number
+      word[4 * slot + 3] = word[4 * parent + 3] as number
       slot = parent
     }
-    this.place(slot, t, s, id)
+    time[2 * slot] = t
+    word[4 * slot + 2] = o
+    word[4 * slot + 3] = id
   }
 
-  private siftDown(start: number): void {
-    const keys = this.slotKey
+  /** Puts (time, order, id) at `start` or below it, moving smaller children up. */
+  private siftDown(start: number, t: number, o: number, id: number): void {
+    const time = this.heapTime
+    const word = this.heapWord
     const n = this.slots
     let slot = start
-    const t = keys[2 * slot] as number
-    const s = keys[2 * slot + 1] as number
-    const id = this.slotId[slot] as number
     for (;;) {
       const first = slot * ARITY + 1
       if (first >= n) break
-      // The smallest of up to four adjacent children (eight adjacent numbers).
+      // The smallest of up to four adjacent children.
       let best = first
-      let bt = keys[2 * first] as number
-      let bs = keys[2 * first + 1] as number
-      const end = Math.min(first + ARITY, n)
+      let bt = time[2 * first] as number
+      const end = first + ARITY < n ? first + ARITY : n
       for (let c = first + 1; c < end; c++) {
-        const ct = keys[2 * c] as number
-        if (ct < bt || (ct === bt && (keys[2 * c + 1] as number) < bs)) {
+        const ct = time[2 * c] as number
+        if (ct < bt || (ct === bt && (word[4 * c + 2] as number) < (word[4 * best + 2] as number))) {
           best = c
           bt = ct
-          bs = keys[2 * c + 1] as number
         }
       }
-      if (bt > t || (bt === t && bs >= s)) break
-      this.place(slot, bt, bs, this.slotId[best] as number)
+      if (bt > t || (bt === t && (word[4 * best + 2] as number) >= o)) break
+      time[2 * slot] = bt
+      word[4 * slot + 2] = word[4 * best + 2] as number
+      word[4 * slot + 3] = word[4 * best + 3] as number
       slot = best
     }
-    this.place(slot, t, s, id)
+    time[2 * slot] = t
+    word[4 * slot + 2] = o
+    word[4 * slot + 3] = id
   }
 }
 
@@ -335,5 +487,5 @@ function hashOf(owner: number, key: StoreKey, timestamp: number): number {
   h ^= h >>> 13
   h = Math.imul(h, 0xc2b2ae35)
   h ^= h >>> 16
-  return h >>> 0
+  return h | 0
 }

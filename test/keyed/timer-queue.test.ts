@@ -38,39 +38,86 @@ describe('TimerQueue (set-semantic priority queue)', () => {
     assert.equal(q.size, 1)
   })
 
-  it('matches a naive set for random add/remove/poll sequences (property)', () => {
-    type Op = { t: 'add' | 'remove'; key: number; ts: number } | { t: 'poll'; ts: number }
-    const op = fc.oneof(
-      fc.record({ t: fc.constantFrom<'add' | 'remove'>('add', 'remove'), key: fc.nat(5), ts: fc.nat(20) }),
-      fc.record({ t: fc.constant<'poll'>('poll'), ts: fc.nat(20) }),
-    ) as fc.Arbitrary<Op>
-    fc.assert(
-      fc.property(fc.array(op, { maxLength: 80 }), (ops) => {
-        const q = new TimerQueue()
-        let model: Array<{ key: number; ts: number; seq: number }> = []
-        let seq = 0
-        for (const o of ops) {
-          if (o.t === 'add') {
-            const dup = model.some((m) => m.key === o.key && m.ts === o.ts)
-            assert.equal(q.add(0, o.key, o.ts, seq), !dup)
-            if (!dup) model.push({ key: o.key, ts: o.ts, seq })
-            seq++
-          } else if (o.t === 'remove') {
-            const had = model.some((m) => m.key === o.key && m.ts === o.ts)
-            assert.equal(q.remove(0, o.key, o.ts), had)
-            model = model.filter((m) => !(m.key === o.key && m.ts === o.ts))
-          } else {
-            const due = model.filter((m) => m.ts <= o.ts).sort((a, b) => a.ts - b.ts || a.seq - b.seq)
-            const got: Array<[unknown, number]> = []
-            for (let e = q.pollDue(o.ts); e !== undefined; e = q.pollDue(o.ts)) got.push([e.key, e.timestamp])
-            assert.deepEqual(got, due.map((m) => [m.key, m.ts]))
-            model = model.filter((m) => m.ts > o.ts)
+  // The small options reach what large queues do: renumbering orders, sorting the heap into a run (and
+  // registering while the run is drained), compacting dead slots.
+  const variants = [
+    { name: 'defaults', options: {} },
+    { name: 'renumbering at order 7', options: { maxOrder: 7 } },
+    { name: 'sorted runs from 2 timers', options: { drainMin: 2 } },
+    { name: 'all paths at once', options: { maxOrder: 5, drainMin: 1, compactMin: 1 } },
+  ]
+  for (const { name, options } of variants) {
+    it(`matches a naive set for random add/remove/poll sequences (property, ${name})`, () => {
+      type Op = { t: 'add' | 'remove'; key: number; ts: number } | { t: 'poll' | 'pollOne'; ts: number }
+      const op = fc.oneof(
+        fc.record({ t: fc.constantFrom<'add' | 'remove'>('add', 'remove'), key: fc.nat(5), ts: fc.nat(20) }),
+        fc.record({ t: fc.constantFrom<'poll' | 'pollOne'>('poll', 'pollOne'), ts: fc.nat(20) }),
+      ) as fc.Arbitrary<Op>
+      fc.assert(
+        fc.property(fc.array(op, { maxLength: 80 }), (ops) => {
+          const q = new TimerQueue(options)
+          let model: Array<{ key: number; ts: number; seq: number }> = []
+          let seq = 0
+          const firing = (a: { ts: number; seq: number }, b: { ts: number; seq: number }): number => a.ts - b.ts || a.seq - b.seq
+          for (const o of ops) {
+            if (o.t === 'add') {
+              const dup = model.some((m) => m.key === o.key && m.ts === o.ts)
+              assert.equal(q.add(0, o.key, o.ts, seq), !dup)
+              if (!dup) model.push({ key: o.key, ts: o.ts, seq })
+              seq++
+            } else if (o.t === 'remove') {
+              const had = model.some((m) => m.key === o.key && m.ts === o.ts)
+              assert.equal(q.remove(0, o.key, o.ts), had)
+              model = model.filter((m) => !(m.key === o.key && m.ts === o.ts))
+            } else {
+              const due = model.filter((m) => m.ts <= o.ts).sort(firing)
+              const expected = o.t === 'poll' ? due : due.slice(0, 1)
+              const got: Array<[unknown, number, number]> = []
+              for (let e = q.pollDue(o.ts); e !== undefined; e = o.t === 'poll' ? q.pollDue(o.ts) : undefined) got.push([e.key, e.timestamp, e.seq])
+              assert.deepEqual(got, expected.map((m) => [m.key, m.ts, m.seq]))
+              model = model.filter((m) => !expected.includes(m))
+            }
+            assert.equal(q.size, model.length)
+            assert.equal(q.peekTime(), model.length === 0 ? Infinity : Math.min(...model.map((m) => m.ts)))
           }
-          assert.equal(q.size, model.length)
-        }
-      }),
-      { numRuns: 1000 },
-    )
+          for (let key = 0; key <= 5; key++) {
+            const pending = model.filter((m) => m.key === key).sort(firing)
+            assert.deepEqual(q.list(0, key).map((e) => [e.timestamp, e.seq]), pending.map((m) => [m.ts, m.seq]))
+          }
+          assert.equal(q.countOwner(0), model.length)
+          assert.equal(q.entries().length, model.length)
+        }),
+        { numRuns: 1000 },
+      )
+    })
+  }
+
+  it('a large heap, all due, fires in order while timers are registered and deleted mid-way', () => {
+    const q = new TimerQueue()
+    const n = 50_000
+    let seq = 0
+    // Timestamps with many ties, so order within a timestamp matters.
+    for (let i = 0; i < n; i++) q.add(0, `k${i}`, (i * 7919) % 1000, seq++)
+    const fired: Array<[number, number]> = []
+    let e = q.pollDue(Infinity)
+    for (let i = 0; e !== undefined; i++) {
+      fired.push([e.timestamp, e.seq])
+      if (i === 100) {
+        // Registered while the run is being fired: an earlier one goes first, a tie goes after the run's.
+        q.add(0, 'late-early', e.timestamp, seq++)
+        q.add(0, 'late-tie', 500, seq++)
+        assert.equal(q.remove(0, `k${n - 1}`, ((n - 1) * 7919) % 1000), true)
+        assert.equal(q.add(0, `k${n - 2}`, ((n - 2) * 7919) % 1000, seq++), false, 'still pending, in the run')
+      }
+      e = q.pollDue(Infinity)
+    }
+    assert.equal(fired.length, n + 2 - 1)
+    for (let i = 1; i < fired.length; i++) {
+      const [t0, s0] = fired[i - 1]!
+      const [t1, s1] = fired[i]!
+      assert.ok(t0 < t1 || (t0 === t1 && s0 < s1), `out of order at ${i}: ${t0}/${s0} then ${t1}/${s1}`)
+    }
+    assert.equal(q.size, 0)
   })
 })
 
