@@ -56,6 +56,8 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
   private closedEarly: Array<[number, string]> = []
   private readonly closedEarlyIds = new Set<string>()
   private readonly delay: number
+  /** Entries ordered at or before this time are due (set for each record, read by `expired`). */
+  private expiry = -Infinity
   private readonly maxRecords: number
   private readonly maxBytes: number
 
@@ -169,8 +171,9 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
   }
 
   private enforceConstraints(): void {
-    const expiry = this.observedStreamTime - this.delay
-    this.buffer.evictWhile((e) => e.orderTime <= expiry, this.emit)
+    // A field and a predicate made once: a closure over a local would be allocated for every record.
+    this.expiry = this.observedStreamTime - this.delay
+    if (this.buffer.minOrderTime() <= this.expiry) this.buffer.evictWhile(this.expired, this.emit)
     // A spilling buffer keeps its memory part within the bound itself and is never full.
     if (this.spills || !this.overCapacity()) return
     const config = this.options.suppressed.bufferConfig
@@ -184,6 +187,8 @@ export class SuppressProcessor<K, V> implements Processor<K, V | null, K, V | nu
         : `maxBytes ${this.maxBytes} (it holds ${this.buffer.bufferSize} bytes)`
     throw new PunctualError('BUFFER_FULL', `suppression "${this.options.name}" is full: the buffer exceeds ${bound}; stopping as configured (shutDownWhenFull)`, { fatal: true })
   }
+
+  private readonly expired = (e: BufferEntry<K, V>): boolean => e.orderTime <= this.expiry
 
   private overCapacity(): boolean {
     return this.buffer.numRecords > this.maxRecords || this.buffer.bufferSize > this.maxBytes
