@@ -1,5 +1,7 @@
 import type { StoreKey } from '../processor/api.js'
 import { radixSortable, sortSlots } from './slot-sort.js'
+import { TimerIndex, timerHash } from './timer-index.js'
+import { DEAD, LIVE, TimerRecords } from './timer-records.js'
 
 /** A pending timer's data, as `entries()` and `list()` return it. */
 export interface TimerEntry {
@@ -11,19 +13,10 @@ export interface TimerEntry {
 
 const ARITY = 4
 const INITIAL_CAPACITY = 64
-/** Typed arrays grow by half: less slack at tens of millions of timers than doubling. */
+/** Grows by half: less slack at tens of millions of timers than doubling. */
 const GROWTH = 1.5
 /** A heap slot: timestamp (float64), order (uint32), id (uint32); four slots to a cache line. */
 const SLOT_BYTES = 16
-const ID_BYTES = 24
-// An id's state, in the low two bits of its meta word (the owner is in the rest).
-const FREE = 0
-const LIVE = 1
-/** Deleted, but still in a heap slot: its id is reused only once the heap drops the slot. */
-const DEAD = 2
-const STATE_MASK = 3
-/** An index entry never used since the last rebuild. */
-const EMPTY = -1
 /** The largest heap order; past it orders are renumbered. */
 const MAX_ORDER = 0xffffffff
 /** A heap at least this large is sorted into a run, rather than popped, when all of it is due. */
@@ -38,14 +31,13 @@ const COMPACT_MIN = 1024
  *   are 64 adjacent bytes and a sift touches about one cache line per level. The order is a 32-bit
  *   registration counter local to the queue (ties fire in registration order); when it would overflow,
  *   the pending timers are renumbered in the order they have, which keeps the heap valid.
- * - Ids: each timer has an integer id (reused once it leaves the heap) with its key, timestamp, full
- *   registration sequence (for snapshots and changes), owner and state.
- * - Index: an open-addressing hash table of (id, hash) pairs with linear probing, on (owner, key,
- *   timestamp), for deduplication and deletion. A probe compares the stored hash before it looks at an
- *   id, so a lookup usually reads one cache line of the table. An entry is trusted only if its id is
- *   LIVE with exactly that owner, key and timestamp, so entries of timers that fired or were deleted need
- *   no cleanup: they are skipped, and dropped when the table is rebuilt. No JavaScript Map is touched on
- *   any operation, and firing does not touch the index at all.
+ * - Records (`TimerRecords`): each timer has an integer id (reused once it leaves the heap) with its
+ *   key, timestamp, full registration sequence (for snapshots and changes), owner and state.
+ * - Index (`TimerIndex`): a hash table on (owner, key, timestamp) for deduplication and deletion.
+ * - Run: when an advance makes every timer of a large heap due (a jump in time, the end of input), the
+ *   heap is radix-sorted into a run (`slot-sort.ts`) and polled from its front, instead of a sift
+ *   through every level per timer. Timers registered meanwhile go into a new heap; a poll takes
+ *   whichever of the two heads fires first.
  *
  * Deletion is lazy in the heap too: a deleted timer is marked DEAD and dropped when it reaches the top, or
  * in a compaction when dead slots outnumber live ones. `owner` is a small non-negative integer: the keyed
@@ -71,29 +63,8 @@ export class TimerQueue {
   /** The same buffer as `heapTime`: words 4s+2 (order) and 4s+3 (id) of slot s. */
   private heapWord: Uint32Array
   private nextOrder = 0
-  /** Index entries: [id, hash] pairs; id EMPTY, or an id no longer valid (skipped on lookup). */
-  private table = new Int32Array(INITIAL_CAPACITY * 2).fill(EMPTY)
-  /** Entries that are not EMPTY (valid or stale). */
-  private usedEntries = 0
-  /**
-   * An entry's home is the top bits of its hash (hash >>> shift), not the bottom ones: then doubling the
-   * table sends home i to 2i or 2i+1, and a rebuild reads the old table and writes the new one in order,
-   * instead of scattering every entry to a random place (a cache miss each, at a million timers).
-   */
-  private shift = 32 - Math.log2(INITIAL_CAPACITY)
-  /**
-   * An id's record, 24 bytes, so that one cache miss reads all of it: timestamp and full registration
-   * sequence (float64 words 3id and 3id+1); owner * 4 + state and the hash of (owner, key, timestamp)
-   * (int32 words 6id+4 and 6id+5; a rebuild keeps an index entry only if its hash matches).
-   */
-  private idNum: Float64Array
-  private idInt: Int32Array
-  // Grown by push, never by setting length: a long length on a short array turns it into a slow dictionary.
-  private readonly idKey: Array<StoreKey | undefined> = Array.from({ length: INITIAL_CAPACITY }, () => undefined)
-  /** A stack of ids free for reuse. */
-  private freeIds = new Int32Array(INITIAL_CAPACITY)
-  private freeCount = 0
-  private nextId = 0
+  private readonly records = new TimerRecords()
+  private readonly index = new TimerIndex(this.records)
   private readonly polled = { timestamp: 0, seq: 0, key: '' as StoreKey, owner: 0 }
 
   private readonly maxOrder: number
@@ -105,9 +76,6 @@ export class TimerQueue {
     this.maxOrder = options.maxOrder ?? MAX_ORDER
     this.drainMin = options.drainMin ?? DRAIN_MIN
     this.compactMin = options.compactMin ?? COMPACT_MIN
-    const records = new ArrayBuffer(INITIAL_CAPACITY * ID_BYTES)
-    this.idNum = new Float64Array(records)
-    this.idInt = new Int32Array(records)
     const buffer = new ArrayBuffer(INITIAL_CAPACITY * SLOT_BYTES)
     this.heapTime = new Float64Array(buffer)
     this.heapWord = new Uint32Array(buffer)
@@ -128,15 +96,11 @@ export class TimerQueue {
 
   /** Adds a timer unless (owner, key, timestamp) is already pending; returns whether it was added. */
   add(owner: number, key: StoreKey, timestamp: number, seq: number): boolean {
-    const h = hashOf(owner, key, timestamp)
-    if (this.lookup(h, owner, key, timestamp) >= 0) return false
-    const id = this.allocate()
-    this.idNum[3 * id] = timestamp
-    this.idNum[3 * id + 1] = seq
-    this.idInt[6 * id + 4] = owner * 4 + LIVE
-    this.idInt[6 * id + 5] = h
-    this.idKey[id] = key
-    this.insertEntry(h, id)
+    const h = timerHash(owner, key, timestamp)
+    if (this.index.find(h, owner, key, timestamp) >= 0) return false
+    const live = this.size
+    const id = this.records.add(owner, key, timestamp, seq, h)
+    this.index.insert(h, id, live)
     if (this.nextOrder > this.maxOrder) this.renumber()
     if (this.slots === this.heapTime.length / 2) this.growSlots()
     if (!(timestamp <= this.maxTime)) this.maxTime = this.maxTime !== this.maxTime ? NaN : timestamp
@@ -147,10 +111,10 @@ export class TimerQueue {
 
   /** Removes the timer if pending; returns whether it was. */
   remove(owner: number, key: StoreKey, timestamp: number): boolean {
-    const id = this.lookup(hashOf(owner, key, timestamp), owner, key, timestamp)
+    const id = this.index.find(timerHash(owner, key, timestamp), owner, key, timestamp)
     if (id < 0) return false
     // Its index entry goes stale with the state change; the heap drops the DEAD slot later.
-    this.idInt[6 * id + 4] = owner * 4 + DEAD
+    this.records.kill(id)
     this.dead++
     if (this.dead > this.compactMin && this.dead * 2 > this.slots + this.runEnd - this.runStart) this.compact()
     return true
@@ -183,11 +147,12 @@ export class TimerQueue {
   /** Fills the reused poll result with timer `id` and frees the id. */
   private polledOf(id: number, timestamp: number): TimerEntry {
     const polled = this.polled
+    const records = this.records
     polled.timestamp = timestamp
-    polled.seq = this.idNum[3 * id + 1] as number
-    polled.key = this.idKey[id] as StoreKey
-    polled.owner = (this.idInt[6 * id + 4] as number) >>> 2
-    this.release(id)
+    polled.seq = records.seq(id)
+    polled.key = records.key(id)
+    polled.owner = records.owner(id)
+    records.release(id)
     return polled
   }
 
@@ -224,7 +189,7 @@ export class TimerQueue {
   list(owner: number, key: StoreKey): TimerEntry[] {
     const out: TimerEntry[] = []
     this.forEachSlotId((id) => {
-      if (this.idInt[6 * id + 4] === owner * 4 + LIVE && this.idKey[id] === key) out.push(this.entry(id))
+      if (this.records.isLiveOf(id, owner) && this.records.key(id) === key) out.push(this.entry(id))
     })
     return out.sort((a, b) => a.timestamp - b.timestamp || a.seq - b.seq)
   }
@@ -232,7 +197,7 @@ export class TimerQueue {
   countOwner(owner: number): number {
     let n = 0
     this.forEachSlotId((id) => {
-      if (this.idInt[6 * id + 4] === owner * 4 + LIVE) n++
+      if (this.records.isLiveOf(id, owner)) n++
     })
     return n
   }
@@ -241,84 +206,31 @@ export class TimerQueue {
   entries(): TimerEntry[] {
     const out: TimerEntry[] = []
     this.forEachSlotId((id) => {
-      if (((this.idInt[6 * id + 4] as number) & STATE_MASK) === LIVE) out.push(this.entry(id))
+      if (this.records.state(id) === LIVE) out.push(this.entry(id))
     })
     return out
   }
 
   private entry(id: number): TimerEntry {
-    return { timestamp: this.idNum[3 * id] as number, seq: this.idNum[3 * id + 1] as number, key: this.idKey[id] as StoreKey, owner: (this.idInt[6 * id + 4] as number) >>> 2 }
-  }
-
-  /** The id of the LIVE timer (owner, key, timestamp), or -1. */
-  private lookup(h: number, owner: number, key: StoreKey, timestamp: number): number {
-    const table = this.table
-    const mask = (table.length >>> 1) - 1
-    const live = owner * 4 + LIVE
-    for (let i = h >>> this.shift; ; i = (i + 1) & mask) {
-      const id = table[2 * i] as number
-      if (id === EMPTY) return -1
-      if (table[2 * i + 1] === h && this.idInt[6 * id + 4] === live && this.idNum[3 * id] === timestamp && this.idKey[id] === key) return id
-    }
-  }
-
-  private insertEntry(h: number, id: number): void {
-    // At most three quarters full: entries are pairs, so a probe run stays within a line or two.
-    if ((this.usedEntries + 1) * 4 > (this.table.length >>> 1) * 3) this.rebuildIndex()
-    const table = this.table
-    const mask = (table.length >>> 1) - 1
-    let i = h >>> this.shift
-    while (table[2 * i] !== EMPTY) i = (i + 1) & mask
-    table[2 * i] = id
-    table[2 * i + 1] = h
-    this.usedEntries++
-  }
-
-  /**
-   * Moves the index into a table at most half full for the LIVE timers, dropping stale entries. The
-   * stored hashes are reused (no key is hashed again), and while no timer has left the queue since the
-   * last rebuild every entry is valid and none is checked.
-   */
-  private rebuildIndex(): void {
-    const live = this.size
-    let bits = 6
-    while (1 << bits < (live + 1) * 2) bits++
-    const size = 1 << bits
-    const shift = 32 - bits
-    const table = new Int32Array(size * 2).fill(EMPTY)
-    const mask = size - 1
-    const old = this.table
-    const allValid = this.usedEntries === live
-    for (let e = 0; e < old.length; e += 2) {
-      const id = old[e] as number
-      if (id === EMPTY) continue
-      const h = old[e + 1] as number
-      if (!allValid && (((this.idInt[6 * id + 4] as number) & STATE_MASK) !== LIVE || this.idInt[6 * id + 5] !== h)) continue
-      let i = h >>> shift
-      while (table[2 * i] !== EMPTY) i = (i + 1) & mask
-      table[2 * i] = id
-      table[2 * i + 1] = h
-    }
-    this.table = table
-    this.shift = shift
-    this.usedEntries = live
+    const r = this.records
+    return { timestamp: r.timestamp(id), seq: r.seq(id), key: r.key(id), owner: r.owner(id) }
   }
 
   private dropDeadHead(): void {
     if (this.dead === 0) return
     while (this.slots > 0) {
       const id = this.heapWord[3] as number
-      if (((this.idInt[6 * id + 4] as number) & STATE_MASK) !== DEAD) break
+      if (this.records.state(id) !== DEAD) break
       this.dead--
       this.removeHead()
-      this.release(id)
+      this.records.release(id)
     }
     while (this.runStart < this.runEnd) {
       const id = this.runWord[4 * this.runStart + 3] as number
-      if (((this.idInt[6 * id + 4] as number) & STATE_MASK) !== DEAD) break
+      if (this.records.state(id) !== DEAD) break
       this.dead--
       this.runStart++
-      this.release(id)
+      this.records.release(id)
     }
   }
 
@@ -338,8 +250,8 @@ export class TimerQueue {
     let n = to
     for (let s = from; s < end; s++) {
       const id = word[4 * s + 3] as number
-      if (((this.idInt[6 * id + 4] as number) & STATE_MASK) === DEAD) {
-        this.release(id)
+      if (this.records.state(id) === DEAD) {
+        this.records.release(id)
         continue
       }
       time[2 * n] = time[2 * s] as number
@@ -368,29 +280,6 @@ export class TimerQueue {
     slots.sort((a, b) => (time[2 * a] as number) - (time[2 * b] as number) || (word[4 * a + 2] as number) - (word[4 * b + 2] as number))
     for (let rank = 0; rank < slots.length; rank++) word[4 * (slots[rank] as number) + 2] = rank
     this.nextOrder = slots.length
-  }
-
-  private allocate(): number {
-    if (this.freeCount > 0) return this.freeIds[--this.freeCount] as number
-    const id = this.nextId++
-    if (id >= this.idKey.length) this.growIds()
-    return id
-  }
-
-  private release(id: number): void {
-    this.idInt[6 * id + 4] = FREE
-    this.idKey[id] = undefined
-    this.freeIds[this.freeCount++] = id
-  }
-
-  private growIds(): void {
-    const capacity = Math.ceil(this.idKey.length * GROWTH)
-    const records = new ArrayBuffer(capacity * ID_BYTES)
-    new Uint8Array(records).set(new Uint8Array(this.idNum.buffer))
-    this.idNum = new Float64Array(records)
-    this.idInt = new Int32Array(records)
-    this.freeIds = copyInto(new Int32Array(capacity), this.freeIds)
-    for (let i = this.idKey.length; i < capacity; i++) this.idKey.push(undefined)
   }
 
   private growSlots(): void {
@@ -461,31 +350,4 @@ export class TimerQueue {
     word[4 * slot + 2] = o
     word[4 * slot + 3] = id
   }
-}
-
-function copyInto<T extends Float64Array | Int32Array | Uint8Array>(to: T, from: T): T {
-  to.set(from)
-  return to
-}
-
-/** FNV-1a over the owner, the key and the timestamp, mixed so that linear probing spreads well. */
-function hashOf(owner: number, key: StoreKey, timestamp: number): number {
-  let h = Math.imul(0x811c9dc5 ^ owner, 0x01000193)
-  if (typeof key === 'string') {
-    for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193)
-  } else if (typeof key === 'number' && Number.isInteger(key) && Math.abs(key) <= 0x7fffffff) {
-    h = Math.imul(h ^ key, 0x01000193)
-  } else {
-    const s = typeof key + String(key)
-    for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193)
-  }
-  h = Math.imul(h ^ (timestamp >>> 0), 0x01000193)
-  h = Math.imul(h ^ Math.floor(timestamp / 4294967296), 0x01000193)
-  // Final avalanche (murmur3 fmix32).
-  h ^= h >>> 16
-  h = Math.imul(h, 0x85ebca6b)
-  h ^= h >>> 13
-  h = Math.imul(h, 0xc2b2ae35)
-  h ^= h >>> 16
-  return h | 0
 }

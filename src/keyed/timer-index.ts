@@ -1,0 +1,103 @@
+import type { StoreKey } from '../processor/api.js'
+import { LIVE } from './timer-records.js'
+import type { TimerRecords } from './timer-records.js'
+
+/** An entry never used since the last rebuild. */
+const EMPTY = -1
+const INITIAL_BITS = 6
+
+/**
+ * The deduplication and deletion index of a timer queue: an open-addressing hash table of (id, hash)
+ * pairs with linear probing, on (owner, key, timestamp). A probe compares the stored hash before it looks
+ * at a record, so a lookup usually reads one cache line of the table. An entry is trusted only if its
+ * record is LIVE with exactly that owner, key and timestamp, so entries of timers that fired or were
+ * deleted need no cleanup: they are skipped, and dropped when the table is rebuilt. No JavaScript Map is
+ * touched, and firing does not touch the index at all.
+ *
+ * An entry's home is the top bits of its hash (hash >>> shift), not the bottom ones: doubling the table
+ * then sends home i to 2i or 2i+1, so a rebuild reads the old table and writes the new one in order,
+ * instead of scattering every entry to a random place (a cache miss each, at a million timers).
+ */
+export class TimerIndex {
+  private table = new Int32Array(2 << INITIAL_BITS).fill(EMPTY)
+  private shift = 32 - INITIAL_BITS
+  /** Entries that are not EMPTY (valid or stale). */
+  private used = 0
+
+  constructor(private readonly records: TimerRecords) {}
+
+  /** The id of the LIVE timer (owner, key, timestamp) with hash `h`, or -1. */
+  find(h: number, owner: number, key: StoreKey, timestamp: number): number {
+    const table = this.table
+    const records = this.records
+    const mask = (table.length >>> 1) - 1
+    for (let i = h >>> this.shift; ; i = (i + 1) & mask) {
+      const id = table[2 * i] as number
+      if (id === EMPTY) return -1
+      if (table[2 * i + 1] === h && records.isLiveOf(id, owner) && records.timestamp(id) === timestamp && records.key(id) === key) return id
+    }
+  }
+
+  /** Adds the entry of a new timer; `live` is how many timers are pending besides it. */
+  insert(h: number, id: number, live: number): void {
+    // At most three quarters full: entries are pairs, so a probe run stays within a line or two.
+    if ((this.used + 1) * 4 > (this.table.length >>> 1) * 3) this.rebuild(live)
+    place(this.table, h, id, this.shift)
+    this.used++
+  }
+
+  /**
+   * Moves the entries into a table at most half full for the `live` timers, dropping stale ones. The
+   * stored hashes are reused (no key is hashed again), and while no timer has left the queue since the
+   * last rebuild every entry is valid and none is checked.
+   */
+  private rebuild(live: number): void {
+    let bits = INITIAL_BITS
+    while (1 << bits < (live + 1) * 2) bits++
+    const shift = 32 - bits
+    const table = new Int32Array(2 << bits).fill(EMPTY)
+    const old = this.table
+    const records = this.records
+    const allValid = this.used === live
+    for (let e = 0; e < old.length; e += 2) {
+      const id = old[e] as number
+      if (id === EMPTY) continue
+      const h = old[e + 1] as number
+      if (!allValid && (records.state(id) !== LIVE || records.hash(id) !== h)) continue
+      place(table, h, id, shift)
+    }
+    this.table = table
+    this.shift = shift
+    this.used = live
+  }
+}
+
+function place(table: Int32Array, h: number, id: number, shift: number): void {
+  const mask = (table.length >>> 1) - 1
+  let i = h >>> shift
+  while (table[2 * i] !== EMPTY) i = (i + 1) & mask
+  table[2 * i] = id
+  table[2 * i + 1] = h
+}
+
+/** FNV-1a over the owner, the key and the timestamp, mixed so that every bit of the result spreads well. */
+export function timerHash(owner: number, key: StoreKey, timestamp: number): number {
+  let h = Math.imul(0x811c9dc5 ^ owner, 0x01000193)
+  if (typeof key === 'string') {
+    for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193)
+  } else if (typeof key === 'number' && Number.isInteger(key) && Math.abs(key) <= 0x7fffffff) {
+    h = Math.imul(h ^ key, 0x01000193)
+  } else {
+    const s = typeof key + String(key)
+    for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193)
+  }
+  h = Math.imul(h ^ (timestamp >>> 0), 0x01000193)
+  h = Math.imul(h ^ Math.floor(timestamp / 4294967296), 0x01000193)
+  // Final avalanche (murmur3 fmix32).
+  h ^= h >>> 16
+  h = Math.imul(h, 0x85ebca6b)
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35)
+  h ^= h >>> 16
+  return h | 0
+}
