@@ -133,8 +133,9 @@ export class TimerQueue {
       const rt = this.runTime[2 * r] as number
       const ht = this.heapTime[0] as number
       if (!heapDue || rt < ht || (rt === ht && (this.runWord[4 * r + 2] as number) < (this.heapWord[2] as number))) {
-        this.runStart++
-        return this.polledOf(this.runWord[4 * r + 3] as number, rt)
+        const id = this.runWord[4 * r + 3] as number
+        if (++this.runStart === this.runEnd) this.clearRun()
+        return this.polledOf(id, rt)
       }
     }
     if (!heapDue) return undefined
@@ -177,6 +178,13 @@ export class TimerQueue {
     this.heapWord = new Uint32Array(buffer)
     this.slots = 0
     this.maxTime = -Infinity
+  }
+
+  /** Lets go of a drained run's buffer (it can be as large as the heap was). */
+  private clearRun(): void {
+    this.runTime = new Float64Array(0)
+    this.runWord = new Uint32Array(0)
+    this.runStart = this.runEnd = 0
   }
 
   /** Calls `f` with the id of every slot, heap then run, DEAD ones included. */
@@ -229,7 +237,7 @@ export class TimerQueue {
       const id = this.runWord[4 * this.runStart + 3] as number
       if (this.records.state(id) !== DEAD) break
       this.dead--
-      this.runStart++
+      if (++this.runStart === this.runEnd) this.clearRun()
       this.records.release(id)
     }
   }
@@ -242,6 +250,7 @@ export class TimerQueue {
     const word = this.heapWord
     for (let s = ((n - 2) / ARITY) | 0; s >= 0; s--) this.siftDown(s, time[2 * s] as number, word[4 * s + 2] as number, word[4 * s + 3] as number)
     this.runEnd = this.keepLive(this.runTime, this.runWord, this.runStart, this.runEnd, this.runStart)
+    if (this.runStart === this.runEnd) this.clearRun()
     this.dead = 0
   }
 
@@ -272,7 +281,7 @@ export class TimerQueue {
       if (this.slots === this.heapTime.length / 2) this.growSlots()
       this.siftUp(this.slots++, this.runTime[2 * r] as number, this.runWord[4 * r + 2] as number, this.runWord[4 * r + 3] as number)
     }
-    this.runStart = this.runEnd = 0
+    this.clearRun()
     this.maxTime = NaN
     const time = this.heapTime
     const word = this.heapWord
