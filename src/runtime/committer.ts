@@ -1,6 +1,7 @@
 import type { KeyedChanges } from '../keyed/keyed-task-state.js'
 import type { StoreKey } from '../processor/api.js'
-import type { StreamTask, TaskCheckpoint } from '../processor/internal/task.js'
+import type { StreamTask } from '../processor/internal/task.js'
+import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import type { CheckpointStore } from '../state/checkpoint-store.js'
 import type { DurableTaskState } from '../state/checkpoint-store.js'
 import type { StoreDisk } from '../state/persistent-store.js'

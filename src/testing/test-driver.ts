@@ -9,7 +9,7 @@ import type { Headers, KeyValueStore, StateStore, StoreKey, StreamRecord } from 
 import { ErrorHandlers } from '../processor/errors.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import { StreamTask } from '../processor/internal/task.js'
-import type { TaskCheckpoint } from '../processor/internal/task.js'
+import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import type { Serde } from '../processor/serdes.js'
 import type { Topology } from '../processor/topology.js'
 import { ManualClock } from '../time/clock.js'

@@ -4,7 +4,7 @@ import { ErrorHandlers, NO_HEADERS, PunctualError, PunctuationType, Serdes, Topo
 import type { ErrorContext, ErrorHandler, ProcessorContext, StreamRecord } from '../../src/index.js'
 import { TopicRegistry } from '../../src/log/topics.js'
 import { StreamTask } from '../../src/processor/internal/task.js'
-import type { TaskCheckpoint } from '../../src/processor/internal/task.js'
+import type { TaskCheckpoint } from '../../src/processor/internal/task-config.js'
 import { ManualClock } from '../../src/time/clock.js'
 import { silentLogger } from '../../src/util/logger.js'
 

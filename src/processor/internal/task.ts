@@ -6,15 +6,13 @@ import { KeyedProcessorNode } from '../../keyed/keyed-node.js'
 import type { KeyedTaskServices } from '../../keyed/keyed-node.js'
 import type { StateTable } from '../../keyed/keyed-state.js'
 import { KeyedTaskState } from '../../keyed/keyed-task-state.js'
-import type { KeyedChanges, KeyedSnapshot } from '../../keyed/keyed-task-state.js'
+import type { KeyedChanges } from '../../keyed/keyed-task-state.js'
 import type { TimerService } from '../../keyed/timer-service.js'
-import type { ErrorCode } from '../../errors.js'
-import type { TopicRegistry } from '../../log/topics.js'
 import { TaskMetrics } from '../../metrics.js'
-import type { Clock } from '../../time/clock.js'
-import type { Cancellable, ProcessorSupplier, Punctuator, RecordMetadata, ScheduleSpec, StateStore, StoreKey, TaskId } from '../api.js'
-import type { DropReason, ErrorHandler } from '../errors.js'
-import type { Subtopology } from '../topology.js'
+import type { Cancellable, ProcessorSupplier, Punctuator, RecordMetadata, ScheduleSpec, StateStore, StoreKey } from '../api.js'
+import type { DropReason } from '../errors.js'
+import { InputChooser } from './input-chooser.js'
+import { TaskErrors } from './task-errors.js'
 import { ProcessorContextImpl } from './context.js'
 import type { TaskServices } from './context.js'
 import { SinkNode, SourceNode, UserProcessorNode } from './nodes.js'
@@ -23,52 +21,11 @@ import { PartitionQueue } from './partition-queue.js'
 import type { Punctuation } from './punctuation.js'
 import { TaskSchedules } from './task-schedules.js'
 import { TaskStores } from './task-stores.js'
-import type { StoreDisk } from '../../state/persistent-store.js'
+import { TaskIdImpl } from './task-config.js'
+import type { TaskCheckpoint, TaskConfig } from './task-config.js'
 
 /** Stream time before the first record. Timestamps are >= 0, so -1 keeps the field a plain number. */
 const UNKNOWN = -1
-
-export class TaskIdImpl implements TaskId {
-  constructor(
-    readonly subtopology: number,
-    readonly partition: number,
-  ) {}
-
-  toString(): string {
-    return `${this.subtopology}_${this.partition}`
-  }
-}
-
-/** What a task commits; restoring it resumes the task where it stopped (durable with issue 5). */
-export interface TaskCheckpoint {
-  readonly streamTime: number | undefined
-  /** Last fire time per schedule name, for the `fireOnce` missed-trigger policy. */
-  readonly lastFires: Readonly<Record<string, number>>
-  /** Next offset to read per input, keyed `topic:partition`. */
-  readonly positions: Readonly<Record<string, number>>
-  /** Timers and keyed state, when the task has keyed processors. */
-  readonly keyed?: KeyedSnapshot
-  /** Entries of the task's durable-capable stores, by store name. */
-  readonly stores?: Readonly<Record<string, ReadonlyArray<[StoreKey, unknown]>>>
-}
-
-export interface TaskConfig {
-  readonly subtopology: Subtopology
-  readonly partition: number
-  readonly topics: TopicRegistry
-  readonly clock: Clock
-  readonly maxTaskIdleMs: number
-  readonly errorHandler: ErrorHandler
-  readonly checkpoint?: TaskCheckpoint | undefined
-  /** Durable runtimes: where persistent stores find their committed entries. */
-  readonly storeDisk?: ((store: string) => StoreDisk | undefined) | undefined
-  /** Durable mode: record keyed state and timer changes for incremental commits. */
-  readonly trackChanges?: boolean
-  /** The application's state directory; each task uses `<stateDir>/<task id>`. */
-  readonly stateDir: string
-  /** Called when the earliest wall-clock due time may have moved (to re-arm the runtime's timer). */
-  readonly onWallClockChange?: (() => void) | undefined
-}
 
 /**
  * One task: one partition of each input topic of a sub-topology, its processors, stores, stream time
@@ -82,6 +39,8 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
   private readonly nodes: ProcessorNode[] = []
   private readonly stores: TaskStores
   private readonly schedules: TaskSchedules
+  private readonly chooser: InputChooser
+  private readonly errors: TaskErrors
   private streamTime: number
   /** Where the record being processed came from; undefined in punctuations. */
   private current: PartitionQueue | undefined
@@ -92,6 +51,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
   constructor(private readonly config: TaskConfig) {
     const { subtopology, partition, topics, checkpoint } = config
     this.taskId = new TaskIdImpl(subtopology.id, partition)
+    this.errors = new TaskErrors(this.taskId.toString(), this.metrics, config.errorHandler)
     this.streamTime = checkpoint?.streamTime ?? UNKNOWN
     this.schedules = new TaskSchedules(
       {
@@ -134,6 +94,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
       byName.set(def.name, node)
       this.nodes.push(node)
     }
+    this.chooser = new InputChooser(this.queues, config.maxTaskIdleMs, config.clock, () => this.config.onWallClockChange?.())
   }
 
   /** Initializes processors (which register schedules), then makes the `fireOnce` catch-up calls. */
@@ -152,7 +113,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
   process(max: number): number {
     let n = 0
     while (n < max) {
-      const q = this.choose()
+      const q = this.chooser.choose()
       if (q === undefined) break
       const record = q.take()
       if (record.timestamp > this.streamTime) this.streamTime = record.timestamp
@@ -162,7 +123,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
       } catch (err) {
         // A configured stop (a full suppression buffer) is not bad input: no handler can skip it.
         if (err instanceof PunctualError && err.fatal) throw err
-        this.handleError('processing', err, q, q.lastOffset)
+        this.errors.report('processing', err, q, q.lastOffset)
       }
       this.current = undefined
       this.metrics.processedRecords++
@@ -184,14 +145,12 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
 
   /** Earliest wall-clock time this task needs to be woken for (timer, punctuation, end of an idle wait). */
   nextWallClockDue(): number {
-    let due = Math.min(this.schedules.nextWallDue(), this.keyed?.timerService.nextDue('processing') ?? Infinity)
-    for (const q of this.queues) if (q.idleDeadline >= 0 && q.idleDeadline < due) due = q.idleDeadline
-    return due
+    return Math.min(this.schedules.nextWallDue(), this.keyed?.timerService.nextDue('processing') ?? Infinity, this.chooser.nextIdleDeadline())
   }
 
   /** Whether a record could be processed now. */
   hasProcessable(): boolean {
-    return this.choose() !== undefined
+    return this.chooser.choose() !== undefined
   }
 
   streamTimeOrUndefined(): number | undefined {
@@ -302,48 +261,12 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
     if (this.keyed === undefined) {
       this.keyed = new KeyedTaskState(
         () => this.config.onWallClockChange?.(),
-        (reason, error, where) => this.handleError(reason, error, undefined, -1, undefined, where),
+        (reason, error, where) => this.errors.report(reason, error, undefined, -1, undefined, where),
         this.config.checkpoint?.keyed,
       )
       if (this.config.trackChanges === true) this.keyed.trackChanges()
     }
     return this.keyed
-  }
-
-  private choose(): PartitionQueue | undefined {
-    const queues = this.queues
-    if (queues.length === 1) {
-      const q = queues[0] as PartitionQueue
-      return q.head() === undefined ? undefined : q
-    }
-    let best: PartitionQueue | undefined
-    let bestTs = Infinity
-    let anyEmpty = false
-    for (let i = 0; i < queues.length; i++) {
-      const q = queues[i] as PartitionQueue
-      const h = q.head()
-      if (h === undefined) {
-        anyEmpty = true
-        continue
-      }
-      q.idleDeadline = -1
-      // Strictly smaller: ties go to the earlier queue (lower partition, then source order).
-      if (h.timestamp < bestTs) {
-        best = q
-        bestTs = h.timestamp
-      }
-    }
-    if (best === undefined || !anyEmpty || this.config.maxTaskIdleMs <= 0) return best
-    // Some partition is empty: wait up to maxTaskIdleMs for it before processing the others.
-    const now = this.config.clock.now()
-    let ready = true
-    for (const q of queues) {
-      if (q.head() !== undefined) continue
-      if (q.idleDeadline < 0) q.idleDeadline = now + this.config.maxTaskIdleMs
-      if (q.idleDeadline > now) ready = false
-    }
-    if (!ready) this.config.onWallClockChange?.()
-    return ready ? best : undefined
   }
 
   private readonly runPunctuation = (p: Punctuation, now: number): void => {
@@ -352,36 +275,11 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
       p.callback(now)
     } catch (err) {
       if (err instanceof PunctualError && err.fatal) throw err
-      this.handleError('punctuation', err, undefined, -1, p)
+      this.errors.report('punctuation', err, undefined, -1, p)
     }
   }
 
   private readonly reportBadInput = (reason: DropReason, q: PartitionQueue, offset: number, error: unknown): void => {
-    this.handleError(reason, error, q, offset)
+    this.errors.report(reason, error, q, offset)
   }
-
-  private handleError(reason: DropReason, error: unknown, q: PartitionQueue | undefined, offset: number, p?: Punctuation, at?: string): void {
-    this.metrics.droppedRecords[reason]++
-    const where = at ?? (q === undefined ? `punctuation "${p?.name}" of processor "${p?.processorName}"` : `topic ${q.topic} partition ${q.partition} offset ${offset}`)
-    const detail = error instanceof Error ? error.message : String(error)
-    const message = `task ${this.taskId}: ${reason} error at ${where}: ${detail}`
-    const response = this.config.errorHandler({
-      reason,
-      taskId: this.taskId.toString(),
-      ...(q === undefined ? {} : { topic: q.topic, partition: q.partition, offset }),
-      ...(p === undefined ? {} : { processorName: p.processorName }),
-      error,
-      message,
-    })
-    if (response === 'fail') throw new PunctualError(CODE_OF[reason], message, { cause: error })
-  }
-}
-
-const CODE_OF: Record<DropReason, ErrorCode> = {
-  'invalid-timestamp': 'INVALID_TIMESTAMP',
-  deserialization: 'DESERIALIZATION',
-  processing: 'PROCESSING',
-  punctuation: 'PROCESSING',
-  timer: 'PROCESSING',
-  late: 'PROCESSING',
 }

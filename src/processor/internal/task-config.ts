@@ -1,0 +1,49 @@
+import type { KeyedSnapshot } from '../../keyed/keyed-task-state.js'
+import type { TopicRegistry } from '../../log/topics.js'
+import type { StoreDisk } from '../../state/persistent-store.js'
+import type { Clock } from '../../time/clock.js'
+import type { StoreKey, TaskId } from '../api.js'
+import type { ErrorHandler } from '../errors.js'
+import type { Subtopology } from '../topology.js'
+
+export class TaskIdImpl implements TaskId {
+  constructor(
+    readonly subtopology: number,
+    readonly partition: number,
+  ) {}
+
+  toString(): string {
+    return `${this.subtopology}_${this.partition}`
+  }
+}
+
+/** What a task commits; restoring it resumes the task where it stopped (durable with issue 5). */
+export interface TaskCheckpoint {
+  readonly streamTime: number | undefined
+  /** Last fire time per schedule name, for the `fireOnce` missed-trigger policy. */
+  readonly lastFires: Readonly<Record<string, number>>
+  /** Next offset to read per input, keyed `topic:partition`. */
+  readonly positions: Readonly<Record<string, number>>
+  /** Timers and keyed state, when the task has keyed processors. */
+  readonly keyed?: KeyedSnapshot
+  /** Entries of the task's durable-capable stores, by store name. */
+  readonly stores?: Readonly<Record<string, ReadonlyArray<[StoreKey, unknown]>>>
+}
+
+export interface TaskConfig {
+  readonly subtopology: Subtopology
+  readonly partition: number
+  readonly topics: TopicRegistry
+  readonly clock: Clock
+  readonly maxTaskIdleMs: number
+  readonly errorHandler: ErrorHandler
+  readonly checkpoint?: TaskCheckpoint | undefined
+  /** Durable runtimes: where persistent stores find their committed entries. */
+  readonly storeDisk?: ((store: string) => StoreDisk | undefined) | undefined
+  /** Durable mode: record keyed state and timer changes for incremental commits. */
+  readonly trackChanges?: boolean
+  /** The application's state directory; each task uses `<stateDir>/<task id>`. */
+  readonly stateDir: string
+  /** Called when the earliest wall-clock due time may have moved (to re-arm the runtime's timer). */
+  readonly onWallClockChange?: (() => void) | undefined
+}
