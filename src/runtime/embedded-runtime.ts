@@ -6,7 +6,7 @@ import type { MetricsSnapshot } from '../metrics.js'
 import { NO_HEADERS } from '../processor/api.js'
 import type { Headers } from '../processor/api.js'
 import type { ErrorHandler } from '../processor/errors.js'
-import { StreamTask } from '../processor/internal/task.js'
+import type { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
@@ -20,6 +20,7 @@ import { Committer } from './committer.js'
 import { DurableTopics } from './durable-topics.js'
 import { releaseConsumed, taskReadPositions } from './log-retention.js'
 import { Subscriptions } from './subscriptions.js'
+import { createTasks } from './task-factory.js'
 import type { RecordListener, SubscribeFrom } from './subscriptions.js'
 import { validateRuntimeConfig } from './config.js'
 import type { EmbeddedRuntimeConfig, ValidRuntimeConfig } from './config.js'
@@ -153,7 +154,17 @@ export class EmbeddedRuntime {
         this.durableTopics = new DurableTopics(store.log, this.topics, this.retention)
         this.durableTopics.restore(this.committer.restoredPositions())
       }
-      this.createTasks()
+      this.tasks.push(
+        ...createTasks(this.topology, {
+          topics: this.topics,
+          clock: this.clock,
+          maxTaskIdleMs: this.config.maxTaskIdleMs,
+          errorHandler: this.errorHandler,
+          stateDir: this.config.stateDir,
+          committer: this.committer,
+          onWallClockChange: this.onWallClockChange,
+        }),
+      )
       for (const task of this.tasks) task.init()
     } catch (err) {
       this.fail(err)
@@ -216,40 +227,6 @@ export class EmbeddedRuntime {
   /** Number of tasks: one per input partition of each sub-topology. */
   taskIds(): string[] {
     return this.tasks.map((t) => t.taskId.toString())
-  }
-
-  private createTasks(): void {
-    for (const sub of this.topology.subtopologies()) {
-      // Sink topics exist before the first record, so keys are partitioned over the final count.
-      for (const node of sub.nodes) if (node.kind === 'sink') this.topics.partitions(node.topic)
-      const counts = sub.sourceTopics.map((t) => this.topics.partitions(t).length)
-      const partitions = counts[0] ?? 0
-      if (counts.some((c) => c !== partitions)) {
-        throw new PunctualError(
-          'INVALID_TOPOLOGY',
-          `sub-topology ${sub.id}: co-partitioned topics must have the same number of partitions, got ${sub.sourceTopics.map((t, i) => `${t}=${counts[i]}`).join(', ')}`,
-        )
-      }
-      const inMemoryStores = sub.stores.filter((b) => b.persistent !== true).map((b) => b.name)
-      for (let p = 0; p < partitions; p++) {
-        const taskId = `${sub.id}_${p}`
-        this.tasks.push(
-          new StreamTask({
-            subtopology: sub,
-            partition: p,
-            topics: this.topics,
-            clock: this.clock,
-            maxTaskIdleMs: this.config.maxTaskIdleMs,
-            errorHandler: this.errorHandler,
-            stateDir: this.config.stateDir,
-            checkpoint: this.committer.restored(taskId, inMemoryStores),
-            storeDisk: (store) => this.committer.storeDisk(taskId, store),
-            trackChanges: this.committer.tracksChanges,
-            onWallClockChange: this.onWallClockChange,
-          }),
-        )
-      }
-    }
   }
 
   private readonly onAppend = (): void => {
