@@ -4,8 +4,7 @@ import type { Serde } from '../processor/serdes.js'
 import { SuppressionStore } from '../suppress/buffer.js'
 import { SuppressProcessor, spillsToDisk } from '../suppress/suppress-processor.js'
 import type { Suppressed, TimeLimitSuppressed } from '../suppress/config.js'
-import { keyIdFunction, sessionKeyId, WINDOWED_KEY_ID, windowedKeyId } from '../windows/key-id.js'
-import type { WithKeyId } from '../windows/key-id.js'
+import { keyIdFunction, sessionKeyId, stampedKeyId, windowedKeyId } from '../windows/key-id.js'
 import type { Windowed } from '../windows/windows.js'
 import type { StreamsBuilder } from './builder.js'
 import { KStream } from './kstream.js'
@@ -76,8 +75,8 @@ export class KTable<K, V> {
               return sessionKeyId(inner(w.key), w.window.start, w.window.end)
             }
           : (k) => {
-              const w = k as unknown as Windowed<unknown> & WithKeyId
-              return w[WINDOWED_KEY_ID] ?? windowedKeyId(inner(w.key), w.window.start)
+              const w = k as unknown as Windowed<unknown>
+              return stampedKeyId(w) ?? windowedKeyId(inner(w.key), w.window.start)
             }
     } else {
       keyId = keyIdFunction(this.keySerde ?? (Serdes.JSON<K>() as Serde<K>))

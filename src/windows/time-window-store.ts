@@ -1,8 +1,7 @@
 import type { StoreKey } from '../processor/api.js'
 import { DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
-import { WINDOWED_KEY_ID, windowedKeyId } from './key-id.js'
-import type { WithKeyId } from './key-id.js'
+import { stampedKeyId, stampKeyId, windowedKeyId } from './key-id.js'
 import type { Windowed } from './windows.js'
 
 /** One window of one key. */
@@ -57,9 +56,9 @@ export class TimeWindowStore<K, VA> {
   }
 
   create(start: number, id: string, key: K, agg: VA, ts: number): WindowCell<K, VA> {
-    const windowed: Windowed<K> & WithKeyId = { key, window: { start, end: start + this.sizeMs } }
-    // Not enumerable: the key compares and prints as a plain Windowed<K>.
-    Object.defineProperty(windowed, WINDOWED_KEY_ID, { value: windowedKeyId(id, start) })
+    const windowed: Windowed<K> = { key, window: { start, end: start + this.sizeMs } }
+    // A private stamp: the key still compares and prints as a plain Windowed<K>.
+    stampKeyId(windowed, windowedKeyId(id, start))
     const cell: WindowCell<K, VA> = { key: windowed, agg, ts }
     this.cellsAt(start).set(id, cell)
     this.noteChange(cell, start, id, false)
@@ -75,7 +74,7 @@ export class TimeWindowStore<K, VA> {
   private noteChange(cell: WindowCell<K, VA>, start: number, id: string, existed: boolean): void {
     const changed = this.changed
     if (changed === undefined) return
-    const wid = (cell.key as WithKeyId)[WINDOWED_KEY_ID] as string
+    const wid = stampedKeyId(cell.key) as string
     if (!changed.has(wid)) changed.set(wid, [start, id, existed])
   }
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { inspect } from 'node:util'
 import { BufferConfig, EmbeddedRuntime, Serdes, SessionWindows, silentLogger, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
 import type { KStream, Windowed } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
@@ -148,6 +149,30 @@ describe('time windows (SEMANTICS 5)', () => {
     assert.deepEqual(out, [])
     pipe('c', 'v', 15)
     assert.deepEqual(out, ['a[0,10)=2@8', 'b[0,10)=1@2'])
+  })
+})
+
+describe('windowed keys', () => {
+  it('are plain { key, window } objects: equal, printed and serialized as such (their id stamp is private)', () => {
+    const b = new StreamsBuilder()
+    const keys: Array<Windowed<string>> = []
+    b.stream('in')
+      .groupByKey()
+      .windowedBy(TimeWindows.ofSizeAndGrace(10, 5))
+      .count()
+      .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))
+      .toStream()
+      .then(undefined, 'KEYS', (r) => keys.push(r.key))
+    const { pipe } = drive(b)
+    pipe('a', 'v', 1)
+    pipe('a', 'v', 30)
+    assert.equal(keys.length, 1)
+    const k = keys[0]!
+    assert.deepStrictEqual(k, { key: 'a', window: { start: 0, end: 10 } })
+    assert.equal(Object.getPrototypeOf(k), Object.prototype)
+    assert.deepEqual(Reflect.ownKeys(k), ['key', 'window'])
+    assert.equal(inspect(k), "{ key: 'a', window: { start: 0, end: 10 } }")
+    assert.equal(JSON.stringify(k), '{"key":"a","window":{"start":0,"end":10}}')
   })
 })
 
