@@ -33,6 +33,9 @@ export class TimeWindowStore<K, VA> {
   private readonly windows = new Map<number, Map<string, WindowCell<K, VA>>>()
   private readonly starts: number[] = []
   private observed = -1
+  /** The cells of the last start looked up: consecutive records mostly fall in the same window. */
+  private lastStart = NaN
+  private lastCells: Map<string, WindowCell<K, VA>> | undefined
   /** Changed cells since the last commit: windowed key id -> [start, key id, on disk at the last commit]. */
   private changed: Map<string, [number, string, boolean]> | undefined
   private observedChanged = false
@@ -52,7 +55,11 @@ export class TimeWindowStore<K, VA> {
   }
 
   get(start: number, id: string): WindowCell<K, VA> | undefined {
-    return this.windows.get(start)?.get(id)
+    if (start !== this.lastStart) {
+      this.lastStart = start
+      this.lastCells = this.windows.get(start)
+    }
+    return this.lastCells?.get(id)
   }
 
   create(start: number, id: string, key: K, agg: VA, ts: number): WindowCell<K, VA> {
@@ -85,6 +92,7 @@ export class TimeWindowStore<K, VA> {
       const start = this.starts[n++] as number
       if (this.changed !== undefined) for (const [id, cell] of this.windows.get(start) ?? []) this.touched(cell, start, id)
       this.windows.delete(start)
+      if (start === this.lastStart) this.lastStart = NaN
     }
     if (n > 0) this.starts.splice(0, n)
   }
@@ -136,6 +144,7 @@ export class TimeWindowStore<K, VA> {
     let cells = this.windows.get(start)
     if (cells === undefined) {
       this.windows.set(start, (cells = new Map()))
+      if (start === this.lastStart) this.lastCells = cells
       // Usually appended in order; out-of-order starts are rare and few.
       let i = this.starts.length
       while (i > 0 && (this.starts[i - 1] as number) > start) i--
