@@ -1,5 +1,6 @@
 import type { Processor, ProcessorContext, StreamRecord } from '../processor/api.js'
 import { TimeWindowStore } from './time-window-store.js'
+import { alignDown } from './windows.js'
 import type { TimeWindows, Windowed } from './windows.js'
 
 export interface Aggregation<K, V, VA> {
@@ -41,7 +42,7 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
     let accepted = false
     if (this.spec.advanceMs === size) {
       // Tumbling: exactly one window, no list.
-      const start = ts - (ts % size)
+      const start = alignDown(ts, size)
       if (start + size > closeTime) {
         this.update(record, start, this.keyId(record.key))
         accepted = true
