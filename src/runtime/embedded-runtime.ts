@@ -13,7 +13,6 @@ import type { Serde } from '../processor/serdes.js'
 import type { Topology } from '../processor/topology.js'
 import { CheckpointStore } from '../state/checkpoint-store.js'
 import { StateDirectory } from '../state/state-directory.js'
-import { Alarm } from '../time/alarm.js'
 import type { Clock } from '../time/clock.js'
 import type { Logger } from '../util/logger.js'
 import { Committer } from './committer.js'
@@ -21,16 +20,12 @@ import { DurableTopics } from './durable-topics.js'
 import { releaseConsumed, taskReadPositions } from './log-retention.js'
 import { Subscriptions } from './subscriptions.js'
 import { createTasks } from './task-factory.js'
+import { TaskLoop } from './task-loop.js'
 import type { RecordListener, SubscribeFrom } from './subscriptions.js'
 import { validateRuntimeConfig } from './config.js'
 import type { EmbeddedRuntimeConfig, ValidRuntimeConfig } from './config.js'
 
 export type RuntimeState = 'CREATED' | 'RUNNING' | 'PENDING_SHUTDOWN' | 'NOT_RUNNING' | 'ERROR'
-
-/** Records a task processes before the loop looks at the clock again. */
-const BATCH = 256
-/** Longest stretch of processing before the loop yields to the event loop (timers, I/O). */
-const SLICE_MS = 5
 
 export interface Producer<K, V> {
   /** Appends a record; the timestamp defaults to the wall clock. Returns the partition written. */
@@ -51,16 +46,9 @@ export class EmbeddedRuntime {
   private readonly errorHandler: ErrorHandler
   private readonly topics: TopicRegistry
   private readonly tasks: StreamTask[] = []
-  private readonly alarm: Alarm
+  private readonly loop: TaskLoop
   private readonly subscriptions = new Subscriptions(() => this.durableTopics !== undefined)
   private readonly errorListeners: Array<(err: Error) => void> = []
-  private runScheduled = false
-  private inRun = false
-  private nextCommitAt = 0
-  /** Whether records were processed or written since the last commit: an idle runtime has nothing to commit. */
-  private uncommitted = false
-  /** Records processed since the last commit (durable mode bounds it with commitMaxRecords). */
-  private recordsSinceCommit = 0
   private currentState: RuntimeState = 'CREATED'
   private failure: Error | undefined
   private stateDirectory: StateDirectory | undefined
@@ -83,12 +71,22 @@ export class EmbeddedRuntime {
     this.clock = valid.clock
     this.logger = valid.logger
     this.errorHandler = valid.errorHandler
-    this.topics = new TopicRegistry(valid.defaultPartitions, this.onAppend)
+    this.loop = new TaskLoop({
+      tasks: this.tasks,
+      clock: this.clock,
+      commitIntervalMs: valid.commitIntervalMs,
+      commitMaxRecords: valid.commitMaxRecords,
+      isDurable: () => this.committer.durable,
+      isRunning: () => this.currentState === 'RUNNING',
+      writeCommit: () => this.writeCommit(),
+      deliver: () => this.subscriptions.deliver(),
+      fail: (err) => this.fail(err),
+    })
+    this.topics = new TopicRegistry(valid.defaultPartitions, this.loop.onAppend)
     for (const [name, t] of Object.entries(config.topics ?? {})) {
       this.topics.create(name, t.partitions)
       if (t.retentionMs !== undefined) this.retention.set(name, t.retentionMs)
     }
-    this.alarm = new Alarm(this.clock, this.onAlarm)
     this.committer = new Committer(undefined, valid.changelog)
   }
 
@@ -133,7 +131,7 @@ export class EmbeddedRuntime {
     const from = options.from ?? 'earliest'
     if (from !== 'earliest' && from !== 'latest') throw new PunctualError('INVALID_CONFIG', `subscribe("${topic}"): from must be 'earliest' or 'latest', got ${JSON.stringify(from)}`)
     const unsubscribe = this.subscriptions.add(topic, this.topics.partitions(topic), listener, keySerde, valueSerde, from)
-    this.scheduleRun()
+    this.loop.scheduleRun()
     return unsubscribe
   }
 
@@ -162,7 +160,7 @@ export class EmbeddedRuntime {
           errorHandler: this.errorHandler,
           stateDir: this.config.stateDir,
           committer: this.committer,
-          onWallClockChange: this.onWallClockChange,
+          onWallClockChange: this.loop.onWallClockChange,
         }),
       )
       for (const task of this.tasks) task.init()
@@ -172,9 +170,9 @@ export class EmbeddedRuntime {
     }
     this.currentState = 'RUNNING'
     // What init restored or registered (schedules' baselines, catch-up fires) is durable from the start.
-    this.commit()
-    this.scheduleRun()
-    this.rearm()
+    this.loop.commit()
+    this.loop.scheduleRun()
+    this.loop.rearm()
   }
 
   /**
@@ -184,10 +182,10 @@ export class EmbeddedRuntime {
   async stop(options: { drain?: boolean } = {}): Promise<void> {
     if (this.currentState === 'RUNNING') {
       this.currentState = 'PENDING_SHUTDOWN'
-      this.alarm.disarm()
+      this.loop.disarm()
       try {
-        if (options.drain ?? true) this.drain()
-        this.commit()
+        if (options.drain ?? true) this.loop.drain()
+        this.loop.commit()
         this.subscriptions.deliver()
         for (const task of this.tasks) task.close()
         this.currentState = 'NOT_RUNNING'
@@ -229,112 +227,13 @@ export class EmbeddedRuntime {
     return this.tasks.map((t) => t.taskId.toString())
   }
 
-  private readonly onAppend = (): void => {
-    this.uncommitted = true
-    this.scheduleRun()
-  }
-
-  private readonly scheduleRun = (): void => {
-    if (this.runScheduled || this.currentState !== 'RUNNING') return
-    this.runScheduled = true
-    setImmediate(this.run)
-  }
-
-  private readonly run = (): void => {
-    this.runScheduled = false
-    if (this.currentState !== 'RUNNING') return
-    this.inRun = true
-    let more: boolean
-    try {
-      more = this.runSlice()
-      this.subscriptions.deliver()
-    } catch (err) {
-      this.fail(err)
-      return
-    } finally {
-      this.inRun = false
-    }
-    if (more) this.scheduleRun()
-    this.rearm()
-  }
-
-  /** Processes in batches for at most SLICE_MS; returns whether records are left to process. */
-  private runSlice(): boolean {
-    const sliceEnd = this.clock.now() + SLICE_MS
-    for (;;) {
-      let more = false
-      for (const task of this.tasks) {
-        const n = task.process(BATCH)
-        if (n > 0) {
-          this.uncommitted = true
-          this.recordsSinceCommit += n
-        }
-        if (n === BATCH) more = true
-      }
-      const now = this.clock.now()
-      if (now >= this.nextWallClockDue()) this.punctuateWallClock(now)
-      if (this.uncommitted && (now >= this.nextCommitAt || (this.committer.durable && this.recordsSinceCommit >= this.config.commitMaxRecords))) this.commit()
-      if (!more || now >= sliceEnd) return more
-    }
-  }
-
-  private readonly onAlarm = (): void => {
-    if (this.currentState !== 'RUNNING') return
-    if (this.runScheduled) return // the scheduled run fires what is due
-    this.run()
-  }
-
-  private readonly onWallClockChange = (): void => {
-    if (!this.inRun && this.currentState === 'RUNNING') this.rearm()
-  }
-
-  private punctuateWallClock(now: number): void {
-    let fired = 0
-    for (const task of this.tasks) fired += task.punctuateWallClock(now)
-    // Last fire times must be durable before the next fire could be missed: commit right away.
-    if (fired > 0) this.commit()
-    // Punctuations may have written records, and tasks waiting on an empty partition may be ready now.
-    this.scheduleRun()
-  }
-
-  private nextWallClockDue(): number {
-    let due = Infinity
-    for (const task of this.tasks) {
-      const d = task.nextWallClockDue()
-      if (d < due) due = d
-    }
-    return due
-  }
-
-  private rearm(): void {
-    if (this.currentState !== 'RUNNING') return
-    this.alarm.armAt(Math.min(this.nextWallClockDue(), this.uncommitted ? this.nextCommitAt : Infinity))
-  }
-
-  /** Processes everything already written; durable runs commit every commitMaxRecords on the way. */
-  private drain(): void {
-    const chunk = this.committer.durable ? this.config.commitMaxRecords : Infinity
-    for (let progressed = true; progressed; ) {
-      progressed = false
-      for (const task of this.tasks) {
-        const n = task.process(chunk)
-        if (n === 0) continue
-        progressed = true
-        this.uncommitted = true
-        if (this.committer.durable) this.commit()
-      }
-    }
-  }
-
-  private commit(): void {
+  /** One commit: task checkpoints and, in a durable run, new records and input positions, in one transaction. */
+  private writeCommit(): void {
     const readTo = taskReadPositions(this.tasks, this.subscriptions)
     const durable = this.durableTopics
     this.committer.commit(this.tasks, durable === undefined ? undefined : () => durable.write(readTo, this.clock.now()))
     durable?.committed()
     releaseConsumed(readTo, this.subscriptions, this.topics, durable)
-    this.uncommitted = false
-    this.recordsSinceCommit = 0
-    this.nextCommitAt = this.clock.now() + this.config.commitIntervalMs
   }
 
   private closeStateDirectory(): void {
@@ -348,7 +247,7 @@ export class EmbeddedRuntime {
     const error = err instanceof Error ? err : new Error(String(err))
     this.failure = error
     this.currentState = 'ERROR'
-    this.alarm.disarm()
+    this.loop.disarm()
     for (const task of this.tasks) {
       try {
         task.close()

@@ -1,0 +1,159 @@
+import type { StreamTask } from '../processor/internal/task.js'
+import { Alarm } from '../time/alarm.js'
+import type { Clock } from '../time/clock.js'
+
+/** Records a task processes before the loop looks at the clock again. */
+const BATCH = 256
+/** Longest stretch of processing before the loop yields to the event loop (timers, I/O). */
+const SLICE_MS = 5
+
+/** What the loop needs from the runtime that owns it. */
+export interface LoopHost {
+  readonly tasks: readonly StreamTask[]
+  readonly clock: Clock
+  readonly commitIntervalMs: number
+  /** Durable runs also commit every `commitMaxRecords` records, and while draining. */
+  readonly commitMaxRecords: number
+  isDurable(): boolean
+  isRunning(): boolean
+  /** Writes a commit (checkpoints, durable changes, released records). */
+  writeCommit(): void
+  /** Hands new output to subscribers, after each slice. */
+  deliver(): void
+  fail(err: unknown): void
+}
+
+/**
+ * The embedded runtime's task loop: processes records in short slices on the event loop (so timers and
+ * I/O interleave), fires wall-clock punctuations and processing-time timers through one real timer armed
+ * for the earliest due time (nothing polls), and decides when to commit: every `commitIntervalMs` of
+ * work, every `commitMaxRecords` records in a durable run, and right after wall-clock punctuations fired.
+ */
+export class TaskLoop {
+  private readonly alarm: Alarm
+  private runScheduled = false
+  private inRun = false
+  private nextCommitAt = 0
+  /** Whether records were processed or written since the last commit: an idle runtime has nothing to commit. */
+  private uncommitted = false
+  /** Records processed since the last commit (durable mode bounds it with commitMaxRecords). */
+  private recordsSinceCommit = 0
+
+  constructor(private readonly host: LoopHost) {
+    this.alarm = new Alarm(host.clock, this.onAlarm)
+  }
+
+  /** A record was appended to some topic: there may be work. */
+  readonly onAppend = (): void => {
+    this.uncommitted = true
+    this.scheduleRun()
+  }
+
+  /** A task's earliest wall-clock due time may have moved. */
+  readonly onWallClockChange = (): void => {
+    if (!this.inRun && this.host.isRunning()) this.rearm()
+  }
+
+  readonly scheduleRun = (): void => {
+    if (this.runScheduled || !this.host.isRunning()) return
+    this.runScheduled = true
+    setImmediate(this.run)
+  }
+
+  /** Commits now and restarts the commit interval. */
+  commit(): void {
+    this.host.writeCommit()
+    this.uncommitted = false
+    this.recordsSinceCommit = 0
+    this.nextCommitAt = this.host.clock.now() + this.host.commitIntervalMs
+  }
+
+  /** Processes everything already written; durable runs commit every commitMaxRecords on the way. */
+  drain(): void {
+    const durable = this.host.isDurable()
+    const chunk = durable ? this.host.commitMaxRecords : Infinity
+    for (let progressed = true; progressed; ) {
+      progressed = false
+      for (const task of this.host.tasks) {
+        const n = task.process(chunk)
+        if (n === 0) continue
+        progressed = true
+        this.uncommitted = true
+        if (durable) this.commit()
+      }
+    }
+  }
+
+  /** Arms the one real timer for the earliest wall-clock due time (or the next commit). */
+  rearm(): void {
+    if (!this.host.isRunning()) return
+    this.alarm.armAt(Math.min(this.nextWallClockDue(), this.uncommitted ? this.nextCommitAt : Infinity))
+  }
+
+  disarm(): void {
+    this.alarm.disarm()
+  }
+
+  private readonly run = (): void => {
+    this.runScheduled = false
+    if (!this.host.isRunning()) return
+    this.inRun = true
+    let more: boolean
+    try {
+      more = this.runSlice()
+      this.host.deliver()
+    } catch (err) {
+      this.host.fail(err)
+      return
+    } finally {
+      this.inRun = false
+    }
+    if (more) this.scheduleRun()
+    this.rearm()
+  }
+
+  /** Processes in batches for at most SLICE_MS; returns whether records are left to process. */
+  private runSlice(): boolean {
+    const { clock, tasks } = this.host
+    const sliceEnd = clock.now() + SLICE_MS
+    for (;;) {
+      let more = false
+      for (const task of tasks) {
+        const n = task.process(BATCH)
+        if (n > 0) {
+          this.uncommitted = true
+          this.recordsSinceCommit += n
+        }
+        if (n === BATCH) more = true
+      }
+      const now = clock.now()
+      if (now >= this.nextWallClockDue()) this.punctuateWallClock(now)
+      if (this.uncommitted && (now >= this.nextCommitAt || (this.host.isDurable() && this.recordsSinceCommit >= this.host.commitMaxRecords))) this.commit()
+      if (!more || now >= sliceEnd) return more
+    }
+  }
+
+  private readonly onAlarm = (): void => {
+    if (!this.host.isRunning()) return
+    if (this.runScheduled) return // the scheduled run fires what is due
+    this.run()
+  }
+
+  private punctuateWallClock(now: number): void {
+    let fired = 0
+    for (const task of this.host.tasks) fired += task.punctuateWallClock(now)
+    // Last fire times must be durable before the next fire could be missed: commit right away.
+    if (fired > 0) this.commit()
+    // Punctuations may have written records, and tasks waiting on an empty partition may be ready now.
+    this.scheduleRun()
+  }
+
+  private nextWallClockDue(): number {
+    let due = Infinity
+    for (const task of this.host.tasks) {
+      const d = task.nextWallClockDue()
+      if (d < due) due = d
+    }
+    return due
+  }
+}
