@@ -25,15 +25,21 @@ export function timerStreaming(timers = 1_000_000, keys = 100_000, stepMs = 10, 
   }
   const { ts, fired } = service()
   let maxPending = 0
+  // Sampling the pending count scans the queue: its time is taken out of the measurement.
+  let samplingMs = 0
   const t0 = performance.now()
   for (let i = 0; i < timers; i++) {
     const now = i * stepMs
     ts.registerUser('event', 0, keyOf[owners[i]!]!, now + ahead[i]!)
     if (ts.nextDue('event') <= now) ts.advance('event', now)
-    if ((i & 0xffff) === 0) maxPending = Math.max(maxPending, ts.userTimerCount('event', 0))
+    if ((i & 0xffff) === 0) {
+      const s0 = performance.now()
+      maxPending = Math.max(maxPending, ts.userTimerCount('event', 0))
+      samplingMs += performance.now() - s0
+    }
   }
   ts.advance('event', Infinity)
-  const ms = performance.now() - t0
+  const ms = performance.now() - t0 - samplingMs
   if (fired() !== ts.userTimerCount('event', 0) + fired()) throw new Error('unreachable')
   return { timers, keys, perSecond: (timers / ms) * 1000, maxPending }
 }
