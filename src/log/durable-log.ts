@@ -1,7 +1,8 @@
 import type { Database } from 'lmdb'
 import { PunctualError } from '../errors.js'
 import type { LogRecord } from './partition-log.js'
-import { decodeChunk, encodeChunk } from './record-codec.js'
+import { decodeChunk, encodeRange } from './record-codec.js'
+import type { RecordSource } from './record-codec.js'
 
 /** Where a partition's records are on disk: offsets [start, end) (records before start are consumed). */
 export interface DiskRange {
@@ -71,11 +72,11 @@ export class DurableLog {
 
   // The writes below run inside the caller's transaction.
 
-  /** Writes records [from, from + records.length) of a partition, appended at wall-clock time `now`. */
-  append(topic: string, partition: number, from: number, records: readonly LogRecord[], now: number): void {
-    for (let i = 0; i < records.length; i += CHUNK) {
-      const n = Math.min(CHUNK, records.length - i)
-      this.records.putSync([topic, partition, from + i, n, now], encodeChunk(i === 0 && n === records.length ? records : records.slice(i, i + n), topic))
+  /** Writes records [from, to) of a partition, read from `source`, appended at wall-clock time `now`. */
+  append(topic: string, partition: number, source: RecordSource, from: number, to: number, now: number): void {
+    for (let start = from; start < to; start += CHUNK) {
+      const end = Math.min(to, start + CHUNK)
+      this.records.putSync([topic, partition, start, end - start, now], encodeRange(source, start, end, topic))
     }
   }
 

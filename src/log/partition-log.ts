@@ -1,5 +1,6 @@
 import type { Headers } from '../processor/api.js'
 import type { Serde } from '../processor/serdes.js'
+import type { MutableLogRecord } from './record-codec.js'
 
 /**
  * A record as stored in an in-memory topic. Key and value are bytes, or, when the writer's serde has
@@ -21,18 +22,58 @@ export interface DiskReader {
   get(topic: string, partition: number, offset: number): LogRecord | undefined
 }
 
-/** Don't compact the backing array for less than this many dropped records (keeps truncation amortized O(1)). */
-const MIN_COMPACTION = 4096
+/** A new chunk holds as many records as the log holds then, within these bounds: a backlog's worth. */
+const MIN_CHUNK = 64
+/**
+ * Arrays of this many elements are too large for the young generation (over 128 KB), so V8 allocates
+ * them where collections never copy them.
+ */
+const MAX_CHUNK = 32768
 
 /**
- * One partition of a topic: an append-only array addressed by offset. Readers keep their own positions;
- * `truncateBefore` releases records every reader has passed. In a durable runtime the partition also
- * lives on disk: records released from memory (or not loaded at restart) are read from there.
+ * A run of consecutive records, held by field: no object per record. Records wait in a log until a task
+ * reads them, and at full speed that is long enough to outlive two young-generation collections: record
+ * objects would each be copied twice and then promoted to the old generation (in the windowed benchmark
+ * that was most of the collection time). A busy log's chunks are large enough to be allocated outside
+ * the young generation; a quiet log's stay small. Timestamps sit in a Float64Array.
+ */
+class Chunk {
+  readonly keys: unknown[]
+  readonly keySerdes: Array<Serde<unknown> | undefined>
+  readonly values: unknown[]
+  readonly valueSerdes: Array<Serde<unknown> | undefined>
+  readonly headers: Headers[]
+  readonly timestamps: Float64Array
+  length = 0
+
+  constructor(
+    /** Offset of the chunk's first record. */
+    readonly start: number,
+    readonly capacity: number,
+  ) {
+    this.keys = new Array(capacity)
+    this.keySerdes = new Array(capacity)
+    this.values = new Array(capacity)
+    this.valueSerdes = new Array(capacity)
+    this.headers = new Array(capacity)
+    this.timestamps = new Float64Array(capacity)
+  }
+}
+
+/**
+ * One partition of a topic: append-only, addressed by offset. Readers keep their own positions;
+ * `truncateBefore` releases records every reader has passed (whole chunks at a time). In a durable
+ * runtime the partition also lives on disk: records released from memory (or not loaded at restart) are
+ * read from there.
  */
 export class PartitionLog {
-  private records: LogRecord[] = []
-  /** Offset of records[0]. */
+  private chunks: Chunk[] = []
+  /** The chunk the last read found: readers go forward, so it usually holds the next one too. */
+  private lastRead: Chunk | undefined
+  /** Offset of the first record held in memory (the first record of chunks[0]). */
   private base = 0
+  /** Records held in memory. */
+  private count = 0
   /** Durable runtimes: offset of the oldest record on disk (below `base` records come from `older`). */
   private first = 0
   /** Reads records that are no longer (or not yet) in memory; durable runtimes only. */
@@ -48,7 +89,7 @@ export class PartitionLog {
 
   /** Offset of the next record to be appended. */
   endOffset(): number {
-    return this.base + this.records.length
+    return this.base + this.count
   }
 
   /** Offset of the oldest record still held. */
@@ -56,15 +97,54 @@ export class PartitionLog {
     return this.older === undefined ? this.base : this.first
   }
 
+  /** The record at `offset`, built for the reader (a short-lived object), or undefined. */
   get(offset: number): LogRecord | undefined {
-    const r = this.records[offset - this.base]
-    if (r !== undefined || offset >= this.base || this.older === undefined) return r
+    const i = offset - this.base
+    if (i >= 0) return i < this.count ? this.at(i) : undefined
+    if (this.older === undefined) return undefined
     return offset >= this.first ? this.older.get(this.topic, this.partition, offset) : undefined
+  }
+
+  /**
+   * Copies the record at `offset` into `into` (a reader's reusable object, so reading allocates
+   * nothing); returns false when there is none.
+   */
+  read(offset: number, into: MutableLogRecord): boolean {
+    const i = offset - this.base
+    if (i < 0) {
+      const r = this.get(offset)
+      if (r === undefined) return false
+      into.key = r.key
+      into.keySerde = r.keySerde
+      into.value = r.value
+      into.valueSerde = r.valueSerde
+      into.timestamp = r.timestamp
+      into.headers = r.headers
+      return true
+    }
+    if (i >= this.count) return false
+    const c = this.chunkOf(offset)
+    const j = offset - c.start
+    into.key = c.keys[j]
+    into.keySerde = c.keySerdes[j]
+    into.value = c.values[j]
+    into.valueSerde = c.valueSerdes[j]
+    into.timestamp = c.timestamps[j] as number
+    into.headers = c.headers[j] as Headers
+    return true
   }
 
   /** Records [from, to) held in memory (a durable commit writes them). */
   slice(from: number, to: number): LogRecord[] {
-    return this.records.slice(from - this.base, to - this.base)
+    const out: LogRecord[] = []
+    for (let i = Math.max(0, from - this.base), end = Math.min(to - this.base, this.count); i < end; i++) out.push(this.at(i))
+    return out
+  }
+
+  private at(i: number): LogRecord {
+    const c = this.chunkOf(this.base + i)
+    const j = this.base + i - c.start
+    return { key: c.keys[j], keySerde: c.keySerdes[j], value: c.values[j], valueSerde: c.valueSerdes[j], timestamp: c.timestamps[j] as number, headers: c.headers[j] as Headers }
   }
 
   /**
@@ -73,8 +153,14 @@ export class PartitionLog {
    * and `older` reading the ones before loadFrom.
    */
   restore(start: number, end: number, loadFrom: number, loaded: LogRecord[], older: DiskReader): void {
-    this.records = loaded.length === 0 ? this.records : loaded.concat(this.records)
+    // Chunks know their offsets: rebuilt from the new start, the loaded records then those appended.
+    const appended = this.slice(this.base, this.endOffset())
+    this.chunks = []
+    this.count = 0
+    this.lastRead = undefined
     this.base = loadFrom
+    for (const r of loaded) this.push(r.key, r.keySerde, r.value, r.valueSerde, r.timestamp, r.headers)
+    for (const r of appended) this.push(r.key, r.keySerde, r.value, r.valueSerde, r.timestamp, r.headers)
     this.first = start
     this.older = older
     this.committedEnd = end
@@ -87,10 +173,46 @@ export class PartitionLog {
   }
 
   append(record: LogRecord): number {
-    const offset = this.base + this.records.length
-    this.records.push(record)
+    return this.appendFields(record.key, record.keySerde, record.value, record.valueSerde, record.timestamp, record.headers)
+  }
+
+  /** Appends a record given by its fields (the producers' path: no record object). */
+  appendFields(key: unknown, keySerde: Serde<unknown> | undefined, value: unknown, valueSerde: Serde<unknown> | undefined, timestamp: number, headers: Headers): number {
+    const offset = this.base + this.count
+    this.push(key, keySerde, value, valueSerde, timestamp, headers)
     if (this.listener !== undefined) this.listener()
     return offset
+  }
+
+  /** The chunk holding `offset` (held in memory). */
+  private chunkOf(offset: number): Chunk {
+    const last = this.lastRead
+    if (last !== undefined && offset >= last.start && offset < last.start + last.length) return last
+    const chunks = this.chunks
+    let lo = 0
+    let hi = chunks.length - 1
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1
+      if ((chunks[mid] as Chunk).start <= offset) lo = mid
+      else hi = mid - 1
+    }
+    return (this.lastRead = chunks[lo] as Chunk)
+  }
+
+  private push(key: unknown, keySerde: Serde<unknown> | undefined, value: unknown, valueSerde: Serde<unknown> | undefined, timestamp: number, headers: Headers): void {
+    let c = this.chunks[this.chunks.length - 1]
+    if (c === undefined || c.length === c.capacity) {
+      const capacity = Math.min(MAX_CHUNK, Math.max(MIN_CHUNK, this.count))
+      this.chunks.push((c = new Chunk(this.base + this.count, capacity)))
+    }
+    const j = c.length++
+    c.keys[j] = key
+    c.keySerdes[j] = keySerde
+    c.values[j] = value
+    c.valueSerdes[j] = valueSerde
+    c.timestamps[j] = timestamp
+    c.headers[j] = headers
+    this.count++
   }
 
   /** One listener, told on every append (the runtime uses it to wake up). */
@@ -100,9 +222,17 @@ export class PartitionLog {
 
   /** Releases records before `offset` from memory (on disk, durable runtimes still read them). */
   truncateBefore(offset: number): void {
-    const drop = Math.min(offset, this.endOffset()) - this.base
-    if (drop < MIN_COMPACTION || drop * 2 < this.records.length) return
-    this.records = this.records.slice(drop)
-    this.base += drop
+    // Whole chunks only, and never the one being appended to.
+    let n = 0
+    while (n < this.chunks.length - 1) {
+      const c = this.chunks[n] as Chunk
+      if (c.start + c.length > offset) break
+      n++
+    }
+    if (n === 0) return
+    const dropped = this.chunks.splice(0, n)
+    for (const c of dropped) this.count -= c.length
+    this.base = (this.chunks[0] as Chunk).start
+    this.lastRead = undefined
   }
 }

@@ -23,10 +23,30 @@ const DOUBLE = 3
 const STRING_SERDE = Serdes.String() as Serde<unknown>
 const DOUBLE_SERDE = Serdes.Double() as Serde<unknown>
 
+/** Where `encodeRange` reads records: a log fills the caller's reusable record (no object per record). */
+export interface RecordSource {
+  read(offset: number, into: MutableLogRecord): boolean
+}
+
+export type MutableLogRecord = { -readonly [F in keyof LogRecord]: LogRecord[F] }
+
 export function encodeChunk(records: readonly LogRecord[], topic: string): Buffer {
-  const w = new Writer(records.length * 48 + 64)
-  w.u32(records.length)
-  for (const r of records) {
+  const source: RecordSource = {
+    read: (offset, into) => {
+      Object.assign(into, records[offset])
+      return true
+    },
+  }
+  return encodeRange(source, 0, records.length, topic)
+}
+
+/** Encodes records [from, to) of `source` as one chunk. */
+export function encodeRange(source: RecordSource, from: number, to: number, topic: string): Buffer {
+  const w = new Writer((to - from) * 48 + 64)
+  w.u32(to - from)
+  const r: MutableLogRecord = { key: null, keySerde: undefined, value: null, valueSerde: undefined, timestamp: 0, headers: NO_HEADERS }
+  for (let offset = from; offset < to; offset++) {
+    if (!source.read(offset, r)) throw new Error(`record ${offset} is not held in memory`)
     w.f64(r.timestamp)
     w.field(r.key, r.keySerde, topic)
     w.field(r.value, r.valueSerde, topic)

@@ -103,14 +103,7 @@ export class TopicRegistry implements RecordCollector {
       // Kafka spreads null keys (sticky per batch); round robin is the in-memory equivalent.
       p = this.roundRobin++ % logs.length
     }
-    ;(logs[p] as PartitionLog).append({
-      key: storedKey,
-      keySerde: storedSerde(keySerde),
-      value: storedValue,
-      valueSerde: storedSerde(valueSerde),
-      timestamp,
-      headers,
-    })
+    ;(logs[p] as PartitionLog).appendFields(storedKey, storedSerde(keySerde), storedValue, storedSerde(valueSerde), timestamp, headers)
     return p
   }
 

@@ -67,7 +67,7 @@ export class DurableTopics {
         const deleteTo = Math.min(keepFrom, range.end)
         if (deleteTo > range.start) this.log.removeBefore(topic, log.partition, deleteTo)
         const writeFrom = Math.max(range.end, keepFrom)
-        if (writeFrom < end) this.log.append(topic, log.partition, writeFrom, log.slice(writeFrom, end), now)
+        if (writeFrom < end) this.log.append(topic, log.partition, log, writeFrom, end, now)
         let start = keepFrom
         // Retention: chunks committed longer ago go, read or not (Kafka deletes unread records too).
         if (retention !== undefined && start < end) start = Math.max(start, this.log.removeAppendedBy(topic, log.partition, now - retention, end))

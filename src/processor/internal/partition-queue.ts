@@ -1,5 +1,5 @@
 import { readKey, readValue } from '../../log/log-record.js'
-import type { PartitionLog } from '../../log/partition-log.js'
+import type { LogRecord, PartitionLog } from '../../log/partition-log.js'
 import type { DropReason } from '../errors.js'
 import type { StreamRecord } from '../api.js'
 import type { SourceNode } from './nodes.js'
@@ -17,6 +17,8 @@ export class PartitionQueue {
   private position: number
   private headRecord: StreamRecord<unknown, unknown> | undefined
   private headOffset = -1
+  /** The record being read, reused: reading a record from the log allocates nothing. */
+  private readonly raw: { -readonly [F in keyof LogRecord]: LogRecord[F] } = { key: null, keySerde: undefined, value: null, valueSerde: undefined, timestamp: 0, headers: [] }
   /** Wall-clock time until which the task waits for this partition while it is empty (maxTaskIdleMs). */
   idleDeadline = -1
 
@@ -44,8 +46,8 @@ export class PartitionQueue {
     const end = log.endOffset()
     while (this.position < end) {
       const offset = this.position++
-      const raw = log.get(offset)
-      if (raw === undefined) continue
+      const raw = this.raw
+      if (!log.read(offset, raw)) continue
       const ts = raw.timestamp
       if (!Number.isSafeInteger(ts) || ts < 0) {
         this.reportBadInput('invalid-timestamp', this, offset, new RangeError(`invalid timestamp ${ts}`))
