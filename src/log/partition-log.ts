@@ -48,7 +48,7 @@ class Chunk {
 
   constructor(
     /** Offset of the chunk's first record. */
-    readonly start: number,
+    public start: number,
     readonly capacity: number,
   ) {
     this.keys = new Array(capacity)
@@ -70,6 +70,11 @@ export class PartitionLog {
   private chunks: Chunk[] = []
   /** The chunk the last read found: readers go forward, so it usually holds the next one too. */
   private lastRead: Chunk | undefined
+  /**
+   * The last chunk released, reused by the next one of its size: a busy log would otherwise allocate
+   * (and zero) megabytes per 32,768 records. Until reused it still refers to released records.
+   */
+  private spare: Chunk | undefined
   /** Offset of the first record held in memory (the first record of chunks[0]). */
   private base = 0
   /** Records held in memory. */
@@ -203,7 +208,16 @@ export class PartitionLog {
     let c = this.chunks[this.chunks.length - 1]
     if (c === undefined || c.length === c.capacity) {
       const capacity = Math.min(MAX_CHUNK, Math.max(MIN_CHUNK, this.count))
-      this.chunks.push((c = new Chunk(this.base + this.count, capacity)))
+      const spare = this.spare
+      if (spare !== undefined && spare.capacity === capacity) {
+        this.spare = undefined
+        spare.start = this.base + this.count
+        spare.length = 0
+        c = spare
+      } else {
+        c = new Chunk(this.base + this.count, capacity)
+      }
+      this.chunks.push(c)
     }
     const j = c.length++
     c.keys[j] = key
@@ -232,6 +246,7 @@ export class PartitionLog {
     if (n === 0) return
     const dropped = this.chunks.splice(0, n)
     for (const c of dropped) this.count -= c.length
+    this.spare = dropped[dropped.length - 1]
     this.base = (this.chunks[0] as Chunk).start
     this.lastRead = undefined
   }
