@@ -8,6 +8,15 @@ import type { StoreKey } from '../processor/api.js'
  */
 export class ChangeSet<K extends StoreKey> {
   private readonly keys = new Map<K, boolean>()
+  private generation = 1
+
+  /**
+   * Changes with each take or clear: an entry that stores the epoch it was noted in can skip the map
+   * lookup on its next change before the commit.
+   */
+  get epoch(): number {
+    return this.generation
+  }
 
   has(key: K): boolean {
     return this.keys.has(key)
@@ -33,10 +42,12 @@ export class ChangeSet<K extends StoreKey> {
       if (value !== undefined || onDisk) out.push([key, value])
     }
     this.keys.clear()
+    this.generation++
     return out
   }
 
   clear(): void {
     this.keys.clear()
+    this.generation++
   }
 }

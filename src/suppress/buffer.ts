@@ -10,6 +10,8 @@ import type { HeapElement } from '../util/indexed-heap.js'
 /** One buffered key: its latest value and record timestamp, and its order time. */
 export class BufferEntry<K, V> implements HeapElement {
   heapIndex = -1
+  /** The change-set epoch in which this entry's key was last noted (durable buffers). */
+  noted = 0
 
   constructor(
     /** The key's bytes as a latin1 string: compares in byte order, as Kafka orders keys. */
@@ -104,9 +106,13 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
   put(keyId: string, key: K, value: V | null, timestamp: number, orderTime: number, size: number): void {
     const existing = this.byKey.get(keyId)
     const c = this.changed
-    if (c !== undefined && !c.has(keyId)) c.first(keyId, existing !== undefined)
+    if (c !== undefined && (existing === undefined || existing.noted !== c.epoch)) {
+      if (!c.has(keyId)) c.first(keyId, existing !== undefined)
+      if (existing !== undefined) existing.noted = c.epoch
+    }
     if (existing === undefined) {
       const entry = new BufferEntry(keyId, key, value, timestamp, orderTime, size)
+      if (c !== undefined) entry.noted = c.epoch
       this.byKey.set(keyId, entry)
       this.heap.add(entry)
       this.bytes += size
@@ -129,7 +135,7 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
       this.heap.poll()
       this.byKey.delete(head.keyId)
       const c = this.changed
-      if (c !== undefined && !c.has(head.keyId)) c.first(head.keyId, true)
+      if (c !== undefined && head.noted !== c.epoch && !c.has(head.keyId)) c.first(head.keyId, true)
       this.bytes -= head.size
       emit(head)
     }

@@ -115,6 +115,64 @@ describe('durable topics (a state directory)', () => {
     assert.throws(() => new EmbeddedRuntime(upper(), { applicationId: 'x', topics: { out: { partitions: 1, retentionMs: -1 } } }), /topic "out": retentionMs must be an integer >= 0, got -1/)
   })
 
+  it('windows updated across many commits and three runs give the results of one run', async () => {
+    // Windows longer than one run's records, and a commit every 7 records: each window is written by
+    // many commits, restored, and updated again.
+    const build = (out: string[]): Topology => {
+      const b = new StreamsBuilder()
+      b.stream('in')
+        .groupByKey()
+        .windowedBy(TimeWindows.ofSizeAndGrace(150, 10))
+        .count()
+        .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()))
+        .toStream()
+        .then(undefined, 'OUT', (r) => out.push(`${r.key.key}@${r.key.window.start}=${r.value}`))
+      return b.build()
+    }
+    const records: Array<[string, number]> = Array.from({ length: 300 }, (_, i) => [`k${(i * 7) % 5}`, i])
+    const once: string[] = []
+    const whole = new EmbeddedRuntime(build(once), { applicationId: 'windows', logger: silentLogger })
+    whole.start()
+    for (const [k, ts] of [...records, ['end', 1000] as [string, number]]) whole.producer('in').send(k, 'v', ts)
+    await whole.stop()
+
+    const dir = fresh()
+    const resumed: string[] = []
+    for (let part = 0; part < 3; part++) {
+      const rt = new EmbeddedRuntime(build(resumed), { applicationId: 'windows', stateDir: dir, commitMaxRecords: 7, logger: silentLogger })
+      rt.start()
+      for (const [k, ts] of records.slice(part * 100, part * 100 + 100)) rt.producer('in').send(k, 'v', ts)
+      if (part === 2) rt.producer('in').send('end', 'v', 1000)
+      await rt.stop()
+    }
+    assert.ok(once.length >= 10)
+    assert.deepEqual(resumed, once)
+  })
+
+  it('a window restored at a restart and updated once before stopping keeps that update', async () => {
+    const build = (out: string[]): Topology => {
+      const b = new StreamsBuilder()
+      b.stream('in')
+        .groupByKey()
+        .windowedBy(TimeWindows.ofSizeAndGrace(100, 0))
+        .count()
+        .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()))
+        .toStream()
+        .then(undefined, 'OUT', (r) => out.push(`${r.key.key}@${r.key.window.start}=${r.value}`))
+      return b.build()
+    }
+    const dir = fresh()
+    const out: string[] = []
+    const runs: Array<Array<[string, number]>> = [[['a', 1], ['a', 2], ['a', 3]], [['a', 4]], [['a', 5]], [['end', 500]]]
+    for (const records of runs) {
+      const rt = new EmbeddedRuntime(build(out), { applicationId: 'windows', stateDir: dir, logger: silentLogger })
+      rt.start()
+      for (const [k, ts] of records) rt.producer('in').send(k, 'v', ts)
+      await rt.stop()
+    }
+    assert.deepEqual(out, ['a@0=5'])
+  })
+
   it('windowed final results with a spilling buffer resume across restarts exactly as one run', async () => {
     const build = (out: string[]): Topology => {
       const b = new StreamsBuilder()
