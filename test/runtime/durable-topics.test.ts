@@ -11,6 +11,41 @@ const turns = async (n: number): Promise<void> => {
   for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r))
 }
 
+/** Windowed counts with final results (suppression named 'final'), collected as "key@start=count". */
+function finalCounts(out: string[], windows: TimeWindows, buffer: Parameters<typeof Suppressed.untilWindowCloses>[0]): Topology {
+  const b = new StreamsBuilder()
+  b.stream('in')
+    .groupByKey()
+    .windowedBy(windows)
+    .count()
+    .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(buffer).withName('final'))
+    .toStream()
+    .then(undefined, 'OUT', (r) => out.push(`${r.key.key}@${r.key.window.start}=${r.value}`))
+  return b.build()
+}
+
+/**
+ * Feeds `records` to one in-memory run, and in three thirds to three durable runs on one state directory
+ * (a commit every 7 records); returns both outputs.
+ */
+async function oneRunAndThree(applicationId: string, build: (out: string[]) => Topology, records: ReadonlyArray<readonly [string, number]>): Promise<{ once: string[]; resumed: string[] }> {
+  const once: string[] = []
+  const whole = new EmbeddedRuntime(build(once), { applicationId, logger: silentLogger })
+  whole.start()
+  for (const [k, ts] of records) whole.producer('in').send(k, 'v', ts)
+  await whole.stop()
+  const dir = fresh()
+  const resumed: string[] = []
+  const third = Math.ceil(records.length / 3)
+  for (let part = 0; part < 3; part++) {
+    const rt = new EmbeddedRuntime(build(resumed), { applicationId, stateDir: dir, commitMaxRecords: 7, logger: silentLogger })
+    rt.start()
+    for (const [k, ts] of records.slice(part * third, part * third + third)) rt.producer('in').send(k, 'v', ts)
+    await rt.stop()
+  }
+  return { once, resumed }
+}
+
 /** input -> upper-case -> output. */
 const upper = (): Topology =>
   new Topology()
@@ -118,54 +153,19 @@ describe('durable topics (a state directory)', () => {
   it('windows updated across many commits and three runs give the results of one run', async () => {
     // Windows longer than one run's records, and a commit every 7 records: each window is written by
     // many commits, restored, and updated again.
-    const build = (out: string[]): Topology => {
-      const b = new StreamsBuilder()
-      b.stream('in')
-        .groupByKey()
-        .windowedBy(TimeWindows.ofSizeAndGrace(150, 10))
-        .count()
-        .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()))
-        .toStream()
-        .then(undefined, 'OUT', (r) => out.push(`${r.key.key}@${r.key.window.start}=${r.value}`))
-      return b.build()
-    }
     const records: Array<[string, number]> = Array.from({ length: 300 }, (_, i) => [`k${(i * 7) % 5}`, i])
-    const once: string[] = []
-    const whole = new EmbeddedRuntime(build(once), { applicationId: 'windows', logger: silentLogger })
-    whole.start()
-    for (const [k, ts] of [...records, ['end', 1000] as [string, number]]) whole.producer('in').send(k, 'v', ts)
-    await whole.stop()
-
-    const dir = fresh()
-    const resumed: string[] = []
-    for (let part = 0; part < 3; part++) {
-      const rt = new EmbeddedRuntime(build(resumed), { applicationId: 'windows', stateDir: dir, commitMaxRecords: 7, logger: silentLogger })
-      rt.start()
-      for (const [k, ts] of records.slice(part * 100, part * 100 + 100)) rt.producer('in').send(k, 'v', ts)
-      if (part === 2) rt.producer('in').send('end', 'v', 1000)
-      await rt.stop()
-    }
+    records.push(['end', 1000])
+    const { once, resumed } = await oneRunAndThree('windows', (out) => finalCounts(out, TimeWindows.ofSizeAndGrace(150, 10), BufferConfig.unbounded()), records)
     assert.ok(once.length >= 10)
     assert.deepEqual(resumed, once)
   })
 
   it('a window restored at a restart and updated once before stopping keeps that update', async () => {
-    const build = (out: string[]): Topology => {
-      const b = new StreamsBuilder()
-      b.stream('in')
-        .groupByKey()
-        .windowedBy(TimeWindows.ofSizeAndGrace(100, 0))
-        .count()
-        .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()))
-        .toStream()
-        .then(undefined, 'OUT', (r) => out.push(`${r.key.key}@${r.key.window.start}=${r.value}`))
-      return b.build()
-    }
     const dir = fresh()
     const out: string[] = []
     const runs: Array<Array<[string, number]>> = [[['a', 1], ['a', 2], ['a', 3]], [['a', 4]], [['a', 5]], [['end', 500]]]
     for (const records of runs) {
-      const rt = new EmbeddedRuntime(build(out), { applicationId: 'windows', stateDir: dir, logger: silentLogger })
+      const rt = new EmbeddedRuntime(finalCounts(out, TimeWindows.ofSizeAndGrace(100, 0), BufferConfig.unbounded()), { applicationId: 'windows', stateDir: dir, logger: silentLogger })
       rt.start()
       for (const [k, ts] of records) rt.producer('in').send(k, 'v', ts)
       await rt.stop()
@@ -174,33 +174,9 @@ describe('durable topics (a state directory)', () => {
   })
 
   it('windowed final results with a spilling buffer resume across restarts exactly as one run', async () => {
-    const build = (out: string[]): Topology => {
-      const b = new StreamsBuilder()
-      b.stream('in')
-        .groupByKey()
-        .windowedBy(TimeWindows.ofSizeAndGrace(10, 5))
-        .count()
-        .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.maxRecords(2).spillToDiskWhenFull()).withName('final'))
-        .toStream()
-        .then(undefined, 'OUT', (r) => out.push(`${r.key.key}@${r.key.window.start}=${r.value}`))
-      return b.build()
-    }
-    const records = Array.from({ length: 300 }, (_, i) => [`k${(i * 7) % 11}`, i + ((i * 31) % 9)] as const)
-    const once: string[] = []
-    const whole = new EmbeddedRuntime(build(once), { applicationId: 'spill', logger: silentLogger })
-    whole.start()
-    for (const [k, ts] of records) whole.producer('in').send(k, 'v', ts)
-    await whole.stop()
-
-    const dir = fresh()
-    const resumed: string[] = []
-    for (let part = 0; part < 3; part++) {
-      // Small commits, so spilled entries change between commits.
-      const rt = new EmbeddedRuntime(build(resumed), { applicationId: 'spill', stateDir: dir, commitMaxRecords: 7, logger: silentLogger })
-      rt.start()
-      for (const [k, ts] of records.slice(part * 100, part * 100 + 100)) rt.producer('in').send(k, 'v', ts)
-      await rt.stop()
-    }
+    // Small commits, so spilled entries change between commits.
+    const records: Array<[string, number]> = Array.from({ length: 300 }, (_, i) => [`k${(i * 7) % 11}`, i + ((i * 31) % 9)])
+    const { once, resumed } = await oneRunAndThree('spill', (out) => finalCounts(out, TimeWindows.ofSizeAndGrace(10, 5), BufferConfig.maxRecords(2).spillToDiskWhenFull()), records)
     assert.ok(once.length > 100)
     assert.deepEqual(resumed, once)
   })
