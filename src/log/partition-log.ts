@@ -1,6 +1,6 @@
+import { NO_HEADERS } from '../processor/api.js'
 import type { Headers } from '../processor/api.js'
 import type { Serde } from '../processor/serdes.js'
-import type { MutableLogRecord } from './record-codec.js'
 
 /**
  * A record as stored in an in-memory topic. Key and value are bytes, or, when the writer's serde has
@@ -16,6 +16,9 @@ export interface LogRecord {
   readonly timestamp: number
   readonly headers: Headers
 }
+
+/** A reader's reusable record, which `PartitionLog.read` fills in. */
+export type MutableLogRecord = { -readonly [F in keyof LogRecord]: LogRecord[F] }
 
 /** Where a durable runtime reads records that are on disk only. */
 export interface DiskReader {
@@ -147,9 +150,9 @@ export class PartitionLog {
   }
 
   private at(i: number): LogRecord {
-    const c = this.chunkOf(this.base + i)
-    const j = this.base + i - c.start
-    return { key: c.keys[j], keySerde: c.keySerdes[j], value: c.values[j], valueSerde: c.valueSerdes[j], timestamp: c.timestamps[j] as number, headers: c.headers[j] as Headers }
+    const r: MutableLogRecord = { key: null, keySerde: undefined, value: null, valueSerde: undefined, timestamp: 0, headers: NO_HEADERS }
+    this.read(this.base + i, r)
+    return r
   }
 
   /**

@@ -2,7 +2,7 @@ import type { Header } from '../processor/api.js'
 import { NO_HEADERS } from '../processor/api.js'
 import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
-import type { LogRecord } from './partition-log.js'
+import type { LogRecord, MutableLogRecord } from './partition-log.js'
 
 /**
  * The on-disk form of a chunk of consecutive records: one buffer, written in one pass, with no object per
@@ -27,8 +27,6 @@ const DOUBLE_SERDE = Serdes.Double() as Serde<unknown>
 export interface RecordSource {
   read(offset: number, into: MutableLogRecord): boolean
 }
-
-export type MutableLogRecord = { -readonly [F in keyof LogRecord]: LogRecord[F] }
 
 export function encodeChunk(records: readonly LogRecord[], topic: string): Buffer {
   const source: RecordSource = {

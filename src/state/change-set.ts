@@ -36,6 +36,7 @@ export class ChangeSet<K extends StoreKey> {
    * forgets them.
    */
   take(valueOf: (key: K) => unknown): Array<[StoreKey, unknown]> {
+    if (this.keys.size === 0) return []
     const out: Array<[StoreKey, unknown]> = []
     for (const [key, onDisk] of this.keys) {
       const value = valueOf(key)

@@ -27,11 +27,7 @@ export class InMemoryKeyValueStore<K extends StoreKey, V> implements KeyValueSto
     trackChanges: () => {
       this.changed ??= new ChangeSet()
     },
-    takeChanges: () => {
-      const keys = this.changed
-      if (keys === undefined || keys.size === 0) return []
-      return keys.take((k) => this.map.get(k))
-    },
+    takeChanges: () => this.changed?.take((k) => this.map.get(k)) ?? [],
     entries: () => [...this.map],
     restore: (entries) => {
       for (const [k, v] of entries) this.map.set(k as K, v as V)

@@ -63,11 +63,7 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
     trackChanges: () => {
       this.changed ??= new ChangeSet()
     },
-    takeChanges: () => {
-      const ids = this.changed
-      if (ids === undefined || ids.size === 0) return []
-      return ids.take((id) => snapshotOf(this.byKey.get(id)))
-    },
+    takeChanges: () => this.changed?.take((id) => snapshotOf(this.byKey.get(id))) ?? [],
     entries: () => [...this.byKey].map(([id, e]) => [id, snapshotOf(e)]),
     restore: (entries) => {
       putSaved(this, entries)

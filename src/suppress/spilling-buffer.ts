@@ -72,11 +72,7 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
     trackChanges: () => {
       this.changed ??= new ChangeSet()
     },
-    takeChanges: () => {
-      const ids = this.changed
-      if (ids === undefined || ids.size === 0) return []
-      return ids.take((id) => this.saved(id as string))
-    },
+    takeChanges: () => this.changed?.take((id) => this.saved(id as string)) ?? [],
     entries: () => {
       const out: Array<[StoreKey, unknown]> = [...this.mem].map(([id, e]) => [id, snapshotOf(e)])
       this.flush()

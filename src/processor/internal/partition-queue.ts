@@ -1,5 +1,5 @@
 import { readKey, readValue } from '../../log/log-record.js'
-import type { LogRecord, PartitionLog } from '../../log/partition-log.js'
+import type { MutableLogRecord, PartitionLog } from '../../log/partition-log.js'
 import type { DropReason } from '../errors.js'
 import type { StreamRecord } from '../api.js'
 import type { SourceNode } from './nodes.js'
@@ -18,7 +18,7 @@ export class PartitionQueue {
   private headRecord: StreamRecord<unknown, unknown> | undefined
   private headOffset = -1
   /** The record being read, reused: reading a record from the log allocates nothing. */
-  private readonly raw: { -readonly [F in keyof LogRecord]: LogRecord[F] } = { key: null, keySerde: undefined, value: null, valueSerde: undefined, timestamp: 0, headers: [] }
+  private readonly raw: MutableLogRecord = { key: null, keySerde: undefined, value: null, valueSerde: undefined, timestamp: 0, headers: [] }
   /** Wall-clock time until which the task waits for this partition while it is empty (maxTaskIdleMs). */
   idleDeadline = -1
 
