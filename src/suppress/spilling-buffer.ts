@@ -6,6 +6,7 @@ import type { DurableStore } from '../state/stores.js'
 import { ChangeSet } from '../state/change-set.js'
 import { SlottedHeap } from '../util/indexed-heap.js'
 import { BufferEntry, putSaved, snapshotOf } from './buffer.js'
+import { SpillIndex, keyIdHash } from './spill-index.js'
 import type { SavedEntry, SuppressionBuffer } from './buffer.js'
 
 /** An entry in memory: a buffer entry that also knows its slots in the oldest- and newest-first heaps. */
@@ -34,18 +35,32 @@ const orderKey = (orderTime: number, keyId: string): string => `${orderTime}\u00
 
 const compareOrder = (t1: number, k1: string, t2: number, k2: string): number => (t1 !== t2 ? t1 - t2 : k1 < k2 ? -1 : k1 > k2 ? 1 : 0)
 
+/** A disk write waiting for the next flush. */
+interface PendingWrite<K, V> {
+  readonly orderTime: number
+  readonly keyId: string
+  /** The entry to write, or null to delete it. */
+  value: Spilled<K, V> | null
+  /** Whether the disk held this (order time, key id) at the last flush (a delete is then needed). */
+  readonly onDisk: boolean
+}
+
 /**
- * A suppression buffer that never emits early and never exceeds its memory bound: the oldest entries
- * (by order time, then key bytes) stay in memory within the bound, and the newer ones spill to an lmdb
- * environment whose keys are (order time, key bytes), so the disk part is ordered the same way. Every
- * memory entry is older than every spilled one; eviction takes from memory and refills it from disk in
- * order, so emission order and results are those of an unbounded buffer (KAFKA-7224, beyond Kafka).
+ * A suppression buffer that never emits early and keeps its entries within the memory bound: the oldest
+ * entries (by order time, then key bytes) stay in memory within the bound, and the newer ones spill to
+ * an lmdb environment whose keys are (order time, key bytes), so the disk part is ordered the same way.
+ * Every memory entry is older than every spilled one; eviction takes from memory and refills it from disk
+ * in order, so emission order and results are those of an unbounded buffer (KAFKA-7224, beyond Kafka).
  * The environment lives in `dir`, is a cache (emptied on open, deleted on close): in a durable run the
  * suppression's store commits the changed keys, wherever they are, and a restart rebuilds the buffer.
  *
- * Disk writes go through a small write-back overlay (point reads consult it first) and are committed
- * in one lmdb transaction per FLUSH_AT operations, or before a range read: per-write commits were the
- * whole cost of spilling. The smallest spilled order key is cached, so most puts need no range read.
+ * - A spilled entry leaves 12-24 bytes in memory: its key hash and order time in a `SpillIndex`, so
+ *   that a put of a key that is not spilled (the common case) reads nothing from disk, and an update of
+ *   a spilled one reads just its entry. The index replaced an lmdb database of key id -> order time.
+ * - Disk writes go through a small write-back overlay (point reads consult it first) and are committed
+ *   in one lmdb transaction per FLUSH_AT operations, or before a range read: per-write commits were the
+ *   whole cost of spilling. An entry spilled and taken back between two flushes never reaches the disk.
+ * - The smallest spilled order key is cached, so most puts need no range read.
  */
 export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   private readonly mem = new Map<string, MemEntry<K, V>>()
@@ -57,11 +72,10 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   private readonly env: RootDatabase
   /** (order time, key id) -> entry. */
   private readonly entries: Database<OnDisk<K, V>, [number, string]>
-  /** key id -> order time, to find a spilled key on update. */
-  private readonly index: Database<number, string>
-  /** Uncommitted writes: entries by orderKey (null: delete), index by key id (null: delete). */
-  private readonly pendingEntries = new Map<string, { orderTime: number; keyId: string; value: Spilled<K, V> | null }>()
-  private readonly pendingIndex = new Map<string, number | null>()
+  /** (key hash, order time) of every spilled entry, to find a spilled key on update. */
+  private readonly spilled = new SpillIndex()
+  /** Uncommitted entry writes by orderKey. */
+  private readonly pending = new Map<string, PendingWrite<K, V>>()
   /** The smallest spilled (order time, key id), when known. */
   private cachedDiskMin: [number, string] | undefined
   private diskMinKnown = true
@@ -89,6 +103,8 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
     private readonly dir: string,
     private readonly maxRecords: number,
     private readonly maxBytes: number,
+    /** Hashes key ids for the spill index; tests pass a colliding one. */
+    private readonly hash: (keyId: string) => number = keyIdHash,
   ) {
     // Left over by a process that was killed: stale, since the buffer is rebuilt from its store.
     rmSync(dir, { recursive: true, force: true })
@@ -96,7 +112,6 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
     // Spilled entries are a cache of the (separately durable) buffer: no fsync per write.
     this.env = open({ path: dir, noSync: true, compression: false })
     this.entries = this.env.openDB<OnDisk<K, V>, [number, string]>({ name: 'entries' })
-    this.index = this.env.openDB<number, string>({ name: 'index' })
   }
 
   get numRecords(): number {
@@ -140,16 +155,23 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
     if (inMemory !== undefined) return snapshotOf(inMemory)
     const orderTime = this.spilledOrderTime(keyId)
     if (orderTime === undefined) return undefined
-    const pending = this.pendingEntries.get(orderKey(orderTime, keyId))
+    const pending = this.pending.get(orderKey(orderTime, keyId))
     const onDisk = pending === undefined ? this.entries.get([orderTime, keyId]) : undefined
     const s = pending !== undefined ? pending.value : onDisk === undefined ? undefined : fromDisk(onDisk)
     return s === null || s === undefined ? undefined : { key: s.key, value: s.value, timestamp: s.timestamp, orderTime, size: s.size }
   }
 
+  /** The order time of a spilled key: its index candidates, each checked on disk (or in the overlay). */
   private spilledOrderTime(keyId: string): number | undefined {
-    const pending = this.pendingIndex.get(keyId)
-    if (pending !== undefined) return pending ?? undefined
-    return this.index.get(keyId)
+    if (this.diskCount === 0) return undefined
+    const h = this.hash(keyId)
+    const index = this.spilled
+    for (let slot = index.find(h, index.home(h)); slot >= 0; slot = index.find(h, slot + 1)) {
+      const orderTime = index.orderTimeAt(slot)
+      const pending = this.pending.get(orderKey(orderTime, keyId))
+      if (pending !== undefined ? pending.value !== null : this.entries.doesExist([orderTime, keyId])) return orderTime
+    }
+    return undefined
   }
 
   put(keyId: string, key: K, value: V | null, timestamp: number, orderTime: number, size: number): void {
@@ -171,7 +193,7 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
       if (this.diskCount > 0 || this.overBound()) this.rebalance()
       return
     }
-    const spilledAt = this.diskCount === 0 ? undefined : this.spilledOrderTime(keyId)
+    const spilledAt = this.spilledOrderTime(keyId)
     const entry = new MemEntry(keyId, key, value, timestamp, orderTime, size)
     if (spilledAt === undefined && this.diskCount === 0 && this.mem.size < this.maxRecords && this.memBytes + size <= this.maxBytes) {
       this.addToMemory(entry) // the common case: nothing on disk and room in memory
@@ -196,8 +218,8 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   }
 
   close(): void {
-    this.pendingEntries.clear()
-    this.pendingIndex.clear()
+    this.pending.clear()
+    this.spilled.clear()
     this.env.close()
     rmSync(this.dir, { recursive: true, force: true })
   }
@@ -233,8 +255,13 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
 
   private spill(e: MemEntry<K, V>): void {
     this.removeFromMemory(e)
-    this.pendingEntries.set(orderKey(e.orderTime, e.keyId), { orderTime: e.orderTime, keyId: e.keyId, value: { key: e.key, value: e.value, timestamp: e.timestamp, size: e.size } })
-    this.pendingIndex.set(e.keyId, e.orderTime)
+    const ok = orderKey(e.orderTime, e.keyId)
+    const value = { key: e.key, value: e.value, timestamp: e.timestamp, size: e.size }
+    const pending = this.pending.get(ok)
+    // Not pending: the disk does not hold it (it is not spilled, and the disk holds only spilled entries).
+    if (pending !== undefined) pending.value = value
+    else this.pending.set(ok, { orderTime: e.orderTime, keyId: e.keyId, value, onDisk: false })
+    this.spilled.add(this.hash(e.keyId), e.orderTime)
     this.diskCount++
     this.diskBytes += e.size
     const min = this.cachedDiskMin
@@ -244,10 +271,12 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
 
   private unspill(orderTime: number, keyId: string): Spilled<K, V> {
     const ok = orderKey(orderTime, keyId)
-    const pending = this.pendingEntries.get(ok)
+    const pending = this.pending.get(ok)
     const s = pending !== undefined ? (pending.value as Spilled<K, V>) : fromDisk(this.entries.get([orderTime, keyId]) as OnDisk<K, V>)
-    this.pendingEntries.set(ok, { orderTime, keyId, value: null })
-    this.pendingIndex.set(keyId, null)
+    if (pending === undefined) this.pending.set(ok, { orderTime, keyId, value: null, onDisk: true })
+    else if (pending.onDisk) pending.value = null
+    else this.pending.delete(ok) // spilled and taken back since the last flush: nothing to write
+    this.spilled.remove(this.hash(keyId), orderTime)
     this.diskCount--
     this.diskBytes -= s.size
     const min = this.cachedDiskMin
@@ -257,24 +286,19 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   }
 
   private maybeFlush(): void {
-    if (this.pendingEntries.size + this.pendingIndex.size >= FLUSH_AT) this.flush()
+    if (this.pending.size >= FLUSH_AT) this.flush()
   }
 
   /** Commits the pending writes in one transaction. */
   private flush(): void {
-    if (this.pendingEntries.size === 0 && this.pendingIndex.size === 0) return
+    if (this.pending.size === 0) return
     this.env.transactionSync(() => {
-      for (const { orderTime, keyId, value } of this.pendingEntries.values()) {
+      for (const { orderTime, keyId, value } of this.pending.values()) {
         if (value === null) this.entries.removeSync([orderTime, keyId])
         else this.entries.putSync([orderTime, keyId], toDisk(value))
       }
-      for (const [keyId, orderTime] of this.pendingIndex) {
-        if (orderTime === null) this.index.removeSync(keyId)
-        else this.index.putSync(keyId, orderTime)
-      }
     })
-    this.pendingEntries.clear()
-    this.pendingIndex.clear()
+    this.pending.clear()
   }
 
   private diskMin(): [number, string] | undefined {
@@ -302,12 +326,10 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
       bytes += value.size
     }
     this.env.transactionSync(() => {
-      for (const [orderTime, keyId] of batch) {
-        this.entries.removeSync([orderTime, keyId])
-        this.index.removeSync(keyId)
-      }
+      for (const [orderTime, keyId] of batch) this.entries.removeSync([orderTime, keyId])
     })
     for (const [orderTime, keyId, s] of batch) {
+      this.spilled.remove(this.hash(keyId), orderTime)
       this.diskCount--
       this.diskBytes -= s.size
       this.addToMemory(new MemEntry(keyId, s.key, s.value, s.timestamp, orderTime, s.size))

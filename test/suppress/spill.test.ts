@@ -6,6 +6,7 @@ import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { BufferConfig, Serdes, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
 import type { Windowed } from '../../src/index.js'
+import { TimeOrderedBuffer } from '../../src/suppress/buffer.js'
 import { SpillingBuffer } from '../../src/suppress/spilling-buffer.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
 
@@ -116,5 +117,40 @@ describe('spillToDiskWhenFull (beyond Kafka)', () => {
     assert.ok(buf.memoryRecords <= 3)
     buf.close()
     assert.equal(existsSync(dir), false)
+  })
+})
+
+describe('SpillingBuffer with colliding key hashes', () => {
+  it('finds spilled keys by checking every candidate: same results as an unbounded buffer (property)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'punctual-spill-'))
+    // put(key, order time) or evict up to a time; keys collide in the index under both hashes.
+    const op = fc.oneof(
+      fc.record({ key: fc.constantFrom(...'ABCDEFGHIJ'.split('')), time: fc.integer({ min: 0, max: 30 }) }),
+      fc.record({ evictTo: fc.integer({ min: 0, max: 30 }) }),
+    )
+    let run = 0
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 80 }), fc.integer({ min: 1, max: 3 }), fc.constantFrom<(k: string) => number>(() => 7, (k) => k.charCodeAt(0) & 1), (ops, bound, hash) => {
+        const spill = new SpillingBuffer<string, number>(join(dir, `b${run++}`), bound, Infinity, hash)
+        const plain = new TimeOrderedBuffer<string, number>()
+        const out = { spill: [] as string[], plain: [] as string[] }
+        ops.forEach((o, i) => {
+          if ('key' in o) {
+            spill.put(o.key, o.key, i, i, o.time, 10)
+            plain.put(o.key, o.key, i, i, o.time, 10)
+          } else {
+            spill.evictWhile((e) => e.orderTime <= o.evictTo, (e) => out.spill.push(`${e.key}=${e.value}@${e.orderTime}`))
+            plain.evictWhile((e) => e.orderTime <= o.evictTo, (e) => out.plain.push(`${e.key}=${e.value}@${e.orderTime}`))
+          }
+          assert.equal(spill.numRecords, plain.numRecords)
+          for (const k of 'ABCDEFGHIJ') assert.equal(spill.orderTimeOf(k), plain.orderTimeOf(k))
+        })
+        spill.evictWhile(() => true, (e) => out.spill.push(`${e.key}=${e.value}@${e.orderTime}`))
+        plain.evictWhile(() => true, (e) => out.plain.push(`${e.key}=${e.value}@${e.orderTime}`))
+        spill.close()
+        assert.deepEqual(out.spill, out.plain)
+      }),
+      { numRuns: 300 },
+    )
   })
 })
