@@ -20,7 +20,7 @@ describe('SpillIndex', () => {
     const op = fc.record({ add: fc.boolean(), hash, time: fc.integer({ min: 0, max: 5 }) })
     const bulk = fc.record({ add: fc.boolean(), hash: fc.integer(), time: fc.integer({ min: 0, max: 1000 }) })
     fc.assert(
-      fc.property(fc.array(fc.oneof(op, bulk), { maxLength: 3000 }), (ops: Op[]) => {
+      fc.property(fc.array(fc.oneof(op, bulk), { maxLength: 3000, size: 'max' }), (ops: Op[]) => {
         const index = new SpillIndex()
         const model = new Map<number, number[]>()
         for (const o of ops) {
