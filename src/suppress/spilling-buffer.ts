@@ -194,13 +194,18 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
       return
     }
     const spilledAt = this.spilledOrderTime(keyId)
-    const entry = new MemEntry(keyId, key, value, timestamp, orderTime, size)
     if (spilledAt === undefined && this.diskCount === 0 && this.mem.size < this.maxRecords && this.memBytes + size <= this.maxBytes) {
-      this.addToMemory(entry) // the common case: nothing on disk and room in memory
+      this.addToMemory(new MemEntry(keyId, key, value, timestamp, orderTime, size)) // the common case: nothing on disk and room in memory
       return
     }
     if (spilledAt !== undefined) this.unspill(spilledAt, keyId)
-    this.addToMemory(entry)
+    const diskMin = this.diskMin()
+    if (diskMin !== undefined && compareOrder(orderTime, keyId, diskMin[0], diskMin[1]) > 0) {
+      // Newer than a spilled entry, so it belongs on disk: straight there, memory unchanged.
+      this.toDisk(keyId, orderTime, { key, value, timestamp, size })
+      return
+    }
+    this.addToMemory(new MemEntry(keyId, key, value, timestamp, orderTime, size))
     this.rebalance()
   }
 
@@ -255,17 +260,21 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
 
   private spill(e: MemEntry<K, V>): void {
     this.removeFromMemory(e)
-    const ok = orderKey(e.orderTime, e.keyId)
-    const value = { key: e.key, value: e.value, timestamp: e.timestamp, size: e.size }
+    this.toDisk(e.keyId, e.orderTime, { key: e.key, value: e.value, timestamp: e.timestamp, size: e.size })
+  }
+
+  /** Writes an entry that is not buffered anywhere to disk (through the overlay). */
+  private toDisk(keyId: string, orderTime: number, value: Spilled<K, V>): void {
+    const ok = orderKey(orderTime, keyId)
     const pending = this.pending.get(ok)
     // Not pending: the disk does not hold it (it is not spilled, and the disk holds only spilled entries).
     if (pending !== undefined) pending.value = value
-    else this.pending.set(ok, { orderTime: e.orderTime, keyId: e.keyId, value, onDisk: false })
-    this.spilled.add(this.hash(e.keyId), e.orderTime)
+    else this.pending.set(ok, { orderTime, keyId, value, onDisk: false })
+    this.spilled.add(this.hash(keyId), orderTime)
     this.diskCount++
-    this.diskBytes += e.size
+    this.diskBytes += value.size
     const min = this.cachedDiskMin
-    if (this.diskMinKnown && (min === undefined || compareOrder(e.orderTime, e.keyId, min[0], min[1]) < 0)) this.cachedDiskMin = [e.orderTime, e.keyId]
+    if (this.diskMinKnown && (min === undefined || compareOrder(orderTime, keyId, min[0], min[1]) < 0)) this.cachedDiskMin = [orderTime, keyId]
     this.maybeFlush()
   }
 
