@@ -23,6 +23,8 @@ const MAX_ORDER = 0xffffffff
 const DRAIN_MIN = 16_384
 /** Dead slots are compacted away once there are more of them than this and than live ones. */
 const COMPACT_MIN = 1024
+/** Run entries whose records are read ahead of polling at a time. */
+const TOUCH_AHEAD = 64
 
 /**
  * A set-semantic priority queue of timers (Flink's HeapPriorityQueueSet), laid out for the cache.
@@ -58,6 +60,10 @@ export class TimerQueue {
   private runTime = new Float64Array(0)
   private runWord = new Uint32Array(0)
   private runStart = 0
+  /** Run positions below this have had their records touched ahead of polling (see `touchAhead`). */
+  private touchedTo = 0
+  /** Where `touchAhead`'s reads go, so that the compiler keeps them. */
+  private touchSink = 0
   private runEnd = 0
   private heapTime: Float64Array
   /** The same buffer as `heapTime`: words 4s+2 (order) and 4s+3 (id) of slot s. */
@@ -130,6 +136,7 @@ export class TimerQueue {
     const heapDue = this.slots > 0 && (this.heapTime[0] as number) <= time
     const r = this.runStart
     if (r < this.runEnd && (this.runTime[2 * r] as number) <= time) {
+      if (r >= this.touchedTo) this.touchAhead(r)
       const rt = this.runTime[2 * r] as number
       const ht = this.heapTime[0] as number
       if (!heapDue || rt < ht || (rt === ht && (this.runWord[4 * r + 2] as number) < (this.heapWord[2] as number))) {
@@ -143,6 +150,21 @@ export class TimerQueue {
     const polled = this.polledOf(id, this.heapTime[0] as number)
     this.removeHead()
     return polled
+  }
+
+  /**
+   * Reads the records (and key slots) of the next TOUCH_AHEAD run entries in one loop. The run is in
+   * firing order and the ids in registration order, so each poll's record is a cache miss; misses in a
+   * loop of independent reads overlap, the same misses one poll at a time do not. (JavaScript has no
+   * prefetch instruction; this is one.)
+   */
+  private touchAhead(from: number): void {
+    const end = Math.min(this.runEnd, from + TOUCH_AHEAD)
+    const word = this.runWord
+    let sink = 0
+    for (let r = from; r < end; r++) sink += this.records.touch(word[4 * r + 3] as number)
+    this.touchSink = sink
+    this.touchedTo = end
   }
 
   /** Fills the reused poll result with timer `id` and frees the id. */
@@ -171,7 +193,7 @@ export class TimerQueue {
     const sorted = sortSlots(this.heapTime.buffer as ArrayBuffer, new ArrayBuffer(n * SLOT_BYTES), n)
     this.runTime = new Float64Array(sorted)
     this.runWord = new Uint32Array(sorted)
-    this.runStart = 0
+    this.runStart = this.touchedTo = 0
     this.runEnd = n
     const buffer = new ArrayBuffer(INITIAL_CAPACITY * SLOT_BYTES)
     this.heapTime = new Float64Array(buffer)
@@ -184,7 +206,7 @@ export class TimerQueue {
   private clearRun(): void {
     this.runTime = new Float64Array(0)
     this.runWord = new Uint32Array(0)
-    this.runStart = this.runEnd = 0
+    this.runStart = this.runEnd = this.touchedTo = 0
   }
 
   /** Calls `f` with the id of every slot, heap then run, DEAD ones included. */
