@@ -1,4 +1,5 @@
 import type { StoreKey } from '../processor/api.js'
+import { FNV_OFFSET, FNV_PRIME, fmix32, fnv1aString } from '../util/hash.js'
 import { LIVE } from './timer-records.js'
 import type { TimerRecords } from './timer-records.js'
 
@@ -80,24 +81,13 @@ function place(table: Int32Array, h: number, id: number, shift: number): void {
   table[2 * i + 1] = h
 }
 
-/** FNV-1a over the owner, the key and the timestamp, mixed so that every bit of the result spreads well. */
+/** FNV-1a over the owner, the key and the timestamp, finalized so that every bit of the result spreads well. */
 export function timerHash(owner: number, key: StoreKey, timestamp: number): number {
-  let h = Math.imul(0x811c9dc5 ^ owner, 0x01000193)
-  if (typeof key === 'string') {
-    for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193)
-  } else if (typeof key === 'number' && Number.isInteger(key) && Math.abs(key) <= 0x7fffffff) {
-    h = Math.imul(h ^ key, 0x01000193)
-  } else {
-    const s = typeof key + String(key)
-    for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193)
-  }
-  h = Math.imul(h ^ (timestamp >>> 0), 0x01000193)
-  h = Math.imul(h ^ Math.floor(timestamp / 4294967296), 0x01000193)
-  // Final avalanche (murmur3 fmix32).
-  h ^= h >>> 16
-  h = Math.imul(h, 0x85ebca6b)
-  h ^= h >>> 13
-  h = Math.imul(h, 0xc2b2ae35)
-  h ^= h >>> 16
-  return h | 0
+  let h = Math.imul(FNV_OFFSET ^ owner, FNV_PRIME)
+  if (typeof key === 'string') h = fnv1aString(h, key)
+  else if (typeof key === 'number' && Number.isInteger(key) && Math.abs(key) <= 0x7fffffff) h = Math.imul(h ^ key, FNV_PRIME)
+  else h = fnv1aString(h, typeof key + String(key))
+  h = Math.imul(h ^ (timestamp >>> 0), FNV_PRIME)
+  h = Math.imul(h ^ Math.floor(timestamp / 4294967296), FNV_PRIME)
+  return fmix32(h)
 }

@@ -1,3 +1,5 @@
+import { FNV_OFFSET, fmix32, fnv1aString } from '../util/hash.js'
+
 const INITIAL_BITS = 10
 /** An empty slot's order time. */
 const EMPTY = NaN
@@ -125,14 +127,7 @@ export class SpillIndex {
   }
 }
 
-/** FNV-1a over the UTF-16 code units of a key id, with murmur3's finalizer so the top bits spread well. */
+/** FNV-1a over the UTF-16 code units of a key id, finalized so that the top bits spread well. */
 export function keyIdHash(keyId: string): number {
-  let h = 0x811c9dc5
-  for (let i = 0; i < keyId.length; i++) h = Math.imul(h ^ keyId.charCodeAt(i), 0x01000193)
-  h ^= h >>> 16
-  h = Math.imul(h, 0x85ebca6b)
-  h ^= h >>> 13
-  h = Math.imul(h, 0xc2b2ae35)
-  h ^= h >>> 16
-  return h | 0
+  return fmix32(fnv1aString(FNV_OFFSET, keyId))
 }
