@@ -39,11 +39,29 @@ export class TimerIndex {
     }
   }
 
-  /** Adds the entry of a new timer; `live` is how many timers are pending besides it. */
-  insert(h: number, id: number, live: number): void {
+  /**
+   * One probe for a registration: the id of the LIVE timer (owner, key, timestamp) if there is one,
+   * else -1 - e, where entry e is where its entry goes (`fill`). Makes room first, so that the entry
+   * found stays valid; `live` is how many timers are pending.
+   */
+  findOrReserve(h: number, owner: number, key: StoreKey, timestamp: number, live: number): number {
     // At most three quarters full: entries are pairs, so a probe run stays within a line or two.
     if ((this.used + 1) * 4 > (this.table.length >>> 1) * 3) this.rebuild(live)
-    place(this.table, h, id, this.shift)
+    const table = this.table
+    const records = this.records
+    const mask = (table.length >>> 1) - 1
+    for (let i = h >>> this.shift; ; i = (i + 1) & mask) {
+      const id = table[2 * i] as number
+      if (id === EMPTY) return -1 - i
+      if (table[2 * i + 1] === h && records.isLiveOf(id, owner) && records.timestamp(id) === timestamp && records.key(id) === key) return id
+    }
+  }
+
+  /** Puts a new timer's entry where `findOrReserve` said (-1 - its result), with no change in between. */
+  fill(reserved: number, h: number, id: number): void {
+    const e = -1 - reserved
+    this.table[2 * e] = id
+    this.table[2 * e + 1] = h
     this.used++
   }
 

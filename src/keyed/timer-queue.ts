@@ -103,10 +103,10 @@ export class TimerQueue {
   /** Adds a timer unless (owner, key, timestamp) is already pending; returns whether it was added. */
   add(owner: number, key: StoreKey, timestamp: number, seq: number): boolean {
     const h = timerHash(owner, key, timestamp)
-    if (this.index.find(h, owner, key, timestamp) >= 0) return false
-    const live = this.size
+    const found = this.index.findOrReserve(h, owner, key, timestamp, this.size)
+    if (found >= 0) return false
     const id = this.records.add(owner, key, timestamp, seq, h)
-    this.index.insert(h, id, live)
+    this.index.fill(found, h, id)
     if (this.nextOrder > this.maxOrder) this.renumber()
     if (this.slots === this.heapTime.length / 2) this.growSlots()
     if (!(timestamp <= this.maxTime)) this.maxTime = this.maxTime !== this.maxTime ? NaN : timestamp
