@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import fc from 'fast-check'
+import fc from '../helpers/fc.js'
 import { alignDown } from '../../src/windows/windows.js'
 
 describe('alignDown (window start without a modulo)', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import fc from 'fast-check'
+import fc from '../helpers/fc.js'
 import { radixSortable, sortSlots } from '../../src/keyed/slot-sort.js'
 
 /** Writes (time, order, id) slots in TimerQueue's layout: 16 bytes each. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import fc from 'fast-check'
+import fc from '../helpers/fc.js'
 import { TimerQueue } from '../../src/keyed/timer-queue.js'
 import { timerSortKey } from '../../src/keyed/timer-service.js'
 import type { TimerRecord } from '../../src/keyed/timer-service.js'

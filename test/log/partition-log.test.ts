@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import fc from 'fast-check'
+import fc from '../helpers/fc.js'
 import { PartitionLog } from '../../src/log/partition-log.js'
 import type { DiskReader, LogRecord } from '../../src/log/partition-log.js'
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import fc from 'fast-check'
+import fc from '../helpers/fc.js'
 import { ErrorHandlers, NO_HEADERS, PunctuationType, Topology } from '../../src/index.js'
 import type { Cancellable, ProcessorContext } from '../../src/index.js'
 import { TopicRegistry } from '../../src/log/topics.js'

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import fc from 'fast-check'
+import fc from '../helpers/fc.js'
 import { SpillIndex } from '../../src/suppress/spill-index.js'
 
 /** The order times the index offers for `hash`, sorted (its candidates, in whatever slot order). */
@@ -20,7 +20,7 @@ describe('SpillIndex', () => {
     const op = fc.record({ add: fc.boolean(), hash, time: fc.integer({ min: 0, max: 5 }) })
     const bulk = fc.record({ add: fc.boolean(), hash: fc.integer(), time: fc.integer({ min: 0, max: 1000 }) })
     fc.assert(
-      fc.property(fc.array(fc.oneof(op, bulk), { maxLength: 3000, size: 'max' }), (ops: Op[]) => {
+      fc.property(fc.array(fc.oneof(op, bulk), { maxLength: 3000 }), (ops: Op[]) => {
         const index = new SpillIndex()
         const model = new Map<number, number[]>()
         for (const o of ops) {

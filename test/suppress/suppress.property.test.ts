@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import fc from 'fast-check'
+import fc from '../helpers/fc.js'
 import { BufferConfig, PunctualError, Serdes, StreamsBuilder, Suppressed } from '../../src/index.js'
 import type { BufferConfig as BufferConfigType } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import fc from 'fast-check'
+import fc from '../helpers/fc.js'
 import { CronRule, IntervalRule } from '../../src/time/trigger.js'
 
 describe('IntervalRule first due time (SEMANTICS 2)', () => {
