@@ -29,14 +29,8 @@ export class TimerIndex {
 
   /** The id of the LIVE timer (owner, key, timestamp) with hash `h`, or -1. */
   find(h: number, owner: number, key: StoreKey, timestamp: number): number {
-    const table = this.table
-    const records = this.records
-    const mask = (table.length >>> 1) - 1
-    for (let i = h >>> this.shift; ; i = (i + 1) & mask) {
-      const id = table[2 * i] as number
-      if (id === EMPTY) return -1
-      if (table[2 * i + 1] === h && records.isLiveOf(id, owner) && records.timestamp(id) === timestamp && records.key(id) === key) return id
-    }
+    const found = this.probe(h, owner, key, timestamp)
+    return found >= 0 ? found : -1
   }
 
   /**
@@ -47,6 +41,11 @@ export class TimerIndex {
   findOrReserve(h: number, owner: number, key: StoreKey, timestamp: number, live: number): number {
     // At most three quarters full: entries are pairs, so a probe run stays within a line or two.
     if ((this.used + 1) * 4 > (this.table.length >>> 1) * 3) this.rebuild(live)
+    return this.probe(h, owner, key, timestamp)
+  }
+
+  /** The id of the LIVE timer (owner, key, timestamp), or -1 - e for the empty entry e that ended the probe. */
+  private probe(h: number, owner: number, key: StoreKey, timestamp: number): number {
     const table = this.table
     const records = this.records
     const mask = (table.length >>> 1) - 1

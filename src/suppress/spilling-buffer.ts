@@ -162,9 +162,9 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   }
 
   /** The order time of a spilled key: its index candidates, each checked on disk (or in the overlay). */
-  private spilledOrderTime(keyId: string): number | undefined {
+  private spilledOrderTime(keyId: string, keyHash?: number): number | undefined {
     if (this.diskCount === 0) return undefined
-    const h = this.hash(keyId)
+    const h = keyHash ?? this.hash(keyId)
     const index = this.spilled
     for (let slot = index.find(h, index.home(h)); slot >= 0; slot = index.find(h, slot + 1)) {
       const orderTime = index.orderTimeAt(slot)
@@ -193,16 +193,18 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
       if (this.diskCount > 0 || this.overBound()) this.rebalance()
       return
     }
-    const spilledAt = this.spilledOrderTime(keyId)
-    if (spilledAt === undefined && this.diskCount === 0 && this.mem.size < this.maxRecords && this.memBytes + size <= this.maxBytes) {
+    if (this.diskCount === 0 && this.mem.size < this.maxRecords && this.memBytes + size <= this.maxBytes) {
       this.addToMemory(new MemEntry(keyId, key, value, timestamp, orderTime, size)) // the common case: nothing on disk and room in memory
       return
     }
-    if (spilledAt !== undefined) this.unspill(spilledAt, keyId)
+    // Hashed once for the index lookup, the removal and the addition below.
+    const h = this.hash(keyId)
+    const spilledAt = this.spilledOrderTime(keyId, h)
+    if (spilledAt !== undefined) this.unspill(spilledAt, keyId, h)
     const diskMin = this.diskMin()
     if (diskMin !== undefined && compareOrder(orderTime, keyId, diskMin[0], diskMin[1]) > 0) {
       // Newer than a spilled entry, so it belongs on disk: straight there, memory unchanged.
-      this.toDisk(keyId, orderTime, { key, value, timestamp, size })
+      this.toDisk(keyId, h, orderTime, { key, value, timestamp, size })
       return
     }
     this.addToMemory(new MemEntry(keyId, key, value, timestamp, orderTime, size))
@@ -260,17 +262,17 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
 
   private spill(e: MemEntry<K, V>): void {
     this.removeFromMemory(e)
-    this.toDisk(e.keyId, e.orderTime, { key: e.key, value: e.value, timestamp: e.timestamp, size: e.size })
+    this.toDisk(e.keyId, this.hash(e.keyId), e.orderTime, { key: e.key, value: e.value, timestamp: e.timestamp, size: e.size })
   }
 
   /** Writes an entry that is not buffered anywhere to disk (through the overlay). */
-  private toDisk(keyId: string, orderTime: number, value: Spilled<K, V>): void {
+  private toDisk(keyId: string, keyHash: number, orderTime: number, value: Spilled<K, V>): void {
     const ok = orderKey(orderTime, keyId)
     const pending = this.pending.get(ok)
     // Not pending: the disk does not hold it (it is not spilled, and the disk holds only spilled entries).
     if (pending !== undefined) pending.value = value
     else this.pending.set(ok, { orderTime, keyId, value, onDisk: false })
-    this.spilled.add(this.hash(keyId), orderTime)
+    this.spilled.add(keyHash, orderTime)
     this.diskCount++
     this.diskBytes += value.size
     const min = this.cachedDiskMin
@@ -278,20 +280,20 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
     this.maybeFlush()
   }
 
-  private unspill(orderTime: number, keyId: string): Spilled<K, V> {
+  /** Takes a spilled entry off disk (its new version is being put). */
+  private unspill(orderTime: number, keyId: string, keyHash: number): void {
     const ok = orderKey(orderTime, keyId)
     const pending = this.pending.get(ok)
     const s = pending !== undefined ? (pending.value as Spilled<K, V>) : fromDisk(this.entries.get([orderTime, keyId]) as OnDisk<K, V>)
     if (pending === undefined) this.pending.set(ok, { orderTime, keyId, value: null, onDisk: true })
     else if (pending.onDisk) pending.value = null
     else this.pending.delete(ok) // spilled and taken back since the last flush: nothing to write
-    this.spilled.remove(this.hash(keyId), orderTime)
+    this.spilled.remove(keyHash, orderTime)
     this.diskCount--
     this.diskBytes -= s.size
     const min = this.cachedDiskMin
     if (min !== undefined && min[0] === orderTime && min[1] === keyId) this.diskMinKnown = false
     this.maybeFlush()
-    return s
   }
 
   private maybeFlush(): void {
