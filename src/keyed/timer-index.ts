@@ -39,9 +39,19 @@ export class TimerIndex {
    * found stays valid; `live` is how many timers are pending.
    */
   findOrReserve(h: number, owner: number, key: StoreKey, timestamp: number, live: number): number {
-    // At most three quarters full: entries are pairs, so a probe run stays within a line or two.
-    if ((this.used + 1) * 4 > (this.table.length >>> 1) * 3) this.rebuild(live)
+    this.reserve(1, live)
     return this.probe(h, owner, key, timestamp)
+  }
+
+  /** Makes room for `count` more entries (rebuilding now rather than in the middle of a batch). */
+  reserve(count: number, live: number): void {
+    // At most three quarters full: entries are pairs, so a probe run stays within a line or two.
+    if ((this.used + count) * 4 > (this.table.length >>> 1) * 3) this.rebuild(live, count)
+  }
+
+  /** Reads the home entry of hash `h`, to bring its line into the cache; the result means nothing. */
+  touch(h: number): number {
+    return this.table[2 * (h >>> this.shift)] as number
   }
 
   /** The id of the LIVE timer (owner, key, timestamp), or -1 - e for the empty entry e that ended the probe. */
@@ -65,13 +75,13 @@ export class TimerIndex {
   }
 
   /**
-   * Moves the entries into a table at most half full for the `live` timers, dropping stale ones. The
-   * stored hashes are reused (no key is hashed again), and while no timer has left the queue since the
-   * last rebuild every entry is valid and none is checked.
+   * Moves the entries into a table at most half full for the `live` timers and `count` more, dropping
+   * stale ones. The stored hashes are reused (no key is hashed again), and while no timer has left the
+   * queue since the last rebuild every entry is valid and none is checked.
    */
-  private rebuild(live: number): void {
+  private rebuild(live: number, count: number): void {
     let bits = INITIAL_BITS
-    while (1 << bits < (live + 1) * 2) bits++
+    while (1 << bits < (live + count) * 2) bits++
     const shift = 32 - bits
     const table = new Int32Array(2 << bits).fill(EMPTY)
     const old = this.table

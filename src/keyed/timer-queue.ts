@@ -25,6 +25,15 @@ const DRAIN_MIN = 16_384
 const COMPACT_MIN = 1024
 /** Run entries whose records are read ahead of polling at a time. */
 const TOUCH_AHEAD = 64
+/**
+ * Registrations `enqueue` holds before it indexes them together. Large enough that a flush's passes
+ * overlap many cache misses, small enough that what the first passes bring into the cache (the keys'
+ * strings, the index lines) is still there for the last one: 512 keys and 512 index lines are 64 KB.
+ */
+const BATCH = 512
+
+/** Told of each registration that `enqueue` accepted (not a duplicate), in registration order. */
+export type AddedListener = (owner: number, key: StoreKey, timestamp: number, seq: number) => void
 
 /**
  * A set-semantic priority queue of timers (Flink's HeapPriorityQueueSet), laid out for the cache.
@@ -72,16 +81,23 @@ export class TimerQueue {
   private readonly records = new TimerRecords()
   private readonly index = new TimerIndex(this.records)
   private readonly polled = { timestamp: 0, seq: 0, key: '' as StoreKey, owner: 0 }
+  /** Registrations `enqueue` has not indexed yet (arrays made on the first one), oldest first. */
+  private pending: PendingRegistrations | undefined
+  /** The earliest pending registration's timestamp, so `peekTime` needs no flush. */
+  private pendingMin = Infinity
+  private onAdded: AddedListener | undefined
 
   private readonly maxOrder: number
   private readonly drainMin: number
   private readonly compactMin: number
+  private readonly batch: number
 
-  /** The options exist for tests, to reach the renumbering and the run with few timers. */
-  constructor(options: { readonly maxOrder?: number; readonly drainMin?: number; readonly compactMin?: number } = {}) {
+  /** The options exist for tests, to reach the renumbering, the run and full batches with few timers. */
+  constructor(options: { readonly maxOrder?: number; readonly drainMin?: number; readonly compactMin?: number; readonly batch?: number } = {}) {
     this.maxOrder = options.maxOrder ?? MAX_ORDER
     this.drainMin = options.drainMin ?? DRAIN_MIN
     this.compactMin = options.compactMin ?? COMPACT_MIN
+    this.batch = options.batch ?? BATCH
     const buffer = new ArrayBuffer(INITIAL_CAPACITY * SLOT_BYTES)
     this.heapTime = new Float64Array(buffer)
     this.heapWord = new Uint32Array(buffer)
@@ -89,21 +105,93 @@ export class TimerQueue {
 
   /** Pending timers. */
   get size(): number {
+    this.flush()
+    return this.liveCount()
+  }
+
+  private liveCount(): number {
     return this.slots + this.runEnd - this.runStart - this.dead
   }
 
-  /** Earliest pending timestamp, or Infinity. */
+  /**
+   * Earliest pending timestamp, or Infinity. Registrations not indexed yet count without a flush: a
+   * duplicate among them has the timestamp of the timer it duplicates, so the minimum is the same.
+   */
   peekTime(): number {
     this.dropDeadHead()
     const heap = this.slots === 0 ? Infinity : (this.heapTime[0] as number)
     const run = this.runStart === this.runEnd ? Infinity : (this.runTime[2 * this.runStart] as number)
-    return heap < run ? heap : run
+    const indexed = heap < run ? heap : run
+    return this.pendingMin < indexed ? this.pendingMin : indexed
+  }
+
+  /** Where `enqueue` reports the registrations it accepted (one listener; undefined stops it). */
+  listen(onAdded: AddedListener | undefined): void {
+    this.onAdded = onAdded
+  }
+
+  /**
+   * Registers a timer unless (owner, key, timestamp) is pending, like `add`, but may hold it to index
+   * it later with others: every other method indexes what is held first, so nothing can tell the
+   * difference, except that whether it was a duplicate is not known at the call (the listener is told
+   * of accepted ones when they are indexed). A registration's cost is mostly two cache misses (the key's
+   * string, to hash it, and the index line); one at a time they follow each other, while `flush` takes a
+   * batch pass by pass, so that the misses of a pass overlap.
+   */
+  enqueue(owner: number, key: StoreKey, timestamp: number, seq: number): void {
+    const p = (this.pending ??= new PendingRegistrations(this.batch))
+    let n = p.count
+    if (n === this.batch) {
+      this.flush()
+      n = 0
+    }
+    p.owner[n] = owner
+    p.keys[n] = key
+    p.time[n] = timestamp
+    p.seq[n] = seq
+    p.count = n + 1
+    if (timestamp < this.pendingMin) this.pendingMin = timestamp
+  }
+
+  /** Indexes the registrations `enqueue` held, in the order they were made. */
+  flush(): void {
+    const p = this.pending
+    if (p === undefined || p.count === 0) return
+    const n = p.count
+    p.count = 0
+    this.pendingMin = Infinity
+    const { owner, keys, time, seq, hash } = p
+    // Pass 1: read each key (a string's length is beside its characters), so the misses overlap.
+    let sink = 0
+    for (let i = 0; i < n; i++) {
+      const k = keys[i]
+      if (typeof k === 'string') sink += k.length
+    }
+    // Pass 2: hash, now from the cache.
+    for (let i = 0; i < n; i++) hash[i] = timerHash(owner[i] as number, keys[i] as StoreKey, time[i] as number)
+    // Pass 3: make room for all of them, then read their index lines.
+    this.index.reserve(n, this.liveCount())
+    for (let i = 0; i < n; i++) sink += this.index.touch(hash[i] as number)
+    p.sink = sink
+    // Pass 4: index, record and heap them, in order.
+    const onAdded = this.onAdded
+    for (let i = 0; i < n; i++) {
+      const k = keys[i] as StoreKey
+      keys[i] = undefined
+      if (this.insert(hash[i] as number, owner[i] as number, k, time[i] as number, seq[i] as number) && onAdded !== undefined) {
+        onAdded(owner[i] as number, k, time[i] as number, seq[i] as number)
+      }
+    }
   }
 
   /** Adds a timer unless (owner, key, timestamp) is already pending; returns whether it was added. */
   add(owner: number, key: StoreKey, timestamp: number, seq: number): boolean {
-    const h = timerHash(owner, key, timestamp)
-    const found = this.index.findOrReserve(h, owner, key, timestamp, this.size)
+    this.flush()
+    return this.insert(timerHash(owner, key, timestamp), owner, key, timestamp, seq)
+  }
+
+  private insert(h: number, owner: number, key: StoreKey, timestamp: number, seq: number): boolean {
+    const found = this.index.findOrReserve(h, owner, key, timestamp, this.liveCount())
     if (found >= 0) return false
     const id = this.records.add(owner, key, timestamp, seq, h)
     this.index.fill(found, h, id)
@@ -117,6 +205,7 @@ export class TimerQueue {
 
   /** Removes the timer if pending; returns whether it was. */
   remove(owner: number, key: StoreKey, timestamp: number): boolean {
+    this.flush()
     const id = this.index.find(timerHash(owner, key, timestamp), owner, key, timestamp)
     if (id < 0) return false
     // Its index entry goes stale with the state change; the heap drops the DEAD slot later.
@@ -131,6 +220,7 @@ export class TimerQueue {
    * reused by the next call: read it before polling again.
    */
   pollDue(time: number): TimerEntry | undefined {
+    if (this.pendingMin <= time) this.flush()
     if (this.maxTime <= time && this.slots >= this.drainMin && this.runStart === this.runEnd) this.sortIntoRun()
     this.dropDeadHead()
     const heapDue = this.slots > 0 && (this.heapTime[0] as number) <= time
@@ -211,6 +301,7 @@ export class TimerQueue {
 
   /** Calls `f` with the id of every slot, heap then run, DEAD ones included. */
   private forEachSlotId(f: (id: number) => void): void {
+    this.flush()
     for (let s = 0; s < this.slots; s++) f(this.heapWord[4 * s + 3] as number)
     for (let r = this.runStart; r < this.runEnd; r++) f(this.runWord[4 * r + 3] as number)
   }
@@ -380,5 +471,25 @@ export class TimerQueue {
     time[2 * slot] = t
     word[4 * slot + 2] = o
     word[4 * slot + 3] = id
+  }
+}
+
+/** The registrations a queue holds before indexing them (`enqueue`), in parallel arrays. */
+class PendingRegistrations {
+  count = 0
+  /** Where the flush's touching reads go, so that the compiler keeps them. */
+  sink = 0
+  readonly owner: Int32Array
+  readonly time: Float64Array
+  readonly seq: Float64Array
+  readonly hash: Int32Array
+  readonly keys: Array<StoreKey | undefined>
+
+  constructor(size: number) {
+    this.owner = new Int32Array(size)
+    this.time = new Float64Array(size)
+    this.seq = new Float64Array(size)
+    this.hash = new Int32Array(size)
+    this.keys = Array.from({ length: size }, () => undefined)
   }
 }

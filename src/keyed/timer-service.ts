@@ -55,11 +55,20 @@ export class TimerService {
   ) {}
 
   trackChanges(): void {
-    this.changes ??= []
+    if (this.changes !== undefined) return
+    this.changes = []
+    for (const kind of ['user', 'ttl'] as const) {
+      for (const domain of ['event', 'processing'] as const) {
+        const queue = (kind === 'user' ? this.user : this.ttl)[domain]
+        queue.flush()
+        queue.listen((owner, key, timestamp, seq) => void this.changes?.push({ added: true, kind, domain, owner, key, timestamp, seq }))
+      }
+    }
   }
 
   /** The changes since the last call (durable mode), oldest first. */
   takeChanges(): TimerChange[] {
+    this.flush()
     const c = this.changes
     if (c === undefined || c.length === 0) return []
     this.changes = []
@@ -82,11 +91,22 @@ export class TimerService {
     if (this.ttl[domain].remove(owner, key, timestamp)) this.changes?.push({ added: false, kind: 'ttl', domain, owner, key, timestamp, seq: -1 })
   }
 
+  /**
+   * Queues index registrations in batches (`TimerQueue.enqueue`); every other call on a queue indexes
+   * what it holds first. In durable mode each queue tells the service of the timers it accepted, as it
+   * indexes them, and `takeChanges` flushes the queues first, so changes keep their order.
+   */
   private register(kind: 'user' | 'ttl', domain: TimeDomain, owner: number, key: StoreKey, timestamp: number): void {
-    const seq = this.seq++
-    if (!(kind === 'user' ? this.user : this.ttl)[domain].add(owner, key, timestamp, seq)) return
-    this.changes?.push({ added: true, kind, domain, owner, key, timestamp, seq })
+    ;(kind === 'user' ? this.user : this.ttl)[domain].enqueue(owner, key, timestamp, this.seq++)
+    // Re-arming reads nextDue, which counts held registrations: a duplicate re-arms for nothing.
     if (domain === 'processing') this.onProcessingTimerAdded()
+  }
+
+  private flush(): void {
+    this.user.event.flush()
+    this.user.processing.flush()
+    this.ttl.event.flush()
+    this.ttl.processing.flush()
   }
 
   /** Earliest due time of a domain, user or TTL; Infinity when none. */

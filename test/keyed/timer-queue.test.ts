@@ -39,36 +39,56 @@ describe('TimerQueue (set-semantic priority queue)', () => {
   })
 
   // The small options reach what large queues do: renumbering orders, sorting the heap into a run (and
-  // registering while the run is drained), compacting dead slots.
+  // registering while the run is drained), compacting dead slots, full batches of held registrations.
   const variants = [
     { name: 'defaults', options: {} },
     { name: 'renumbering at order 7', options: { maxOrder: 7 } },
     { name: 'sorted runs from 2 timers', options: { drainMin: 2 } },
-    { name: 'all paths at once', options: { maxOrder: 5, drainMin: 1, compactMin: 1 } },
+    { name: 'batches of 3', options: { batch: 3 } },
+    { name: 'all paths at once', options: { maxOrder: 5, drainMin: 1, compactMin: 1, batch: 2 } },
   ]
   for (const { name, options } of variants) {
-    it(`matches a naive set for random add/remove/poll sequences (property, ${name})`, () => {
-      type Op = { t: 'add' | 'remove'; key: number; ts: number } | { t: 'poll' | 'pollOne'; ts: number }
+    it(`matches a naive set for random add/enqueue/remove/poll sequences (property, ${name})`, () => {
+      type Op = { t: 'add' | 'enqueue' | 'remove'; key: number; ts: number } | { t: 'poll' | 'pollOne'; ts: number } | { t: 'peek' } | { t: 'check' }
       const op = fc.oneof(
-        fc.record({ t: fc.constantFrom<'add' | 'remove'>('add', 'remove'), key: fc.nat(5), ts: fc.nat(20) }),
+        fc.record({ t: fc.constantFrom<'add' | 'enqueue' | 'remove'>('add', 'enqueue', 'enqueue', 'remove'), key: fc.nat(5), ts: fc.nat(20) }),
         fc.record({ t: fc.constantFrom<'poll' | 'pollOne'>('poll', 'pollOne'), ts: fc.nat(20) }),
+        fc.constantFrom<Op>({ t: 'peek' }, { t: 'check' }),
       ) as fc.Arbitrary<Op>
       fc.assert(
         fc.property(fc.array(op, { maxLength: 80 }), (ops) => {
           const q = new TimerQueue(options)
+          // What the listener hears must be exactly the enqueued registrations that were not duplicates, in order.
+          const heard: Array<[unknown, number, number]> = []
+          const accepted: Array<[unknown, number, number]> = []
+          q.listen((owner, key, ts, s) => {
+            assert.equal(owner, 0)
+            heard.push([key, ts, s])
+          })
           let model: Array<{ key: number; ts: number; seq: number }> = []
           let seq = 0
           const firing = (a: { ts: number; seq: number }, b: { ts: number; seq: number }): number => a.ts - b.ts || a.seq - b.seq
+          const earliest = (): number => (model.length === 0 ? Infinity : Math.min(...model.map((m) => m.ts)))
           for (const o of ops) {
-            if (o.t === 'add') {
+            if (o.t === 'add' || o.t === 'enqueue') {
               const dup = model.some((m) => m.key === o.key && m.ts === o.ts)
-              assert.equal(q.add(0, o.key, o.ts, seq), !dup)
+              if (o.t === 'add') assert.equal(q.add(0, o.key, o.ts, seq), !dup)
+              else {
+                q.enqueue(0, o.key, o.ts, seq)
+                if (!dup) accepted.push([o.key, o.ts, seq])
+              }
               if (!dup) model.push({ key: o.key, ts: o.ts, seq })
               seq++
             } else if (o.t === 'remove') {
               const had = model.some((m) => m.key === o.key && m.ts === o.ts)
               assert.equal(q.remove(0, o.key, o.ts), had)
               model = model.filter((m) => !(m.key === o.key && m.ts === o.ts))
+            } else if (o.t === 'peek') {
+              // Counts held registrations without indexing them.
+              assert.equal(q.peekTime(), earliest())
+            } else if (o.t === 'check') {
+              assert.equal(q.size, model.length)
+              assert.deepEqual(heard, accepted)
             } else {
               const due = model.filter((m) => m.ts <= o.ts).sort(firing)
               const expected = o.t === 'poll' ? due : due.slice(0, 1)
@@ -77,9 +97,10 @@ describe('TimerQueue (set-semantic priority queue)', () => {
               assert.deepEqual(got, expected.map((m) => [m.key, m.ts, m.seq]))
               model = model.filter((m) => !expected.includes(m))
             }
-            assert.equal(q.size, model.length)
-            assert.equal(q.peekTime(), model.length === 0 ? Infinity : Math.min(...model.map((m) => m.ts)))
+            assert.equal(q.peekTime(), earliest())
           }
+          assert.equal(q.size, model.length)
+          assert.deepEqual(heard, accepted)
           for (let key = 0; key <= 5; key++) {
             const pending = model.filter((m) => m.key === key).sort(firing)
             assert.deepEqual(q.list(0, key).map((e) => [e.timestamp, e.seq]), pending.map((m) => [m.ts, m.seq]))
