@@ -1,5 +1,5 @@
 import type { StoreKey } from '../processor/api.js'
-import { FNV_OFFSET, FNV_PRIME, fmix32, fnv1aString } from '../util/hash.js'
+import { HASH_SEED, fmix32, mixString, mixWord } from '../util/hash.js'
 import { LIVE } from './timer-records.js'
 import type { TimerRecords } from './timer-records.js'
 
@@ -108,13 +108,13 @@ function place(table: Int32Array, h: number, id: number, shift: number): void {
   table[2 * i + 1] = h
 }
 
-/** FNV-1a over the owner, the key and the timestamp, finalized so that every bit of the result spreads well. */
+/** A hash of the owner, the key and the timestamp, finalized so that every bit of the result spreads well. */
 export function timerHash(owner: number, key: StoreKey, timestamp: number): number {
-  let h = Math.imul(FNV_OFFSET ^ owner, FNV_PRIME)
-  if (typeof key === 'string') h = fnv1aString(h, key)
-  else if (typeof key === 'number' && Number.isInteger(key) && Math.abs(key) <= 0x7fffffff) h = Math.imul(h ^ key, FNV_PRIME)
-  else h = fnv1aString(h, typeof key + String(key))
-  h = Math.imul(h ^ (timestamp >>> 0), FNV_PRIME)
-  h = Math.imul(h ^ Math.floor(timestamp / 4294967296), FNV_PRIME)
+  let h = mixWord(HASH_SEED, owner)
+  if (typeof key === 'string') h = mixString(h, key)
+  else if (typeof key === 'number' && Number.isInteger(key) && Math.abs(key) <= 0x7fffffff) h = mixWord(h, key)
+  else h = mixString(h, typeof key + String(key))
+  h = mixWord(h, timestamp >>> 0)
+  h = mixWord(h, Math.floor(timestamp / 4294967296))
   return fmix32(h)
 }

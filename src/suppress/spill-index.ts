@@ -1,4 +1,4 @@
-import { FNV_OFFSET, fmix32, fnv1aString } from '../util/hash.js'
+import { HASH_SEED, fmix32, mixString } from '../util/hash.js'
 
 const INITIAL_BITS = 10
 /** An empty slot's order time. */
@@ -127,7 +127,7 @@ export class SpillIndex {
   }
 }
 
-/** FNV-1a over the UTF-16 code units of a key id, finalized so that the top bits spread well. */
+/** A hash of the UTF-16 code units of a key id, finalized so that the top bits spread well. */
 export function keyIdHash(keyId: string): number {
-  return fmix32(fnv1aString(FNV_OFFSET, keyId))
+  return fmix32(mixString(HASH_SEED, keyId))
 }
