@@ -10,6 +10,7 @@ import { TimeWindowStore } from '../windows/time-window-store.js'
 import type { SessionWindows, SlidingWindows, TimeWindows, Windowed } from '../windows/windows.js'
 import type { StreamsBuilder } from './builder.js'
 import { KTable } from './ktable.js'
+import type { FinalResultsHook } from './ktable.js'
 import type { KeyValueMaterialized, Materialized } from './options.js'
 import { aggregateProcessor } from './processors.js'
 
@@ -84,11 +85,13 @@ export class TimeWindowedKStream<K, V> {
     const keySerde = keySerdeOr(this.keySerde)
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
+    let finalResults: FinalResultsHook | undefined
     if (windows.kind === 'time') {
       // The windows live in a task store, so commits make them durable.
       const storeName = `${name}-store`
+      const hook: FinalResultsHook = (finalResults = { node: name, enabled: () => false })
       this.builder.graph
-        .addProcessor(name, () => new WindowAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName), this.node)
+        .addProcessor(name, () => new WindowAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName, hook.enabled()), this.node)
         .addStateStore({ name: storeName, build: () => new TimeWindowStore<K, VA>(storeName, windows.sizeMs) }, name)
     } else {
       const storeName = `${name}-store`
@@ -96,7 +99,11 @@ export class TimeWindowedKStream<K, V> {
         .addProcessor(name, () => new SlidingAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName), this.node)
         .addStateStore({ name: storeName, build: () => slidingStore<K, VA>(storeName, windows.timeDifferenceMs) }, name)
     }
-    return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, { graceMs: windows.graceMs, keySerde: keySerde as Serde<unknown> })
+    return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, {
+      graceMs: windows.graceMs,
+      keySerde: keySerde as Serde<unknown>,
+      ...(finalResults === undefined ? {} : { finalResults }),
+    })
   }
 }
 

@@ -16,6 +16,21 @@ export interface WindowedTableInfo {
   readonly keySerde: Serde<unknown>
   /** Session keys are identified by key, end and start (a session grows: same start, new end). */
   readonly sessions?: boolean
+  /** Set by a time-windowed aggregation: how a suppression right below it can take over its emission. */
+  readonly finalResults?: FinalResultsHook
+}
+
+/**
+ * A time-windowed aggregation's switch to forward final results only (`WindowAggregateProcessor`'s
+ * finalResultsOnly), read when its processors are made. `suppress(untilWindowCloses(unbounded()))` on
+ * that aggregation's own table sets `enabled`, true while the suppression is the aggregation's only
+ * reader; the suppression then passes records through. The output is the same either way; the
+ * suppression's buffer would hold exactly the windows the aggregation's store holds.
+ */
+export interface FinalResultsHook {
+  /** The aggregation's node: the hook applies to its own table only (not to one derived from it). */
+  readonly node: string
+  enabled: () => boolean
 }
 
 /** Per-entry overhead the default suppression sizer adds to key and value bytes (timestamp, offsets, headers). */
@@ -88,11 +103,33 @@ export class KTable<K, V> {
     const graceMs = windowed?.graceMs ?? 0
     // The in-memory buffer lives in a task store named after the suppression, so commits make it durable.
     const storeName = `${name}-store`
+    const direct = this.finalResultsBelow(s, name)
+    const passThrough = statelessProcessor<K, V | null, K, V | null>((r, ctx) => ctx.forward(r))
     this.builder.graph
-      .addProcessor(name, () => new SuppressProcessor<K, V>({ name, suppressed: s, keyId, sizer, graceMs, storeName }), this.node)
+      .addProcessor(name, () => (direct() ? passThrough() : new SuppressProcessor<K, V>({ name, suppressed: s, keyId, sizer, graceMs, storeName })), this.node)
       // A spilling buffer's store is persistent: a restart streams it from disk instead of loading it whole.
       .addStateStore({ name: storeName, persistent: spillsToDisk(s.bufferConfig), build: () => new SuppressionStore<K, V>(storeName) }, name)
     return new KTable<K, V>(this.builder, name, this.keySerde, this.valueSerde, windowed)
+  }
+
+  /**
+   * For `untilWindowCloses` with no bound and no wall-clock limit, right on a time-windowed
+   * aggregation's table: lets the aggregation forward final results itself (see FinalResultsHook), and
+   * returns whether it does, asked when processors are made (the topology is complete by then: another
+   * reader of the aggregation added later turns it off).
+   */
+  private finalResultsBelow(s: Suppressed<K, V>, suppression: string): () => boolean {
+    const hook = this.windowed?.finalResults
+    const unbounded = s.bufferConfig.maxRecords === Infinity && s.bufferConfig.maxBytes === Infinity
+    if (s.until !== 'windowCloses' || s.wallClockLimitMs !== undefined || !unbounded || hook === undefined || hook.node !== this.node) return () => false
+    const graph = this.builder.graph
+    const aggregation = this.node
+    const only = (): boolean => {
+      const readers = graph.childNames(aggregation)
+      return readers.length === 1 && readers[0] === suppression
+    }
+    hook.enabled = only
+    return only
   }
 
   private then<V2>(name: string | undefined, prefix: string, map: (key: K, value: V | null) => V2 | null, valueSerde: Serde<V2> | undefined): KTable<K, V2> {

@@ -166,6 +166,13 @@ export class Topology {
     return this
   }
 
+  /** @internal The names of the nodes that read from node `name`, in the order they were added. */
+  childNames(name: string): string[] {
+    const out: string[] = []
+    for (const node of this.nodes.values()) if (node.kind !== 'source' && node.parents.includes(name)) out.push(node.name)
+    return out
+  }
+
   /** @internal The connected parts of the graph, numbered in the order of their first node. */
   subtopologies(): Subtopology[] {
     const names = [...this.nodes.keys()]

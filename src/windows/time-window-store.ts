@@ -23,6 +23,19 @@ interface SavedCell<K, VA> {
   readonly ts: number
 }
 
+/** A window's cells sorted by windowed key id (a sort per closing window, not per record). */
+function inKeyIdOrder<K, VA>(cells: Map<string, WindowCell<K, VA>>): Array<WindowCell<K, VA>> {
+  const ids: string[] = []
+  const byId = new Map<string, WindowCell<K, VA>>()
+  for (const cell of cells.values()) {
+    const id = stampedKeyId(cell.key) as string
+    ids.push(id)
+    byId.set(id, cell)
+  }
+  ids.sort()
+  return ids.map((id) => byId.get(id) as WindowCell<K, VA>)
+}
+
 /** The store key of the observed stream time (cell keys are strings, so it cannot clash). */
 const STREAM_TIME_KEY = -1
 
@@ -90,14 +103,20 @@ export class TimeWindowStore<K, VA> {
     if (!changed.has(wid)) changed.set(wid, [start, id, existed])
   }
 
-  /** Drops windows that ended at or before `closeTime`: no record can change them any more. */
-  expire(closeTime: number): void {
+  /**
+   * Drops windows that ended at or before `closeTime`: no record can change them any more. With
+   * `onClose`, each closing window's cells are passed to it first, oldest window first, each window's
+   * cells in the order of their windowed key ids (the order a suppression buffer emits them in).
+   */
+  expire(closeTime: number, onClose?: (cells: ReadonlyArray<WindowCell<K, VA>>) => void): void {
     let n = 0
     while (n < this.starts.length && (this.starts[n] as number) + this.sizeMs <= closeTime) {
       const start = this.starts[n++] as number
-      if (this.changed !== undefined) for (const [id, cell] of this.windows.get(start) ?? []) this.touched(cell, start, id)
+      const cells = this.windows.get(start)
+      if (this.changed !== undefined) for (const [id, cell] of cells ?? []) this.touched(cell, start, id)
       this.windows.delete(start)
       if (start === this.lastStart) this.lastStart = NaN
+      if (onClose !== undefined && cells !== undefined) onClose(inKeyIdOrder(cells))
     }
     if (n > 0) this.starts.splice(0, n)
   }

@@ -1,5 +1,6 @@
 import type { Processor, ProcessorContext, StreamRecord } from '../processor/api.js'
 import { TimeWindowStore } from './time-window-store.js'
+import type { WindowCell } from './time-window-store.js'
 import { alignDown } from './windows.js'
 import type { TimeWindows, Windowed } from './windows.js'
 
@@ -15,6 +16,12 @@ export interface Aggregation<K, V, VA> {
  * every window is dropped and counted (`dropped-records`, reason `late`). Windows live in a
  * `TimeWindowStore` (a task store when `storeName` is given, so they are committed and restored) and
  * are dropped once they have closed.
+ *
+ * With `finalResultsOnly`, it forwards no updates: each window's final aggregate is forwarded when the
+ * window closes, as `suppress(untilWindowCloses(unbounded()))` right after it would emit it (same
+ * moment, order, timestamp and value; null aggregates are not forwarded; no headers). The DSL asks for
+ * this when that suppression is the aggregation's only reader: the suppression's buffer would hold the
+ * same windows as this store, and each update would cost a record and a buffer update for nothing.
  */
 export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windowed<K>, VA> {
   private ctx!: ProcessorContext<Windowed<K>, VA>
@@ -26,6 +33,7 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
     private readonly aggregation: Aggregation<K, V, VA>,
     private readonly keyId: (key: K) => string,
     private readonly storeName?: string,
+    private readonly finalResultsOnly = false,
   ) {}
 
   init(ctx: ProcessorContext<Windowed<K>, VA>): void {
@@ -56,7 +64,15 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
       }
     }
     if (!accepted) this.ctx.droppedRecord('late')
-    store.expire(closeTime)
+    store.expire(closeTime, this.finalResultsOnly ? this.emitFinal : undefined)
+  }
+
+  /** Forwards a closing window's final aggregates (finalResultsOnly), in the order the store gives. */
+  private readonly emitFinal = (cells: ReadonlyArray<WindowCell<K, VA>>): void => {
+    for (const cell of cells) {
+      if (cell.agg === null) continue
+      this.ctx.forward({ key: cell.key, value: cell.agg, timestamp: cell.ts, headers: [] })
+    }
   }
 
   private update(record: StreamRecord<K, V>, start: number, id: string): void {
@@ -67,6 +83,6 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
     else store.touched(cell, start, id)
     cell.agg = this.aggregation.aggregator(record.key, record.value, cell.agg)
     if (ts > cell.ts) cell.ts = ts
-    this.ctx.forward({ key: cell.key, value: cell.agg, timestamp: cell.ts, headers: record.headers })
+    if (!this.finalResultsOnly) this.ctx.forward({ key: cell.key, value: cell.agg, timestamp: cell.ts, headers: record.headers })
   }
 }
