@@ -23,17 +23,20 @@ interface SavedCell<K, VA> {
   readonly ts: number
 }
 
-/** A window's cells sorted by windowed key id (a sort per closing window, not per record). */
+/**
+ * A window's cells sorted by windowed key id (a sort per closing window, not per record). The ids of one
+ * window share their suffix (the start), so plain key order is windowed key order unless one key is a
+ * prefix of another: then the suffix takes part in the comparison, and the stamped ids are sorted
+ * instead. A prefix pair, if any, shows up between neighbours in sorted order.
+ */
 function inKeyIdOrder<K, VA>(cells: Map<string, WindowCell<K, VA>>): Array<WindowCell<K, VA>> {
-  const ids: string[] = []
-  const byId = new Map<string, WindowCell<K, VA>>()
-  for (const cell of cells.values()) {
-    const id = stampedKeyId(cell.key) as string
-    ids.push(id)
-    byId.set(id, cell)
-  }
-  ids.sort()
-  return ids.map((id) => byId.get(id) as WindowCell<K, VA>)
+  const ids = [...cells.keys()].sort()
+  let prefixFree = true
+  for (let i = 1; i < ids.length && prefixFree; i++) prefixFree = !(ids[i] as string).startsWith(ids[i - 1] as string)
+  if (prefixFree) return ids.map((id) => cells.get(id) as WindowCell<K, VA>)
+  const byWindowedId = new Map<string, WindowCell<K, VA>>()
+  for (const cell of cells.values()) byWindowedId.set(stampedKeyId(cell.key) as string, cell)
+  return [...byWindowedId.keys()].sort().map((id) => byWindowedId.get(id) as WindowCell<K, VA>)
 }
 
 /** The store key of the observed stream time (cell keys are strings, so it cannot clash). */
