@@ -33,15 +33,19 @@ export function radixSortable(time: Float64Array, n: number): boolean {
   return true
 }
 
+/** The first timestamp digit in DIGITS (before it: the order's). */
+const FIRST_TIME_DIGIT = 3
+
 /**
  * Sorts the first `n` slots of `buffer` (ascending timestamp, then order), using `scratch` (at least as
- * large) for the passes; returns whichever of the two holds the result.
+ * large) for the passes; returns whichever of the two holds the result. `inOrder`: the slots are in
+ * ascending order already, so only the timestamp's digits are sorted (each pass is stable).
  */
-export function sortSlots(buffer: ArrayBuffer, scratch: ArrayBuffer, n: number): ArrayBuffer {
+export function sortSlots(buffer: ArrayBuffer, scratch: ArrayBuffer, n: number, inOrder = false): ArrayBuffer {
   const counts = histograms(new Float64Array(buffer), new Uint32Array(buffer), n)
   let from = buffer
   let to = scratch
-  for (let d = 0; d < DIGITS.length; d++) {
+  for (let d = inOrder ? FIRST_TIME_DIGIT : 0; d < DIGITS.length; d++) {
     const offset = d * BUCKETS
     if (isConstant(counts, offset, n)) continue
     // Counts become each bucket's first position.

@@ -57,6 +57,15 @@ export type AddedListener = (owner: number, key: StoreKey, timestamp: number, se
 export class TimerQueue {
   /** Heap slots in use, DEAD ones included. */
   private slots = 0
+  /**
+   * Slots [0, heapified) form the heap; slots after it were appended by registrations and wait to be
+   * heaped (`ensureHeap`) until something reads the heap's head. While heapified is 0 every slot was
+   * appended since the heap was last empty, so the slots are in registration order, and a run sorts them
+   * by timestamp alone (a stable sort keeps that order within a timestamp).
+   */
+  private heapified = 0
+  /** The earliest timestamp among the appended slots (Infinity when there are none). */
+  private appendedMin = Infinity
   /** DEAD timers in the heap and the run. */
   private dead = 0
   /** At least the largest timestamp in the heap (NaN: the heap cannot be sorted into a run). */
@@ -118,8 +127,11 @@ export class TimerQueue {
    * duplicate among them has the timestamp of the timer it duplicates, so the minimum is the same.
    */
   peekTime(): number {
+    // A deleted timer may be the earliest appended one: then the heap is built, and its head dropped.
+    if (this.dead > 0) this.ensureHeap()
     this.dropDeadHead()
-    const heap = this.slots === 0 ? Infinity : (this.heapTime[0] as number)
+    const head = this.heapified === 0 ? Infinity : (this.heapTime[0] as number)
+    const heap = head < this.appendedMin ? head : this.appendedMin
     const run = this.runStart === this.runEnd ? Infinity : (this.runTime[2 * this.runStart] as number)
     const indexed = heap < run ? heap : run
     return this.pendingMin < indexed ? this.pendingMin : indexed
@@ -198,8 +210,12 @@ export class TimerQueue {
     if (this.nextOrder > this.maxOrder) this.renumber()
     if (this.slots === this.heapTime.length / 2) this.growSlots()
     if (!(timestamp <= this.maxTime)) this.maxTime = this.maxTime !== this.maxTime ? NaN : timestamp
+    // Appended, not sifted: `ensureHeap` heaps the appended slots when the head is needed.
     const slot = this.slots++
-    this.siftUp(slot, timestamp, this.nextOrder++, id)
+    this.heapTime[2 * slot] = timestamp
+    this.heapWord[4 * slot + 2] = this.nextOrder++
+    this.heapWord[4 * slot + 3] = id
+    if (timestamp < this.appendedMin) this.appendedMin = timestamp
     return true
   }
 
@@ -222,6 +238,7 @@ export class TimerQueue {
   pollDue(time: number): TimerEntry | undefined {
     if (this.pendingMin <= time) this.flush()
     if (this.maxTime <= time && this.slots >= this.drainMin && this.runStart === this.runEnd) this.sortIntoRun()
+    this.ensureHeap()
     this.dropDeadHead()
     const heapDue = this.slots > 0 && (this.heapTime[0] as number) <= time
     const r = this.runStart
@@ -280,7 +297,8 @@ export class TimerQueue {
       this.maxTime = NaN
       return
     }
-    const sorted = sortSlots(this.heapTime.buffer as ArrayBuffer, new ArrayBuffer(n * SLOT_BYTES), n)
+    // All appended since the heap was empty: in registration order already, so timestamps decide.
+    const sorted = sortSlots(this.heapTime.buffer as ArrayBuffer, new ArrayBuffer(n * SLOT_BYTES), n, this.heapified === 0)
     this.runTime = new Float64Array(sorted)
     this.runWord = new Uint32Array(sorted)
     this.runStart = this.touchedTo = 0
@@ -288,7 +306,8 @@ export class TimerQueue {
     const buffer = new ArrayBuffer(INITIAL_CAPACITY * SLOT_BYTES)
     this.heapTime = new Float64Array(buffer)
     this.heapWord = new Uint32Array(buffer)
-    this.slots = 0
+    this.slots = this.heapified = 0
+    this.appendedMin = Infinity
     this.maxTime = -Infinity
   }
 
@@ -337,6 +356,23 @@ export class TimerQueue {
     return { timestamp: r.timestamp(id), seq: r.seq(id), key: r.key(id), owner: r.owner(id) }
   }
 
+  /** Heaps the appended slots: one by one if they are few, else the whole array at once (Floyd, O(n)). */
+  private ensureHeap(): void {
+    const from = this.heapified
+    const n = this.slots
+    if (from === n) return
+    const time = this.heapTime
+    const word = this.heapWord
+    if (n - from > from) {
+      for (let s = ((n - 2) / ARITY) | 0; s >= 0; s--) this.siftDown(s, time[2 * s] as number, word[4 * s + 2] as number, word[4 * s + 3] as number)
+    } else {
+      for (let s = from; s < n; s++) this.siftUp(s, time[2 * s] as number, word[4 * s + 2] as number, word[4 * s + 3] as number)
+    }
+    this.heapified = n
+    this.appendedMin = Infinity
+  }
+
+  /** Drops DEAD timers from the head of the heap (which `ensureHeap` has built) and of the run. */
   private dropDeadHead(): void {
     if (this.dead === 0) return
     while (this.slots > 0) {
@@ -362,6 +398,8 @@ export class TimerQueue {
     const time = this.heapTime
     const word = this.heapWord
     for (let s = ((n - 2) / ARITY) | 0; s >= 0; s--) this.siftDown(s, time[2 * s] as number, word[4 * s + 2] as number, word[4 * s + 3] as number)
+    this.heapified = n
+    this.appendedMin = Infinity
     this.runEnd = this.keepLive(this.runTime, this.runWord, this.runStart, this.runEnd, this.runStart)
     if (this.runStart === this.runEnd) this.clearRun()
     this.dead = 0
@@ -390,10 +428,12 @@ export class TimerQueue {
    */
   private renumber(): void {
     // The run goes back into the heap first (a rare path: once per four billion registrations).
+    this.ensureHeap()
     for (let r = this.runStart; r < this.runEnd; r++) {
       if (this.slots === this.heapTime.length / 2) this.growSlots()
       this.siftUp(this.slots++, this.runTime[2 * r] as number, this.runWord[4 * r + 2] as number, this.runWord[4 * r + 3] as number)
     }
+    this.heapified = this.slots
     this.clearRun()
     this.maxTime = NaN
     const time = this.heapTime
@@ -415,6 +455,7 @@ export class TimerQueue {
   /** Removes slot 0: the last slot takes its place and sinks. */
   private removeHead(): void {
     const last = --this.slots
+    this.heapified = last
     if (last === 0) {
       this.maxTime = -Infinity
       return
