@@ -1,6 +1,6 @@
 import type { StoreKey } from '../processor/api.js'
 import { radixSortable, sortSlots } from './slot-sort.js'
-import { TimerIndex, timerHash } from './timer-index.js'
+import { TimerIndex, timerHash, timerHashes } from './timer-index.js'
 import { DEAD, LIVE, TimerRecords } from './timer-records.js'
 
 /** A pending timer's data, as `entries()` and `list()` return it. */
@@ -179,8 +179,8 @@ export class TimerQueue {
       const k = keys[i]
       if (typeof k === 'string') sink += k.length
     }
-    // Pass 2: hash, now from the cache.
-    for (let i = 0; i < n; i++) hash[i] = timerHash(owner[i] as number, keys[i] as StoreKey, time[i] as number)
+    // Pass 2: hash, now from the cache, two keys at a time.
+    timerHashes(owner, keys, time, n, hash)
     // Pass 3: make room for all of them, then read their index lines.
     this.index.reserve(n, this.liveCount())
     for (let i = 0; i < n; i++) sink += this.index.touch(hash[i] as number)
