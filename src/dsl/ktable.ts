@@ -1,4 +1,5 @@
 import { invalidConfig } from '../errors.js'
+import type { Processor, ProcessorContext } from '../processor/api.js'
 import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
 import { SuppressionStore } from '../suppress/buffer.js'
@@ -35,6 +36,27 @@ export interface FinalResultsHook {
 
 /** Per-entry overhead the default suppression sizer adds to key and value bytes (timestamp, offsets, headers). */
 const ENTRY_OVERHEAD = 24
+
+/**
+ * A suppression whose aggregation forwards final results itself: passes records through. A buffer
+ * restored from a run that used it holds windows the aggregation's store holds too; it is emptied (the
+ * next commit deletes the entries) rather than carried along.
+ */
+function passThroughSuppression<K, V>(storeName: string): Processor<K, V | null, K, V | null> {
+  let ctx: ProcessorContext<K, V | null>
+  return {
+    init(c) {
+      ctx = c
+      c.getStateStore<SuppressionStore<K, V>>(storeName).buffer.evictWhile(
+        () => true,
+        () => {},
+      )
+    },
+    process(record) {
+      ctx.forward(record)
+    },
+  }
+}
 
 /** A changelog stream: the latest value per key; null is a tombstone (Kafka Streams' KTable). */
 export class KTable<K, V> {
@@ -104,9 +126,8 @@ export class KTable<K, V> {
     // The in-memory buffer lives in a task store named after the suppression, so commits make it durable.
     const storeName = `${name}-store`
     const direct = this.finalResultsBelow(s, name)
-    const passThrough = statelessProcessor<K, V | null, K, V | null>((r, ctx) => ctx.forward(r))
     this.builder.graph
-      .addProcessor(name, () => (direct() ? passThrough() : new SuppressProcessor<K, V>({ name, suppressed: s, keyId, sizer, graceMs, storeName })), this.node)
+      .addProcessor(name, () => (direct() ? passThroughSuppression<K, V>(storeName) : new SuppressProcessor<K, V>({ name, suppressed: s, keyId, sizer, graceMs, storeName })), this.node)
       // A spilling buffer's store is persistent: a restart streams it from disk instead of loading it whole.
       .addStateStore({ name: storeName, persistent: spillsToDisk(s.bufferConfig), build: () => new SuppressionStore<K, V>(storeName) }, name)
     return new KTable<K, V>(this.builder, name, this.keySerde, this.valueSerde, windowed)

@@ -41,6 +41,8 @@ function inKeyIdOrder<K, VA>(cells: Map<string, WindowCell<K, VA>>): Array<Windo
 
 /** The store key of the observed stream time (cell keys are strings, so it cannot clash). */
 const STREAM_TIME_KEY = -1
+/** The store key of whether the aggregation forwarded final results only (see `finalResultsOnly`). */
+const FINAL_ONLY_KEY = -2
 
 /**
  * The window store of a time-windowed aggregation: window start -> key id -> cell, the sorted starts
@@ -57,6 +59,8 @@ export class TimeWindowStore<K, VA> {
   /** Changed cells since the last commit: windowed key id -> [start, key id, on disk at the last commit]. */
   private changed: Map<string, [number, string, boolean]> | undefined
   private observedChanged = false
+  private finalOnly = false
+  private finalOnlyChanged = false
   /** Moves on at every commit (takeChanges). */
   private epoch = 1
 
@@ -72,6 +76,30 @@ export class TimeWindowStore<K, VA> {
   set streamTime(t: number) {
     this.observed = t
     this.observedChanged = true
+  }
+
+  /**
+   * Whether the aggregation forwards final results only (the buffer-less final results), as of the run
+   * that last committed: a run that does not must pass the open windows on to its suppression once.
+   */
+  get finalResultsOnly(): boolean {
+    return this.finalOnly
+  }
+
+  set finalResultsOnly(on: boolean) {
+    if (on === this.finalOnly) return
+    this.finalOnly = on
+    this.finalOnlyChanged = true
+  }
+
+  /** Every open window's cells: oldest window first, each in windowed key id order. */
+  openCells(): Array<WindowCell<K, VA>> {
+    const out: Array<WindowCell<K, VA>> = []
+    for (const start of this.starts) {
+      const cells = this.windows.get(start)
+      if (cells !== undefined) out.push(...inKeyIdOrder(cells))
+    }
+    return out
   }
 
   get(start: number, id: string): WindowCell<K, VA> | undefined {
@@ -138,19 +166,26 @@ export class TimeWindowStore<K, VA> {
       this.changed?.clear()
       this.epoch++
       if (this.observedChanged) out.push([STREAM_TIME_KEY, this.observed])
+      if (this.finalOnlyChanged) out.push([FINAL_ONLY_KEY, this.finalOnly ? true : undefined])
       this.observedChanged = false
+      this.finalOnlyChanged = false
       return out
     },
     entries: () => {
       const out: Array<[StoreKey, unknown]> = []
       for (const [start, cells] of this.windows) for (const id of cells.keys()) out.push([windowedKeyId(id, start), this.saved(start, id)])
       out.push([STREAM_TIME_KEY, this.observed])
+      if (this.finalOnly) out.push([FINAL_ONLY_KEY, true])
       return out
     },
     restore: (entries) => {
       for (const [k, v] of entries) {
         if (k === STREAM_TIME_KEY) {
           this.observed = v as number
+          continue
+        }
+        if (k === FINAL_ONLY_KEY) {
+          this.finalOnly = v === true
           continue
         }
         const c = v as SavedCell<K, VA>

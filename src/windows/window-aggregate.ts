@@ -27,6 +27,8 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
   private ctx!: ProcessorContext<Windowed<K>, VA>
   private store!: TimeWindowStore<K, VA>
   private readonly scratch: number[] = []
+  /** The last committed run forwarded final results only and this one does not: see `init`. */
+  private passOnOpenWindows = false
 
   constructor(
     private readonly spec: TimeWindows,
@@ -39,9 +41,19 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
   init(ctx: ProcessorContext<Windowed<K>, VA>): void {
     this.ctx = ctx
     this.store = this.storeName === undefined ? new TimeWindowStore<K, VA>('windows', this.spec.sizeMs) : ctx.getStateStore<TimeWindowStore<K, VA>>(this.storeName)
+    // A restart can change the choice (a bound, a wall-clock limit or another reader added). A run that
+    // forwarded final results only sent nothing for the windows still open, so one that forwards updates
+    // first sends each open window's current aggregate, once, for its readers to hold (before the first
+    // record: a processor does not forward during init).
+    this.passOnOpenWindows = this.store.finalResultsOnly && !this.finalResultsOnly
+    this.store.finalResultsOnly = this.finalResultsOnly
   }
 
   process(record: StreamRecord<K, V>): void {
+    if (this.passOnOpenWindows) {
+      this.passOnOpenWindows = false
+      for (const cell of this.store.openCells()) this.ctx.forward({ key: cell.key, value: cell.agg, timestamp: cell.ts, headers: [] })
+    }
     const ts = record.timestamp
     const store = this.store
     if (ts > store.streamTime) store.streamTime = ts
