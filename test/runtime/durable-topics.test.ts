@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { BufferConfig, EmbeddedRuntime, ManualClock, silentLogger, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
 import type { Windowed } from '../../src/index.js'
+import { freshStateDir, oneRunAndThree } from '../helpers/durable.js'
 
-const fresh = (): string => join(mkdtempSync(join(tmpdir(), 'punctual-durable-')), 'state')
+const fresh = freshStateDir
 const turns = async (n: number): Promise<void> => {
   for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r))
 }
@@ -22,28 +20,6 @@ function finalCounts(out: string[], windows: TimeWindows, buffer: Parameters<typ
     .toStream()
     .then(undefined, 'OUT', (r) => out.push(`${r.key.key}@${r.key.window.start}=${r.value}`))
   return b.build()
-}
-
-/**
- * Feeds `records` to one in-memory run, and in three thirds to three durable runs on one state directory
- * (a commit every 7 records); returns both outputs.
- */
-async function oneRunAndThree(applicationId: string, build: (out: string[]) => Topology, records: ReadonlyArray<readonly [string, number]>): Promise<{ once: string[]; resumed: string[] }> {
-  const once: string[] = []
-  const whole = new EmbeddedRuntime(build(once), { applicationId, logger: silentLogger })
-  whole.start()
-  for (const [k, ts] of records) whole.producer('in').send(k, 'v', ts)
-  await whole.stop()
-  const dir = fresh()
-  const resumed: string[] = []
-  const third = Math.ceil(records.length / 3)
-  for (let part = 0; part < 3; part++) {
-    const rt = new EmbeddedRuntime(build(resumed), { applicationId, stateDir: dir, commitMaxRecords: 7, logger: silentLogger })
-    rt.start()
-    for (const [k, ts] of records.slice(part * third, part * third + third)) rt.producer('in').send(k, 'v', ts)
-    await rt.stop()
-  }
-  return { once, resumed }
 }
 
 /** input -> upper-case -> output. */

@@ -1,16 +1,12 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { BufferConfig, EmbeddedRuntime, silentLogger, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
+import { BufferConfig, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
 import type { StrictBufferConfig, Topology, Windowed } from '../../src/index.js'
+import { oneRunAndThree } from '../helpers/durable.js'
 
 // Final results on a windowed count run without a buffer when the suppression is unbounded (the
 // aggregation emits them), and through the buffer when it is bounded. A restart may switch between the
 // two with windows open: no final result may be lost or doubled either way.
-
-const fresh = (): string => join(mkdtempSync(join(tmpdir(), 'punctual-final-')), 'state')
 
 function finalCounts(out: string[], buffer: StrictBufferConfig): Topology {
   const b = new StreamsBuilder()
@@ -30,25 +26,6 @@ const bounded = BufferConfig.maxRecords(1_000_000).shutDownWhenFull()
 /** Keys a-d over 200 ms with some disorder: windows stay open across every third of the input. */
 const records: Array<[string, number]> = Array.from({ length: 120 }, (_, i) => [`k${'abcd'[(i * 7) % 4]}`, Math.max(0, i * 2 - ((i * 13) % 9))])
 
-/** One in-memory run, and three durable runs on one state directory, the n-th with `configs[n]`. */
-async function acrossRestarts(configs: readonly StrictBufferConfig[]): Promise<{ once: string[]; resumed: string[] }> {
-  const once: string[] = []
-  const whole = new EmbeddedRuntime(finalCounts(once, unbounded), { applicationId: 'final-switch', logger: silentLogger })
-  whole.start()
-  for (const [k, ts] of records) whole.producer('in').send(k, 'v', ts)
-  await whole.stop()
-  const dir = fresh()
-  const resumed: string[] = []
-  const third = Math.ceil(records.length / 3)
-  for (let part = 0; part < 3; part++) {
-    const rt = new EmbeddedRuntime(finalCounts(resumed, configs[part] as StrictBufferConfig), { applicationId: 'final-switch', stateDir: dir, commitMaxRecords: 7, logger: silentLogger })
-    rt.start()
-    for (const [k, ts] of records.slice(part * third, part * third + third)) rt.producer('in').send(k, 'v', ts)
-    await rt.stop()
-  }
-  return { once, resumed }
-}
-
 describe('final results across restarts that switch between the buffer-less path and the buffer', () => {
   for (const [name, configs] of [
     ['buffer-less, then buffered, then buffer-less', [unbounded, bounded, unbounded]],
@@ -56,7 +33,7 @@ describe('final results across restarts that switch between the buffer-less path
     ['buffer-less throughout', [unbounded, unbounded, unbounded]],
   ] as const) {
     it(`${name}: the output of one uninterrupted run`, async () => {
-      const { once, resumed } = await acrossRestarts(configs)
+      const { once, resumed } = await oneRunAndThree('final-switch', (out, part) => finalCounts(out, part === 'whole' ? unbounded : configs[part]), records)
       assert.ok(once.length > 10, `enough windows closed (${once.length})`)
       assert.deepEqual(resumed, once)
     })
