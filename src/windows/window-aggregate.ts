@@ -29,6 +29,13 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
   private readonly scratch: number[] = []
   /** The last committed run forwarded final results only and this one does not: see `init`. */
   private passOnOpenWindows = false
+  /**
+   * finalResultsOnly: the stream time a suppression right below would observe, the largest timestamp
+   * forwarded so far (cell timestamps of successful updates). It is the stream time except after a
+   * record whose aggregator threw (the record was skipped): such a record closes windows for later
+   * records here, but a suppression never saw it.
+   */
+  private forwardedTime = -1
 
   constructor(
     private readonly spec: TimeWindows,
@@ -47,6 +54,7 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
     // record: a processor does not forward during init).
     this.passOnOpenWindows = this.store.finalResultsOnly && !this.finalResultsOnly
     this.store.finalResultsOnly = this.finalResultsOnly
+    this.forwardedTime = this.store.streamTime
   }
 
   process(record: StreamRecord<K, V>): void {
@@ -76,7 +84,8 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
       }
     }
     if (!accepted) this.ctx.droppedRecord('late')
-    store.expire(closeTime, this.finalResultsOnly ? this.emitFinal : undefined)
+    if (this.finalResultsOnly) store.expire(Math.min(closeTime, this.forwardedTime - this.spec.graceMs), this.emitFinal)
+    else store.expire(closeTime)
   }
 
   /** Forwards a closing window's final aggregates (finalResultsOnly), in the order the store gives. */
@@ -87,14 +96,21 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
     }
   }
 
+  /** Aggregates the record into a window; a window exists only once an aggregator call succeeded for it. */
   private update(record: StreamRecord<K, V>, start: number, id: string): void {
     const ts = record.timestamp
     const store = this.store
     let cell = store.get(start, id)
-    if (cell === undefined) cell = store.create(start, id, record.key, this.aggregation.initializer(), ts)
-    else store.touched(cell, start, id)
-    cell.agg = this.aggregation.aggregator(record.key, record.value, cell.agg)
-    if (ts > cell.ts) cell.ts = ts
-    if (!this.finalResultsOnly) this.ctx.forward({ key: cell.key, value: cell.agg, timestamp: cell.ts, headers: record.headers })
+    if (cell === undefined) {
+      cell = store.create(start, id, record.key, this.aggregation.aggregator(record.key, record.value, this.aggregation.initializer()), ts)
+    } else {
+      const agg = this.aggregation.aggregator(record.key, record.value, cell.agg)
+      store.touched(cell, start, id)
+      cell.agg = agg
+      if (ts > cell.ts) cell.ts = ts
+    }
+    if (this.finalResultsOnly) {
+      if (cell.ts > this.forwardedTime) this.forwardedTime = cell.ts
+    } else this.ctx.forward({ key: cell.key, value: cell.agg, timestamp: cell.ts, headers: record.headers })
   }
 }
