@@ -1,6 +1,7 @@
 import type { StoreKey } from '../processor/api.js'
 import { radixSortable, sortSlots } from './slot-sort.js'
-import { TimerIndex, timerHash, timerHashes } from './timer-index.js'
+import { RegistrationBatch } from './registration-batch.js'
+import { TimerIndex, timerHash } from './timer-index.js'
 import { DEAD, LIVE, TimerRecords } from './timer-records.js'
 
 /** A pending timer's data, as `entries()` and `list()` return it. */
@@ -90,10 +91,8 @@ export class TimerQueue {
   private readonly records = new TimerRecords()
   private readonly index = new TimerIndex(this.records)
   private readonly polled = { timestamp: 0, seq: 0, key: '' as StoreKey, owner: 0 }
-  /** Registrations `enqueue` has not indexed yet (arrays made on the first one), oldest first. */
-  private pending: PendingRegistrations | undefined
-  /** The earliest pending registration's timestamp, so `peekTime` needs no flush. */
-  private pendingMin = Infinity
+  /** Registrations `enqueue` has not indexed yet (made on the first one). */
+  private pending: RegistrationBatch | undefined
   private onAdded: AddedListener | undefined
 
   private readonly maxOrder: number
@@ -134,7 +133,8 @@ export class TimerQueue {
     const heap = head < this.appendedMin ? head : this.appendedMin
     const run = this.runStart === this.runEnd ? Infinity : (this.runTime[2 * this.runStart] as number)
     const indexed = heap < run ? heap : run
-    return this.pendingMin < indexed ? this.pendingMin : indexed
+    const held = this.pending === undefined ? Infinity : this.pending.earliest
+    return held < indexed ? held : indexed
   }
 
   /** Where `enqueue` reports the registrations it accepted (one listener; undefined stops it). */
@@ -146,54 +146,29 @@ export class TimerQueue {
    * Registers a timer unless (owner, key, timestamp) is pending, like `add`, but may hold it to index
    * it later with others: every other method indexes what is held first, so nothing can tell the
    * difference, except that whether it was a duplicate is not known at the call (the listener is told
-   * of accepted ones when they are indexed). A registration's cost is mostly two cache misses (the key's
-   * string, to hash it, and the index line); one at a time they follow each other, while `flush` takes a
-   * batch pass by pass, so that the misses of a pass overlap.
+   * of accepted ones when they are indexed). Why: see `RegistrationBatch`.
    */
   enqueue(owner: number, key: StoreKey, timestamp: number, seq: number): void {
-    const p = (this.pending ??= new PendingRegistrations(this.batch))
-    let n = p.count
-    if (n === this.batch) {
-      this.flush()
-      n = 0
-    }
-    p.owner[n] = owner
-    p.keys[n] = key
-    p.time[n] = timestamp
-    p.seq[n] = seq
-    p.count = n + 1
-    if (timestamp < this.pendingMin) this.pendingMin = timestamp
+    const batch = (this.pending ??= new RegistrationBatch(this.batch))
+    if (batch.count === batch.size) this.flush()
+    batch.push(owner, key, timestamp, seq)
   }
 
   /** Indexes the registrations `enqueue` held, in the order they were made. */
   flush(): void {
-    const p = this.pending
-    if (p === undefined || p.count === 0) return
-    const n = p.count
-    p.count = 0
-    this.pendingMin = Infinity
-    const { owner, keys, time, seq, hash } = p
-    // Pass 1: read each key (a string's length is beside its characters), so the misses overlap.
-    let sink = 0
-    for (let i = 0; i < n; i++) {
-      const k = keys[i]
-      if (typeof k === 'string') sink += k.length
-    }
-    // Pass 2: hash, now from the cache, two keys at a time.
-    timerHashes(owner, keys, time, n, hash)
-    // Pass 3: make room for all of them, then read their index lines.
-    this.index.reserve(n, this.liveCount())
-    for (let i = 0; i < n; i++) sink += this.index.touch(hash[i] as number)
-    p.sink = sink
-    // Pass 4: index, record and heap them, in order.
+    const batch = this.pending
+    if (batch === undefined || batch.count === 0) return
+    batch.prepare(this.index, this.liveCount())
+    const n = batch.take()
+    const { owner, keys, time, seq, hash } = batch
     const onAdded = this.onAdded
     for (let i = 0; i < n; i++) {
       const k = keys[i] as StoreKey
-      keys[i] = undefined
       if (this.insert(hash[i] as number, owner[i] as number, k, time[i] as number, seq[i] as number) && onAdded !== undefined) {
         onAdded(owner[i] as number, k, time[i] as number, seq[i] as number)
       }
     }
+    batch.release(n)
   }
 
   /** Adds a timer unless (owner, key, timestamp) is already pending; returns whether it was added. */
@@ -236,7 +211,7 @@ export class TimerQueue {
    * reused by the next call: read it before polling again.
    */
   pollDue(time: number): TimerEntry | undefined {
-    if (this.pendingMin <= time) this.flush()
+    if (this.pending !== undefined && this.pending.earliest <= time) this.flush()
     if (this.maxTime <= time && this.slots >= this.drainMin && this.runStart === this.runEnd) this.sortIntoRun()
     this.ensureHeap()
     this.dropDeadHead()
@@ -512,25 +487,5 @@ export class TimerQueue {
     time[2 * slot] = t
     word[4 * slot + 2] = o
     word[4 * slot + 3] = id
-  }
-}
-
-/** The registrations a queue holds before indexing them (`enqueue`), in parallel arrays. */
-class PendingRegistrations {
-  count = 0
-  /** Where the flush's touching reads go, so that the compiler keeps them. */
-  sink = 0
-  readonly owner: Int32Array
-  readonly time: Float64Array
-  readonly seq: Float64Array
-  readonly hash: Int32Array
-  readonly keys: Array<StoreKey | undefined>
-
-  constructor(size: number) {
-    this.owner = new Int32Array(size)
-    this.time = new Float64Array(size)
-    this.seq = new Float64Array(size)
-    this.hash = new Int32Array(size)
-    this.keys = Array.from({ length: size }, () => undefined)
   }
 }
