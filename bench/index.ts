@@ -30,6 +30,9 @@ if (unknown.length > 0) {
 const want = (name: string): boolean => only === undefined || only.includes(name)
 const durationMs = Number(values.seconds) * 1000
 
+/** What every results.json starts with. */
+const environment = (): Record<string, unknown> => ({ node: process.version, cpu: cpus()[0]?.model, cores: cpus().length, date: new Date().toISOString() })
+
 function printTable(table: readonly string[][]): void {
   const header = ['benchmark', 'result', 'detail', 'target']
   const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => r[i]!.length)))
@@ -42,7 +45,7 @@ function printTable(table: readonly string[][]): void {
 const selected = only ?? ALL
 if (!values.child && selected.length > 1) {
   const table: string[][] = []
-  const merged: Record<string, unknown> = { node: process.version, cpu: cpus()[0]?.model, cores: cpus().length, date: new Date().toISOString() }
+  const merged = environment()
   let failed = false
   for (const name of selected) {
     const r = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--only', name, '--seconds', values.seconds, '--child'], {
@@ -65,12 +68,7 @@ if (!values.child && selected.length > 1) {
   process.exit(failed ? 1 : 0)
 }
 
-const results: Record<string, unknown> = {
-  node: process.version,
-  cpu: cpus()[0]?.model,
-  cores: cpus().length,
-  date: new Date().toISOString(),
-}
+const results = environment()
 const rows: string[][] = []
 
 /** Runs `run` once to warm up (discarded), then `n` times. */

@@ -85,13 +85,12 @@ export class TimeWindowedKStream<K, V> {
     const keySerde = keySerdeOr(this.keySerde)
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
-    let finalResults: FinalResultsHook | undefined
+    const finalResults: FinalResultsHook = { node: name, enabled: () => false }
     if (windows.kind === 'time') {
       // The windows live in a task store, so commits make them durable.
       const storeName = `${name}-store`
-      const hook: FinalResultsHook = (finalResults = { node: name, enabled: () => false })
       this.builder.graph
-        .addProcessor(name, () => new WindowAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName, hook.enabled()), this.node)
+        .addProcessor(name, () => new WindowAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName, finalResults.enabled()), this.node)
         .addStateStore({ name: storeName, build: () => new TimeWindowStore<K, VA>(storeName, windows.sizeMs) }, name)
     } else {
       const storeName = `${name}-store`
@@ -102,7 +101,8 @@ export class TimeWindowedKStream<K, V> {
     return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, {
       graceMs: windows.graceMs,
       keySerde: keySerde as Serde<unknown>,
-      ...(finalResults === undefined ? {} : { finalResults }),
+      // Sliding windows have no buffer-less final results.
+      ...(windows.kind === 'time' ? { finalResults } : {}),
     })
   }
 }

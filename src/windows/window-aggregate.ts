@@ -60,7 +60,7 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
   process(record: StreamRecord<K, V>): void {
     if (this.passOnOpenWindows) {
       this.passOnOpenWindows = false
-      for (const cell of this.store.openCells()) this.ctx.forward({ key: cell.key, value: cell.agg, timestamp: cell.ts, headers: [] })
+      for (const cell of this.store.openCells()) this.forwardCell(cell)
     }
     const ts = record.timestamp
     const store = this.store
@@ -90,10 +90,12 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
 
   /** Forwards a closing window's final aggregates (finalResultsOnly), in the order the store gives. */
   private readonly emitFinal = (cells: ReadonlyArray<WindowCell<K, VA>>): void => {
-    for (const cell of cells) {
-      if (cell.agg === null) continue
-      this.ctx.forward({ key: cell.key, value: cell.agg, timestamp: cell.ts, headers: [] })
-    }
+    for (const cell of cells) if (cell.agg !== null) this.forwardCell(cell)
+  }
+
+  /** A window's aggregate as a suppression would emit it: its largest input timestamp, no headers. */
+  private forwardCell(cell: WindowCell<K, VA>): void {
+    this.ctx.forward({ key: cell.key, value: cell.agg, timestamp: cell.ts, headers: [] })
   }
 
   /** Aggregates the record into a window; a window exists only once an aggregator call succeeded for it. */

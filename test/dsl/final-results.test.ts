@@ -66,6 +66,17 @@ function finalResults(spec: Spec, ops: readonly Op[], bounded: boolean): { out: 
   return { out, emitted, buffered, late, errors }
 }
 
+/** A test driver on `b`'s topology: pipe (key, timestamp) records, read the 'final' suppression's buffer size. */
+function drive(b: StreamsBuilder): { pipe: (key: string, ts: number) => void; buffered: () => number | undefined; close: () => void } {
+  const driver = new TopologyTestDriver(b.build(), { errorHandler: () => 'fail' })
+  const input = driver.createInputTopic('in', Serdes.String(), Serdes.String())
+  return {
+    pipe: (key, ts) => input.pipeInput(key, 'v', ts),
+    buffered: () => driver.getStateStore<SuppressionStore<Windowed<string>, unknown>>('final-store')?.buffer.numRecords,
+    close: () => driver.close(),
+  }
+}
+
 describe('final results run by the windowed aggregation (untilWindowCloses, unbounded)', () => {
   it('gives the output of the suppression buffer for random records, tumbling and hopping windows (property)', () => {
     const spec = fc
@@ -110,15 +121,14 @@ describe('final results run by the windowed aggregation (untilWindowCloses, unbo
       .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()).withName('final'))
       .toStream()
       .then(undefined, 'FINALS', (r) => finals.push(show(r)))
-    const driver = new TopologyTestDriver(b.build(), { errorHandler: () => 'fail' })
-    const input = driver.createInputTopic('in', Serdes.String(), Serdes.String())
-    input.pipeInput('a', 'v', 1)
-    input.pipeInput('a', 'v', 4)
-    assert.equal(driver.getStateStore<SuppressionStore<Windowed<string>, unknown>>('final-store')?.buffer.numRecords, 1, 'the buffer holds the open window')
-    input.pipeInput('b', 'v', 10)
+    const { pipe, buffered, close } = drive(b)
+    pipe('a', 1)
+    pipe('a', 4)
+    assert.equal(buffered(), 1, 'the buffer holds the open window')
+    pipe('b', 10)
     assert.deepEqual(updates, ['"a"[0,10)=1@1 h0', '"a"[0,10)=2@4 h0', '"b"[10,20)=1@10 h0'])
     assert.deepEqual(finals, ['"a"[0,10)=2@4 h0'])
-    driver.close()
+    close()
   })
 
   it('is not used on a table derived from the aggregation (mapValues in between)', () => {
@@ -132,12 +142,11 @@ describe('final results run by the windowed aggregation (untilWindowCloses, unbo
       .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()).withName('final'))
       .toStream()
       .then(undefined, 'OUT', (r) => out.push(show(r)))
-    const driver = new TopologyTestDriver(b.build(), { errorHandler: () => 'fail' })
-    const input = driver.createInputTopic('in', Serdes.String(), Serdes.String())
-    input.pipeInput('a', 'v', 1)
-    assert.equal(driver.getStateStore<SuppressionStore<Windowed<string>, unknown>>('final-store')?.buffer.numRecords, 1)
-    input.pipeInput('a', 'v', 12)
+    const { pipe, buffered, close } = drive(b)
+    pipe('a', 1)
+    assert.equal(buffered(), 1)
+    pipe('a', 12)
     assert.deepEqual(out, ['"a"[0,10)=100@1 h0'])
-    driver.close()
+    close()
   })
 })
