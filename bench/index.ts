@@ -17,6 +17,7 @@ import { timerMemory, timerStreaming, timerThroughput } from './timers.js'
 import { bytesPerBufferedEntry, spillThroughput, windowedFinal } from './windowed.js'
 import { restoreTime } from './durable.js'
 import { sideBySide } from './side-by-side.js'
+import { median } from './stats.js'
 
 const ALL = ['timer-memory', 'lateness-idle', 'lateness-load', 'pass-through', 'timers', 'windowed-final', 'spill', 'buffer-memory', 'restore', 'side-by-side']
 /** `--child`: run what `--only` names and print the rows and results as one JSON line (for the parent). */
@@ -78,9 +79,6 @@ function warmedRuns<T>(n: number, run: () => T): T[] {
 }
 
 /** The run whose `value` is the median. */
-function median<T>(runs: readonly T[], value: (x: T) => number): T {
-  return [...runs].sort((a, b) => value(a) - value(b))[runs.length >> 1] as T
-}
 const f = (n: number, d = 2): string => n.toFixed(d)
 
 // Memory is measured on a fresh heap: with several benchmarks asked for, each runs in its own process.

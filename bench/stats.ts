@@ -9,3 +9,8 @@ export function percentiles(values: number[]): { p50: number; p99: number; max: 
 export const preciseClock = { now: (): number => performance.timeOrigin + performance.now() }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
+/** The run whose `value` is the median (the upper middle one of an even count). */
+export function median<T>(runs: readonly T[], value: (x: T) => number): T {
+  return [...runs].sort((a, b) => value(a) - value(b))[runs.length >> 1] as T
+}
