@@ -93,6 +93,11 @@ export class TimerRecords {
     return this.int[6 * id + 4] === owner * 4 + LIVE
   }
 
+  /** Every id ever handed out is below this. */
+  idLimit(): number {
+    return this.nextId
+  }
+
   hash(id: number): number {
     return this.int[6 * id + 5] as number
   }

@@ -113,6 +113,23 @@ describe('TimerQueue (set-semantic priority queue)', () => {
     })
   }
 
+  it('the index keeps every pending timer through rebuilds among stale entries', () => {
+    // Long-lived timers take the first ids; a flow of short-lived ones fills the index with stale
+    // entries (of fired timers) and makes it rebuild many times while the long-lived ones stay.
+    const q = new TimerQueue()
+    let seq = 0
+    for (let i = 0; i < 10; i++) assert.equal(q.add(0, `long-${i}`, 1_000_000 + i, seq++), true)
+    for (let round = 0; round < 200; round++) {
+      for (let i = 0; i < 50; i++) q.add(0, `short-${i}`, round * 100 + i, seq++)
+      let fired = 0
+      while (q.pollDue(round * 100 + 99) !== undefined) fired++
+      assert.equal(fired, 50)
+    }
+    for (let i = 0; i < 10; i++) assert.equal(q.add(0, `long-${i}`, 1_000_000 + i, seq++), false, `long-${i} is still pending`)
+    for (let i = 0; i < 10; i++) assert.equal(q.remove(0, `long-${i}`, 1_000_000 + i), true, `long-${i} is found`)
+    assert.equal(q.size, 0)
+  })
+
   it('a large heap, all due, fires in order while timers are registered and deleted mid-way', () => {
     const q = new TimerQueue()
     const n = 50_000
