@@ -437,6 +437,7 @@ export class TimerQueue {
     }
     const word = this.heapWord
     this.siftDown(0, this.heapTime[2 * last] as number, word[4 * last + 2] as number, word[4 * last + 3] as number)
+    this.touchSink += this.records.touch(word[3] as number)
   }
 
   /** Puts (time, order, id) at `start` or above it, moving larger parents down. */
