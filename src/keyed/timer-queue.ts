@@ -1,6 +1,6 @@
 import type { StoreKey } from '../processor/api.js'
-import { radixSortable, sortSlots } from './slot-sort.js'
 import { RegistrationBatch } from './registration-batch.js'
+import { SlotHeap, keepSlots } from './slot-heap.js'
 import { TimerIndex, timerHash } from './timer-index.js'
 import { DEAD, LIVE, TimerRecords } from './timer-records.js'
 
@@ -12,12 +12,6 @@ export interface TimerEntry {
   readonly owner: number
 }
 
-const ARITY = 4
-const INITIAL_CAPACITY = 64
-/** Grows by half: less slack at tens of millions of timers than doubling. */
-const GROWTH = 1.5
-/** A heap slot: timestamp (float64), order (uint32), id (uint32); four slots to a cache line. */
-const SLOT_BYTES = 16
 /** The largest heap order; past it orders are renumbered. */
 const MAX_ORDER = 0xffffffff
 /** A heap at least this large is sorted into a run, rather than popped, when all of it is due. */
@@ -39,15 +33,14 @@ export type AddedListener = (owner: number, key: StoreKey, timestamp: number, se
 /**
  * A set-semantic priority queue of timers (Flink's HeapPriorityQueueSet), laid out for the cache.
  *
- * - Heap: 4-ary over 16-byte slots of (timestamp, order, id) in one buffer, so a slot's four children
- *   are 64 adjacent bytes and a sift touches about one cache line per level. The order is a 32-bit
+ * - Heap (`SlotHeap`): 4-ary over 16-byte slots of (timestamp, order, id). The order is a 32-bit
  *   registration counter local to the queue (ties fire in registration order); when it would overflow,
  *   the pending timers are renumbered in the order they have, which keeps the heap valid.
  * - Records (`TimerRecords`): each timer has an integer id (reused once it leaves the heap) with its
  *   key, timestamp, full registration sequence (for snapshots and changes), owner and state.
  * - Index (`TimerIndex`): a hash table on (owner, key, timestamp) for deduplication and deletion.
  * - Run: when an advance makes every timer of a large heap due (a jump in time, the end of input), the
- *   heap is radix-sorted into a run (`slot-sort.ts`) and polled from its front, instead of a sift
+ *   heap is radix-sorted into a run (`SlotHeap.drainSorted`) and polled from its front, instead of a sift
  *   through every level per timer. Timers registered meanwhile go into a new heap; a poll takes
  *   whichever of the two heads fires first.
  *
@@ -56,21 +49,10 @@ export type AddedListener = (owner: number, key: StoreKey, timestamp: number, se
  * node (user timers) or the state (TTL timers).
  */
 export class TimerQueue {
-  /** Heap slots in use, DEAD ones included. */
-  private slots = 0
-  /**
-   * Slots [0, heapified) form the heap; slots after it were appended by registrations and wait to be
-   * heaped (`ensureHeap`) until something reads the heap's head. While heapified is 0 every slot was
-   * appended since the heap was last empty, so the slots are in registration order, and a run sorts them
-   * by timestamp alone (a stable sort keeps that order within a timestamp).
-   */
-  private heapified = 0
-  /** The earliest timestamp among the appended slots (Infinity when there are none). */
-  private appendedMin = Infinity
+  /** The pending timers' slots, DEAD ones included (dropped at the head, or by a compaction). */
+  private readonly heap = new SlotHeap()
   /** DEAD timers in the heap and the run. */
   private dead = 0
-  /** At least the largest timestamp in the heap (NaN: the heap cannot be sorted into a run). */
-  private maxTime = -Infinity
   /**
    * The run: timers taken out of the heap in firing order (same slot layout), when an advance made every
    * timer of a large heap due. Polls take from it and from the heap, whichever is earlier; [runStart,
@@ -84,9 +66,6 @@ export class TimerQueue {
   /** Where `touchAhead`'s reads go, so that the compiler keeps them. */
   private touchSink = 0
   private runEnd = 0
-  private heapTime: Float64Array
-  /** The same buffer as `heapTime`: words 4s+2 (order) and 4s+3 (id) of slot s. */
-  private heapWord: Uint32Array
   private nextOrder = 0
   private readonly records = new TimerRecords()
   private readonly index = new TimerIndex(this.records)
@@ -106,9 +85,6 @@ export class TimerQueue {
     this.drainMin = options.drainMin ?? DRAIN_MIN
     this.compactMin = options.compactMin ?? COMPACT_MIN
     this.batch = options.batch ?? BATCH
-    const buffer = new ArrayBuffer(INITIAL_CAPACITY * SLOT_BYTES)
-    this.heapTime = new Float64Array(buffer)
-    this.heapWord = new Uint32Array(buffer)
   }
 
   /** Pending timers. */
@@ -118,7 +94,7 @@ export class TimerQueue {
   }
 
   private liveCount(): number {
-    return this.slots + this.runEnd - this.runStart - this.dead
+    return this.heap.size + this.runEnd - this.runStart - this.dead
   }
 
   /**
@@ -127,10 +103,9 @@ export class TimerQueue {
    */
   peekTime(): number {
     // A deleted timer may be the earliest appended one: then the heap is built, and its head dropped.
-    if (this.dead > 0) this.ensureHeap()
+    if (this.dead > 0) this.heap.ensureHeap()
     this.dropDeadHead()
-    const head = this.heapified === 0 ? Infinity : (this.heapTime[0] as number)
-    const heap = head < this.appendedMin ? head : this.appendedMin
+    const heap = this.heap.earliest()
     const run = this.runStart === this.runEnd ? Infinity : (this.runTime[2 * this.runStart] as number)
     const indexed = heap < run ? heap : run
     const held = this.pending === undefined ? Infinity : this.pending.earliest
@@ -183,14 +158,8 @@ export class TimerQueue {
     const id = this.records.add(owner, key, timestamp, seq, h)
     this.index.fill(found, h, id)
     if (this.nextOrder > this.maxOrder) this.renumber()
-    if (this.slots === this.heapTime.length / 2) this.growSlots()
-    if (!(timestamp <= this.maxTime)) this.maxTime = this.maxTime !== this.maxTime ? NaN : timestamp
-    // Appended, not sifted: `ensureHeap` heaps the appended slots when the head is needed.
-    const slot = this.slots++
-    this.heapTime[2 * slot] = timestamp
-    this.heapWord[4 * slot + 2] = this.nextOrder++
-    this.heapWord[4 * slot + 3] = id
-    if (timestamp < this.appendedMin) this.appendedMin = timestamp
+    // Appended, not sifted: the heap heaps the appended slots when the head is needed.
+    this.heap.append(timestamp, this.nextOrder++, id)
     return true
   }
 
@@ -202,7 +171,7 @@ export class TimerQueue {
     // Its index entry goes stale with the state change; the heap drops the DEAD slot later.
     this.records.kill(id)
     this.dead++
-    if (this.dead > this.compactMin && this.dead * 2 > this.slots + this.runEnd - this.runStart) this.compact()
+    if (this.dead > this.compactMin && this.dead * 2 > this.heap.size + this.runEnd - this.runStart) this.compact()
     return true
   }
 
@@ -212,26 +181,38 @@ export class TimerQueue {
    */
   pollDue(time: number): TimerEntry | undefined {
     if (this.pending !== undefined && this.pending.earliest <= time) this.flush()
-    if (this.maxTime <= time && this.slots >= this.drainMin && this.runStart === this.runEnd) this.sortIntoRun()
-    this.ensureHeap()
+    const heap = this.heap
+    if (heap.allDueBy(time) && heap.size >= this.drainMin && this.runStart === this.runEnd) this.sortIntoRun()
+    heap.ensureHeap()
     this.dropDeadHead()
-    const heapDue = this.slots > 0 && (this.heapTime[0] as number) <= time
+    const heapDue = heap.size > 0 && (heap.time[0] as number) <= time
     const r = this.runStart
     if (r < this.runEnd && (this.runTime[2 * r] as number) <= time) {
       if (r >= this.touchedTo) this.touchAhead(r)
       const rt = this.runTime[2 * r] as number
-      const ht = this.heapTime[0] as number
-      if (!heapDue || rt < ht || (rt === ht && (this.runWord[4 * r + 2] as number) < (this.heapWord[2] as number))) {
+      const ht = heap.time[0] as number
+      if (!heapDue || rt < ht || (rt === ht && (this.runWord[4 * r + 2] as number) < (heap.word[2] as number))) {
         const id = this.runWord[4 * r + 3] as number
         if (++this.runStart === this.runEnd) this.clearRun()
         return this.polledOf(id, rt)
       }
     }
     if (!heapDue) return undefined
-    const id = this.heapWord[3] as number
-    const polled = this.polledOf(id, this.heapTime[0] as number)
+    const id = heap.word[3] as number
+    const polled = this.polledOf(id, heap.time[0] as number)
     this.removeHead()
     return polled
+  }
+
+  /**
+   * Removes the heap's head, then reads the new head's record: the next poll reads it, and it is a cache
+   * miss (the heap is in firing order, ids in registration order); read now, the miss overlaps whatever
+   * runs before that poll.
+   */
+  private removeHead(): void {
+    const heap = this.heap
+    heap.removeHead()
+    if (heap.size > 0) this.touchSink += this.records.touch(heap.word[3] as number)
   }
 
   /**
@@ -267,23 +248,13 @@ export class TimerQueue {
    * sift through every level per timer. Timers registered meanwhile go to a new heap.
    */
   private sortIntoRun(): void {
-    const n = this.slots
-    if (!radixSortable(this.heapTime, n)) {
-      this.maxTime = NaN
-      return
-    }
-    // All appended since the heap was empty: in registration order already, so timestamps decide.
-    const sorted = sortSlots(this.heapTime.buffer as ArrayBuffer, new ArrayBuffer(n * SLOT_BYTES), n, this.heapified === 0)
+    const n = this.heap.size
+    const sorted = this.heap.drainSorted()
+    if (sorted === undefined) return
     this.runTime = new Float64Array(sorted)
     this.runWord = new Uint32Array(sorted)
     this.runStart = this.touchedTo = 0
     this.runEnd = n
-    const buffer = new ArrayBuffer(INITIAL_CAPACITY * SLOT_BYTES)
-    this.heapTime = new Float64Array(buffer)
-    this.heapWord = new Uint32Array(buffer)
-    this.slots = this.heapified = 0
-    this.appendedMin = Infinity
-    this.maxTime = -Infinity
   }
 
   /** Lets go of a drained run's buffer (it can be as large as the heap was). */
@@ -296,7 +267,8 @@ export class TimerQueue {
   /** Calls `f` with the id of every slot, heap then run, DEAD ones included. */
   private forEachSlotId(f: (id: number) => void): void {
     this.flush()
-    for (let s = 0; s < this.slots; s++) f(this.heapWord[4 * s + 3] as number)
+    const word = this.heap.word
+    for (let s = 0; s < this.heap.size; s++) f(word[4 * s + 3] as number)
     for (let r = this.runStart; r < this.runEnd; r++) f(this.runWord[4 * r + 3] as number)
   }
 
@@ -331,30 +303,15 @@ export class TimerQueue {
     return { timestamp: r.timestamp(id), seq: r.seq(id), key: r.key(id), owner: r.owner(id) }
   }
 
-  /** Heaps the appended slots: one by one if they are few, else the whole array at once (Floyd, O(n)). */
-  private ensureHeap(): void {
-    const from = this.heapified
-    const n = this.slots
-    if (from === n) return
-    const time = this.heapTime
-    const word = this.heapWord
-    if (n - from > from) {
-      for (let s = ((n - 2) / ARITY) | 0; s >= 0; s--) this.siftDown(s, time[2 * s] as number, word[4 * s + 2] as number, word[4 * s + 3] as number)
-    } else {
-      for (let s = from; s < n; s++) this.siftUp(s, time[2 * s] as number, word[4 * s + 2] as number, word[4 * s + 3] as number)
-    }
-    this.heapified = n
-    this.appendedMin = Infinity
-  }
-
   /** Drops DEAD timers from the head of the heap (which `ensureHeap` has built) and of the run. */
   private dropDeadHead(): void {
     if (this.dead === 0) return
-    while (this.slots > 0) {
-      const id = this.heapWord[3] as number
+    const heap = this.heap
+    while (heap.size > 0) {
+      const id = heap.word[3] as number
       if (this.records.state(id) !== DEAD) break
       this.dead--
-      this.removeHead()
+      heap.removeHead()
       this.records.release(id)
     }
     while (this.runStart < this.runEnd) {
@@ -368,125 +325,29 @@ export class TimerQueue {
 
   /** Drops dead slots: rebuilds the heap (Floyd's heapify, O(n)) and closes the run's gaps (keeping its order). */
   private compact(): void {
-    const n = this.keepLive(this.heapTime, this.heapWord, 0, this.slots, 0)
-    this.slots = n
-    const time = this.heapTime
-    const word = this.heapWord
-    for (let s = ((n - 2) / ARITY) | 0; s >= 0; s--) this.siftDown(s, time[2 * s] as number, word[4 * s + 2] as number, word[4 * s + 3] as number)
-    this.heapified = n
-    this.appendedMin = Infinity
-    this.runEnd = this.keepLive(this.runTime, this.runWord, this.runStart, this.runEnd, this.runStart)
+    this.heap.compact(this.dropDead)
+    this.runEnd = keepSlots(this.runTime, this.runWord, this.runStart, this.runEnd, this.runStart, this.dropDead)
     if (this.runStart === this.runEnd) this.clearRun()
     this.dead = 0
   }
 
-  /** Moves the slots in [from, end) that are not DEAD down to `to` onwards, in order; frees the dead ids. */
-  private keepLive(time: Float64Array, word: Uint32Array, from: number, end: number, to: number): number {
-    let n = to
-    for (let s = from; s < end; s++) {
-      const id = word[4 * s + 3] as number
-      if (this.records.state(id) === DEAD) {
-        this.records.release(id)
-        continue
-      }
-      time[2 * n] = time[2 * s] as number
-      word[4 * n + 2] = word[4 * s + 2] as number
-      word[4 * n + 3] = id
-      n++
-    }
-    return n
+  /** Whether a slot's timer is DEAD, freeing its id if so (for compaction). */
+  private readonly dropDead = (id: number): boolean => {
+    if (this.records.state(id) !== DEAD) return false
+    this.records.release(id)
+    return true
   }
 
   /**
    * Gives the pending timers orders 0..n-1 in the order they already have (timestamp, then order), so
-   * orders can keep growing: every comparison comes out as before, and the heap stays a heap.
+   * orders can keep growing: every comparison comes out as before.
    */
   private renumber(): void {
     // The run goes back into the heap first (a rare path: once per four billion registrations).
-    this.ensureHeap()
-    for (let r = this.runStart; r < this.runEnd; r++) {
-      if (this.slots === this.heapTime.length / 2) this.growSlots()
-      this.siftUp(this.slots++, this.runTime[2 * r] as number, this.runWord[4 * r + 2] as number, this.runWord[4 * r + 3] as number)
-    }
-    this.heapified = this.slots
+    const heap = this.heap
+    heap.ensureHeap()
+    for (let r = this.runStart; r < this.runEnd; r++) heap.push(this.runTime[2 * r] as number, this.runWord[4 * r + 2] as number, this.runWord[4 * r + 3] as number)
     this.clearRun()
-    this.maxTime = NaN
-    const time = this.heapTime
-    const word = this.heapWord
-    const slots = Array.from({ length: this.slots }, (_, s) => s)
-    slots.sort((a, b) => (time[2 * a] as number) - (time[2 * b] as number) || (word[4 * a + 2] as number) - (word[4 * b + 2] as number))
-    for (let rank = 0; rank < slots.length; rank++) word[4 * (slots[rank] as number) + 2] = rank
-    this.nextOrder = slots.length
-  }
-
-  private growSlots(): void {
-    const capacity = Math.ceil((this.heapTime.length / 2) * GROWTH)
-    const buffer = new ArrayBuffer(capacity * SLOT_BYTES)
-    new Uint8Array(buffer).set(new Uint8Array(this.heapTime.buffer))
-    this.heapTime = new Float64Array(buffer)
-    this.heapWord = new Uint32Array(buffer)
-  }
-
-  /** Removes slot 0: the last slot takes its place and sinks. */
-  private removeHead(): void {
-    const last = --this.slots
-    this.heapified = last
-    if (last === 0) {
-      this.maxTime = -Infinity
-      return
-    }
-    const word = this.heapWord
-    this.siftDown(0, this.heapTime[2 * last] as number, word[4 * last + 2] as number, word[4 * last + 3] as number)
-    this.touchSink += this.records.touch(word[3] as number)
-  }
-
-  /** Puts (time, order, id) at `start` or above it, moving larger parents down. */
-  private siftUp(start: number, t: number, o: number, id: number): void {
-    const time = this.heapTime
-    const word = this.heapWord
-    let slot = start
-    while (slot > 0) {
-      const parent = ((slot - 1) / ARITY) | 0
-      const pt = time[2 * parent] as number
-      if (pt < t || (pt === t && (word[4 * parent + 2] as number) < o)) break
-      time[2 * slot] = pt
-      word[4 * slot + 2] = word[4 * parent + 2] as number
-      word[4 * slot + 3] = word[4 * parent + 3] as number
-      slot = parent
-    }
-    time[2 * slot] = t
-    word[4 * slot + 2] = o
-    word[4 * slot + 3] = id
-  }
-
-  /** Puts (time, order, id) at `start` or below it, moving smaller children up. */
-  private siftDown(start: number, t: number, o: number, id: number): void {
-    const time = this.heapTime
-    const word = this.heapWord
-    const n = this.slots
-    let slot = start
-    for (;;) {
-      const first = slot * ARITY + 1
-      if (first >= n) break
-      // The smallest of up to four adjacent children.
-      let best = first
-      let bt = time[2 * first] as number
-      const end = first + ARITY < n ? first + ARITY : n
-      for (let c = first + 1; c < end; c++) {
-        const ct = time[2 * c] as number
-        if (ct < bt || (ct === bt && (word[4 * c + 2] as number) < (word[4 * best + 2] as number))) {
-          best = c
-          bt = ct
-        }
-      }
-      if (bt > t || (bt === t && (word[4 * best + 2] as number) >= o)) break
-      time[2 * slot] = bt
-      word[4 * slot + 2] = word[4 * best + 2] as number
-      word[4 * slot + 3] = word[4 * best + 3] as number
-      slot = best
-    }
-    time[2 * slot] = t
-    word[4 * slot + 2] = o
-    word[4 * slot + 3] = id
+    this.nextOrder = heap.renumber()
   }
 }
