@@ -90,8 +90,9 @@ export class SlotHeap {
 
   /**
    * Empties the heap into a new buffer of its slots sorted by (timestamp, order), for the queue's run;
-   * `n` slots. Undefined, with the heap unchanged, if a timestamp is not one the radix sort takes (then it
-   * is not tried again until the heap has been empty).
+   * the buffer holds as many slots as `size` gave before the call (it may be larger). Undefined, with the
+   * heap unchanged, if a timestamp is not one the radix sort takes (then it is not tried again until the
+   * heap has been empty).
    */
   drainSorted(): ArrayBuffer | undefined {
     const n = this.size
