@@ -6,6 +6,7 @@ import type { KeyedProcessorNode, KeyedTaskServices } from './keyed-node.js'
 import { stateHost } from './keyed-node.js'
 import { ListStateTable, MapStateTable, ValueStateTable } from './keyed-state.js'
 import type { StateTable } from './keyed-state.js'
+import { MAX_TIMER_OWNERS } from './timer-records.js'
 import { TimerService } from './timer-service.js'
 import type { TimerRecord, TimerTargets } from './timer-service.js'
 import { compileTtl, sameTtl } from './ttl.js'
@@ -51,6 +52,7 @@ export class KeyedTaskState implements TimerTargets {
   }
 
   addNode(node: KeyedProcessorNode): void {
+    if (this.nodes.length === MAX_TIMER_OWNERS) throw new PunctualError('INVALID_CONFIG', `keyed processor "${node.name}": a task holds at most ${MAX_TIMER_OWNERS} keyed processors`)
     this.nodes.push(node)
   }
 
@@ -68,6 +70,7 @@ export class KeyedTaskState implements TimerTargets {
       return existing
     }
     const id = this.tables.length
+    if (id === MAX_TIMER_OWNERS) throw new PunctualError('INVALID_CONFIG', `${where}: a task holds at most ${MAX_TIMER_OWNERS} keyed states`)
     const host = stateHost(node, task, () => id, ttl?.domain ?? 'processing')
     const table: StateTable =
       descriptor.kind === 'value'

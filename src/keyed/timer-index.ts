@@ -1,6 +1,5 @@
 import type { StoreKey } from '../processor/api.js'
 import { HASH_SEED, fmix32, mixString, mixStrings2, mixWord } from '../util/hash.js'
-import { LIVE } from './timer-records.js'
 import type { TimerRecords } from './timer-records.js'
 
 /** An entry never used since the last rebuild. */
@@ -97,7 +96,7 @@ export class TimerIndex {
       }
     } else {
       const end = records.idLimit()
-      for (let id = 0; id < end; id++) if (records.state(id) === LIVE) place(table, records.hash(id), id, shift)
+      for (let id = 0; id < end; id++) if (records.isLive(id)) place(table, records.hash(id), id, shift)
     }
     this.table = table
     this.shift = shift

@@ -69,7 +69,7 @@ export class TimerQueue {
   private nextOrder = 0
   private readonly records = new TimerRecords()
   private readonly index = new TimerIndex(this.records)
-  private readonly polled = { timestamp: 0, seq: 0, key: '' as StoreKey, owner: 0 }
+  private readonly polled = new PolledTimer(this.records)
   /** Registrations `enqueue` has not indexed yet (made on the first one). */
   private pending: RegistrationBatch | undefined
   private onAdded: AddedListener | undefined
@@ -177,7 +177,8 @@ export class TimerQueue {
 
   /**
    * Removes the head if its timestamp is <= `time` and returns it, or undefined. The returned object is
-   * reused by the next call: read it before polling again.
+   * reused by the next call, and its `seq` is read from the freed record: read it before polling or
+   * registering again.
    */
   pollDue(time: number): TimerEntry | undefined {
     if (this.pending !== undefined && this.pending.earliest <= time) this.flush()
@@ -235,9 +236,9 @@ export class TimerQueue {
     const polled = this.polled
     const records = this.records
     polled.timestamp = timestamp
-    polled.seq = records.seq(id)
     polled.key = records.key(id)
     polled.owner = records.owner(id)
+    polled.id = id
     records.release(id)
     return polled
   }
@@ -349,5 +350,23 @@ export class TimerQueue {
     for (let r = this.runStart; r < this.runEnd; r++) heap.push(this.runTime[2 * r] as number, this.runWord[4 * r + 2] as number, this.runWord[4 * r + 3] as number)
     this.clearRun()
     this.nextOrder = heap.renumber()
+  }
+}
+
+/**
+ * The reused result of `pollDue`. The sequence is read from the record only when asked for (only durable
+ * mode needs it): firing then reads no record at all. The id was freed by the poll, and its record is
+ * unchanged until a registration reuses it.
+ */
+class PolledTimer implements TimerEntry {
+  timestamp = 0
+  key: StoreKey = ''
+  owner = 0
+  id = 0
+
+  constructor(private readonly records: TimerRecords) {}
+
+  get seq(): number {
+    return this.records.seq(this.id)
   }
 }

@@ -5,23 +5,28 @@ const INITIAL_CAPACITY = 64
 const GROWTH = 1.5
 /** A record is 24 bytes: three float64 words, the last one read as two int32 words. */
 const RECORD_BYTES = 24
+/** Owners are kept in 16 bits (see `TimerRecords`). */
+export const MAX_TIMER_OWNERS = 0x10000
 
-// A timer's state, in the low two bits of its meta word (the owner is in the rest).
-export const FREE = 0
+// A timer's state word. An id is free when its key slot is empty; its state word is then meaningless.
 export const LIVE = 1
 /** Deleted, but still in a heap slot: its id is reused only once the heap drops the slot. */
 export const DEAD = 2
-const STATE_MASK = 3
 
 /**
- * The pending timers of a queue by integer id (ids are reused once freed). One 24-byte record per id,
- * so that one cache miss reads all of it: timestamp and full registration sequence (float64 words 3id and
- * 3id+1); owner * 4 + state and the hash of (owner, key, timestamp) (int32 words 6id+4 and 6id+5). Keys
- * are in a plain array beside it.
+ * The pending timers of a queue by integer id (ids are reused once freed). A 24-byte record per id:
+ * timestamp and full registration sequence (float64 words 3id and 3id+1), state and the hash of (owner,
+ * key, timestamp) (int32 words 6id+4 and 6id+5). Beside it, a plain array of keys and a 16-bit array of
+ * owners.
+ *
+ * What firing needs of a timer (its key and owner) is outside the record, and freeing an id writes only
+ * its key slot: the fired timers are reached in an order unrelated to their ids, so each record read is a
+ * cache miss, and firing reads the much smaller key and owner arrays instead (8 and 2 bytes an id).
  */
 export class TimerRecords {
   private num: Float64Array
   private int: Int32Array
+  private owners: Uint16Array
   // Grown by push, never by setting length: a long length on a short array turns it into a slow dictionary.
   private readonly keys: Array<StoreKey | undefined> = Array.from({ length: INITIAL_CAPACITY }, () => undefined)
   /** A stack of ids free for reuse. */
@@ -33,6 +38,7 @@ export class TimerRecords {
     const buffer = new ArrayBuffer(INITIAL_CAPACITY * RECORD_BYTES)
     this.num = new Float64Array(buffer)
     this.int = new Int32Array(buffer)
+    this.owners = new Uint16Array(INITIAL_CAPACITY)
   }
 
   /** A new LIVE timer's id. */
@@ -45,27 +51,27 @@ export class TimerRecords {
     }
     this.num[3 * id] = timestamp
     this.num[3 * id + 1] = seq
-    this.int[6 * id + 4] = owner * 4 + LIVE
+    this.int[6 * id + 4] = LIVE
     this.int[6 * id + 5] = hash
+    this.owners[id] = owner
     this.keys[id] = key
     return id
   }
 
   /** Marks a LIVE timer deleted (its heap slot is dropped later). */
   kill(id: number): void {
-    this.int[6 * id + 4] = (this.int[6 * id + 4] as number) - LIVE + DEAD
+    this.int[6 * id + 4] = DEAD
   }
 
-  /** Frees the id of a timer that left the heap. */
+  /** Frees the id of a timer that left the heap (its record is not written: see the class comment). */
   release(id: number): void {
-    this.int[6 * id + 4] = FREE
     this.keys[id] = undefined
     this.free[this.freeCount++] = id
   }
 
-  /** Reads a timer's meta word and key slot, to bring both into the cache; the result means nothing. */
+  /** Reads a timer's key slot and owner, to bring both into the cache; the result means nothing. */
   touch(id: number): number {
-    return (this.int[6 * id + 4] as number) + (this.keys[id] === undefined ? 0 : 1)
+    return (this.owners[id] as number) + (this.keys[id] === undefined ? 0 : 1)
   }
 
   timestamp(id: number): number {
@@ -81,16 +87,25 @@ export class TimerRecords {
   }
 
   owner(id: number): number {
-    return (this.int[6 * id + 4] as number) >>> 2
+    return this.owners[id] as number
   }
 
+  /** LIVE or DEAD, for an id in a heap slot (for a free id, meaningless). */
   state(id: number): number {
-    return (this.int[6 * id + 4] as number) & STATE_MASK
+    return this.int[6 * id + 4] as number
   }
 
-  /** Whether the timer is LIVE with this owner (one comparison). */
+  /** Whether the id is in use by a LIVE timer. */
+  isLive(id: number): boolean {
+    return this.int[6 * id + 4] === LIVE && this.keys[id] !== undefined
+  }
+
+  /**
+   * Whether the timer is LIVE with this owner, for an id in a heap slot; for any id when the caller also
+   * compares the key (a free id's key slot is empty, and matches no key).
+   */
   isLiveOf(id: number, owner: number): boolean {
-    return this.int[6 * id + 4] === owner * 4 + LIVE
+    return this.int[6 * id + 4] === LIVE && this.owners[id] === owner
   }
 
   /** Every id ever handed out is below this. */
@@ -108,6 +123,9 @@ export class TimerRecords {
     new Uint8Array(buffer).set(new Uint8Array(this.num.buffer))
     this.num = new Float64Array(buffer)
     this.int = new Int32Array(buffer)
+    const owners = new Uint16Array(capacity)
+    owners.set(this.owners)
+    this.owners = owners
     const free = new Int32Array(capacity)
     free.set(this.free)
     this.free = free

@@ -49,9 +49,10 @@ describe('TimerQueue (set-semantic priority queue)', () => {
   ]
   for (const { name, options } of variants) {
     it(`matches a naive set for random add/enqueue/remove/poll sequences (property, ${name})`, () => {
-      type Op = { t: 'add' | 'enqueue' | 'remove'; key: number; ts: number } | { t: 'poll' | 'pollOne'; ts: number } | { t: 'peek' } | { t: 'check' }
+      // Two owners: a timer's owner is kept apart from its record, and must come back with it.
+      type Op = { t: 'add' | 'enqueue' | 'remove'; owner: number; key: number; ts: number } | { t: 'poll' | 'pollOne'; ts: number } | { t: 'peek' } | { t: 'check' }
       const op = fc.oneof(
-        fc.record({ t: fc.constantFrom<'add' | 'enqueue' | 'remove'>('add', 'enqueue', 'enqueue', 'remove'), key: fc.nat(5), ts: fc.nat(20) }),
+        fc.record({ t: fc.constantFrom<'add' | 'enqueue' | 'remove'>('add', 'enqueue', 'enqueue', 'remove'), owner: fc.nat(1), key: fc.nat(5), ts: fc.nat(20) }),
         fc.record({ t: fc.constantFrom<'poll' | 'pollOne'>('poll', 'pollOne'), ts: fc.nat(20) }),
         fc.constantFrom<Op>({ t: 'peek' }, { t: 'check' }),
       ) as fc.Arbitrary<Op>
@@ -59,30 +60,27 @@ describe('TimerQueue (set-semantic priority queue)', () => {
         fc.property(fc.array(op, { maxLength: 80 }), (ops) => {
           const q = new TimerQueue(options)
           // What the listener hears must be exactly the enqueued registrations that were not duplicates, in order.
-          const heard: Array<[unknown, number, number]> = []
-          const accepted: Array<[unknown, number, number]> = []
-          q.listen((owner, key, ts, s) => {
-            assert.equal(owner, 0)
-            heard.push([key, ts, s])
-          })
-          let model: Array<{ key: number; ts: number; seq: number }> = []
+          const heard: Array<[number, unknown, number, number]> = []
+          const accepted: Array<[number, unknown, number, number]> = []
+          q.listen((owner, key, ts, s) => void heard.push([owner, key, ts, s]))
+          let model: Array<{ owner: number; key: number; ts: number; seq: number }> = []
           let seq = 0
           const firing = (a: { ts: number; seq: number }, b: { ts: number; seq: number }): number => a.ts - b.ts || a.seq - b.seq
           const earliest = (): number => (model.length === 0 ? Infinity : Math.min(...model.map((m) => m.ts)))
           for (const o of ops) {
             if (o.t === 'add' || o.t === 'enqueue') {
-              const dup = model.some((m) => m.key === o.key && m.ts === o.ts)
-              if (o.t === 'add') assert.equal(q.add(0, o.key, o.ts, seq), !dup)
+              const dup = model.some((m) => m.owner === o.owner && m.key === o.key && m.ts === o.ts)
+              if (o.t === 'add') assert.equal(q.add(o.owner, o.key, o.ts, seq), !dup)
               else {
-                q.enqueue(0, o.key, o.ts, seq)
-                if (!dup) accepted.push([o.key, o.ts, seq])
+                q.enqueue(o.owner, o.key, o.ts, seq)
+                if (!dup) accepted.push([o.owner, o.key, o.ts, seq])
               }
-              if (!dup) model.push({ key: o.key, ts: o.ts, seq })
+              if (!dup) model.push({ owner: o.owner, key: o.key, ts: o.ts, seq })
               seq++
             } else if (o.t === 'remove') {
-              const had = model.some((m) => m.key === o.key && m.ts === o.ts)
-              assert.equal(q.remove(0, o.key, o.ts), had)
-              model = model.filter((m) => !(m.key === o.key && m.ts === o.ts))
+              const same = (m: (typeof model)[number]): boolean => m.owner === o.owner && m.key === o.key && m.ts === o.ts
+              assert.equal(q.remove(o.owner, o.key, o.ts), model.some(same))
+              model = model.filter((m) => !same(m))
             } else if (o.t === 'peek') {
               // Counts held registrations without indexing them.
               assert.equal(q.peekTime(), earliest())
@@ -92,20 +90,22 @@ describe('TimerQueue (set-semantic priority queue)', () => {
             } else {
               const due = model.filter((m) => m.ts <= o.ts).sort(firing)
               const expected = o.t === 'poll' ? due : due.slice(0, 1)
-              const got: Array<[unknown, number, number]> = []
-              for (let e = q.pollDue(o.ts); e !== undefined; e = o.t === 'poll' ? q.pollDue(o.ts) : undefined) got.push([e.key, e.timestamp, e.seq])
-              assert.deepEqual(got, expected.map((m) => [m.key, m.ts, m.seq]))
+              const got: Array<[number, unknown, number, number]> = []
+              for (let e = q.pollDue(o.ts); e !== undefined; e = o.t === 'poll' ? q.pollDue(o.ts) : undefined) got.push([e.owner, e.key, e.timestamp, e.seq])
+              assert.deepEqual(got, expected.map((m) => [m.owner, m.key, m.ts, m.seq]))
               model = model.filter((m) => !expected.includes(m))
             }
             assert.equal(q.peekTime(), earliest())
           }
           assert.equal(q.size, model.length)
           assert.deepEqual(heard, accepted)
-          for (let key = 0; key <= 5; key++) {
-            const pending = model.filter((m) => m.key === key).sort(firing)
-            assert.deepEqual(q.list(0, key).map((e) => [e.timestamp, e.seq]), pending.map((m) => [m.ts, m.seq]))
+          for (let owner = 0; owner <= 1; owner++) {
+            for (let key = 0; key <= 5; key++) {
+              const pending = model.filter((m) => m.owner === owner && m.key === key).sort(firing)
+              assert.deepEqual(q.list(owner, key).map((e) => [e.timestamp, e.seq]), pending.map((m) => [m.ts, m.seq]))
+            }
+            assert.equal(q.countOwner(owner), model.filter((m) => m.owner === owner).length)
           }
-          assert.equal(q.countOwner(0), model.length)
           assert.equal(q.entries().length, model.length)
         }),
         { numRuns: 1000 },

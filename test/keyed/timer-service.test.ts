@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { TimerService } from '../../src/keyed/timer-service.js'
+import { KeyedTaskState } from '../../src/keyed/keyed-task-state.js'
+import type { KeyedProcessorNode } from '../../src/keyed/keyed-node.js'
 
 describe('TimerService with large queues (sorted runs)', () => {
   it('a jump past 40,000 user and 40,000 TTL timers fires every user timer first, each kind in (timestamp, registration) order', () => {
@@ -41,5 +43,40 @@ describe('TimerService with large queues (sorted runs)', () => {
       }
     }
     assert.equal(ts.nextDue('event'), Infinity)
+  })
+
+  it('durable changes give each fired timer its own sequence, also when a callback reuses its id at once', () => {
+    const changes: string[] = []
+    const take = (): void => {
+      for (const c of ts.takeChanges()) changes.push(`${c.added ? '+' : '-'}${c.owner}/${String(c.key)}@${c.timestamp}#${c.seq}`)
+    }
+    const ts = new TimerService(
+      {
+        // A delete indexes the registration held before it, which takes the id just freed.
+        onUserTimer: (_owner, key, timestamp) => {
+          if (key !== 'a') return
+          ts.registerUser('event', 1, 'a+', timestamp + 5)
+          ts.deleteUser('event', 1, 'absent', 0)
+        },
+        onTtlTimer: () => {},
+      },
+      () => {},
+    )
+    ts.trackChanges()
+    ts.registerUser('event', 0, 'a', 10)
+    ts.registerUser('event', 0, 'b', 20)
+    ts.registerUser('event', 1, 'c', 20)
+    take()
+    assert.equal(ts.advance('event', 25), 4)
+    take()
+    assert.deepEqual(changes, ['+0/a@10#0', '+0/b@20#1', '+1/c@20#2', '-0/a@10#0', '+1/a+@15#3', '-1/a+@15#3', '-0/b@20#1', '-1/c@20#2'])
+  })
+})
+
+describe('KeyedTaskState', () => {
+  it('refuses a keyed processor past the 65,536 a task can hold (timer owners are 16-bit), naming it', () => {
+    const state = new KeyedTaskState(() => {}, () => {}, undefined)
+    for (let i = 0; i < 65_536; i++) state.addNode({ name: `p${i}` } as KeyedProcessorNode)
+    assert.throws(() => state.addNode({ name: 'one-too-many' } as KeyedProcessorNode), /keyed processor "one-too-many": a task holds at most 65536 keyed processors/)
   })
 })
