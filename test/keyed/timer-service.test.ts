@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { TimerService } from '../../src/keyed/timer-service.js'
 import { KeyedTaskState } from '../../src/keyed/keyed-task-state.js'
-import type { KeyedProcessorNode } from '../../src/keyed/keyed-node.js'
+import type { KeyedProcessorNode, KeyedTaskServices } from '../../src/keyed/keyed-node.js'
+import { StateDescriptors } from '../../src/keyed/api.js'
 
 describe('TimerService with large queues (sorted runs)', () => {
   it('a jump past 40,000 user and 40,000 TTL timers fires every user timer first, each kind in (timestamp, registration) order', () => {
@@ -78,5 +79,13 @@ describe('KeyedTaskState', () => {
     const state = new KeyedTaskState(() => {}, () => {}, undefined)
     for (let i = 0; i < 65_536; i++) state.addNode({ name: `p${i}` } as KeyedProcessorNode)
     assert.throws(() => state.addNode({ name: 'one-too-many' } as KeyedProcessorNode), /keyed processor "one-too-many": a task holds at most 65536 keyed processors/)
+  })
+
+  it('refuses a keyed state past the 65,536 a task can hold (TTL timer owners are 16-bit), naming it', () => {
+    const state = new KeyedTaskState(() => {}, () => {}, undefined)
+    const node = { name: 'p' } as KeyedProcessorNode
+    const task = {} as KeyedTaskServices
+    for (let i = 0; i < 65_536; i++) state.stateTable(node, StateDescriptors.value(`s${i}`), task)
+    assert.throws(() => state.stateTable(node, StateDescriptors.value('one-too-many'), task), /keyed processor "p" state "one-too-many": a task holds at most 65536 keyed states/)
   })
 })
