@@ -3,8 +3,8 @@ import { timerHashes } from './timer-index.js'
 import type { TimerIndex } from './timer-index.js'
 
 /**
- * Registrations a timer queue holds before indexing them (`TimerQueue.enqueue`), oldest first, in
- * parallel arrays. A registration's cost is mostly cache misses: the key's string (to hash it) and the
+ * Registrations an indexed timer queue holds before indexing them (`TimerQueue.enqueue`), oldest first,
+ * in parallel arrays; also the timers an unindexed queue indexes at once (`pushIndexing`). A registration's cost is mostly cache misses: the key's string (to hash it) and the
  * index line its hash leads to. One registration at a time, each miss waits for the one before;
  * `prepare` takes the whole batch pass by pass instead, so that the misses of a pass overlap, and leaves
  * the strings and index lines in the cache for the queue's inserting pass.
@@ -16,6 +16,8 @@ export class RegistrationBatch {
   readonly owner: Int32Array
   readonly time: Float64Array
   readonly seq: Float64Array
+  /** For timers already in the queue that are being indexed (`pushIndexing`): their ids. */
+  readonly id: Int32Array
   /** Filled by `prepare`. */
   readonly hash: Int32Array
   readonly keys: Array<StoreKey | undefined>
@@ -26,6 +28,7 @@ export class RegistrationBatch {
     this.owner = new Int32Array(size)
     this.time = new Float64Array(size)
     this.seq = new Float64Array(size)
+    this.id = new Int32Array(size)
     this.hash = new Int32Array(size)
     this.keys = Array.from({ length: size }, () => undefined)
   }
@@ -39,6 +42,12 @@ export class RegistrationBatch {
     this.seq[n] = seq
     this.count = n + 1
     if (timestamp < this.earliest) this.earliest = timestamp
+  }
+
+  /** Holds a timer already in the queue (by id), to index it; the batch must not be full. */
+  pushIndexing(id: number, owner: number, key: StoreKey, timestamp: number): void {
+    this.id[this.count] = id
+    this.push(owner, key, timestamp, 0)
   }
 
   /**

@@ -26,6 +26,14 @@ export class TimerIndex {
 
   constructor(private readonly records: TimerRecords) {}
 
+  /** Forgets every entry, and lets go of a large table (a small one is kept: a queue may empty often). */
+  clear(): void {
+    if (this.shift === 32 - INITIAL_BITS) this.table.fill(EMPTY)
+    else this.table = new Int32Array(2 << INITIAL_BITS).fill(EMPTY)
+    this.shift = 32 - INITIAL_BITS
+    this.used = 0
+  }
+
   /** The id of the LIVE timer (owner, key, timestamp) with hash `h`, or -1. */
   find(h: number, owner: number, key: StoreKey, timestamp: number): number {
     const found = this.probe(h, owner, key, timestamp)
@@ -46,6 +54,22 @@ export class TimerIndex {
   reserve(count: number, live: number): void {
     // At most three quarters full: entries are pairs, so a probe run stays within a line or two.
     if ((this.used + count) * 4 > (this.table.length >>> 1) * 3) this.rebuild(live, count)
+  }
+
+  /**
+   * Makes an empty index ready for `count` entries at once (a bulk load): as large as growing entry by
+   * entry would have made it, at most three quarters full, where `reserve` leaves room to grow.
+   */
+  presize(count: number): void {
+    if (this.used !== 0) {
+      this.reserve(count, this.used)
+      return
+    }
+    let bits = INITIAL_BITS
+    while ((1 << bits) * 3 < count * 4) bits++
+    if (bits === 32 - this.shift) return
+    this.table = new Int32Array(2 << bits).fill(EMPTY)
+    this.shift = 32 - bits
   }
 
   /** Reads the home entry of hash `h`, to bring its line into the cache; the result means nothing. */

@@ -1,6 +1,7 @@
 import type { StoreKey } from '../processor/api.js'
 import { RegistrationBatch } from './registration-batch.js'
 import { SlotHeap, keepSlots } from './slot-heap.js'
+import { DuplicateSampler, killDuplicates } from './timer-duplicates.js'
 import { TimerIndex, timerHash } from './timer-index.js'
 import { DEAD, LIVE, TimerRecords } from './timer-records.js'
 
@@ -26,6 +27,8 @@ const TOUCH_AHEAD = 64
  * strings, the index lines) is still there for the last one: 512 keys and 512 index lines are 64 KB.
  */
 const BATCH = 512
+/** An unindexed heap is first sampled for duplicates at this size, then each time it has doubled. */
+const DUPLICATE_CHECK_MIN = 16_384
 
 /** Told of each registration that `enqueue` accepted (not a duplicate), in registration order. */
 export type AddedListener = (owner: number, key: StoreKey, timestamp: number, seq: number) => void
@@ -43,6 +46,16 @@ export type AddedListener = (owner: number, key: StoreKey, timestamp: number, se
  *   heap is radix-sorted into a run (`SlotHeap.drainSorted`) and polled from its front, instead of a sift
  *   through every level per timer. Timers registered meanwhile go into a new heap; a poll takes
  *   whichever of the two heads fires first.
+ *
+ * - Unindexed registrations: a queue that is empty (and has no listener) stops indexing. Registrations
+ *   are appended with no lookup, duplicates included, until something needs the index: a delete, a
+ *   count, a listener, or a poll from the heap. Then `indexAll` indexes every pending timer, oldest first,
+ *   and marks each duplicate DEAD. A heap that is sorted into a run drops its duplicates there instead
+ *   (they share a timestamp, so the sort puts them side by side), and needs no index at all: a burst of
+ *   registrations that an advance then fires (a jump in time, the end of input) never hashes a key. A
+ *   sample of the heap is checked for duplicates each time it doubles, and a queue that finds some is
+ *   indexed, so that registering the same timer again and again (once per record, say) does not keep a
+ *   slot per registration.
  *
  * Deletion is lazy in the heap too: a deleted timer is marked DEAD and dropped when it reaches the top, or
  * in a compaction when dead slots outnumber live ones. `owner` is a small non-negative integer: the keyed
@@ -73,24 +86,49 @@ export class TimerQueue {
   /** Registrations `enqueue` has not indexed yet (made on the first one). */
   private pending: RegistrationBatch | undefined
   private onAdded: AddedListener | undefined
+  /**
+   * Whether every pending timer is in the index. While not, registrations are appended unindexed (see the
+   * class comment): `pending` is empty, no slot is DEAD, and the heap has not been heaped since it was
+   * empty, so its slots are in registration order.
+   */
+  private indexed = false
+  /** While unindexed: the heap size at which a sample of it is next checked for duplicates. */
+  private duplicateCheckAt: number
+  private readonly sampler = new DuplicateSampler()
 
   private readonly maxOrder: number
   private readonly drainMin: number
   private readonly compactMin: number
   private readonly batch: number
+  private readonly duplicateCheckMin: number
 
-  /** The options exist for tests, to reach the renumbering, the run and full batches with few timers. */
-  constructor(options: { readonly maxOrder?: number; readonly drainMin?: number; readonly compactMin?: number; readonly batch?: number } = {}) {
+  /**
+   * The options exist for tests, to reach the renumbering, the run, full batches and the duplicate
+   * sampling with few timers.
+   */
+  constructor(
+    options: { readonly maxOrder?: number; readonly drainMin?: number; readonly compactMin?: number; readonly batch?: number; readonly duplicateCheckMin?: number } = {},
+  ) {
     this.maxOrder = options.maxOrder ?? MAX_ORDER
     this.drainMin = options.drainMin ?? DRAIN_MIN
     this.compactMin = options.compactMin ?? COMPACT_MIN
     this.batch = options.batch ?? BATCH
+    this.duplicateCheckMin = options.duplicateCheckMin ?? DUPLICATE_CHECK_MIN
+    this.duplicateCheckAt = this.duplicateCheckMin
   }
 
   /** Pending timers. */
   get size(): number {
     this.flush()
     return this.liveCount()
+  }
+
+  /**
+   * Slots in the heap and the run: the pending timers, plus DEAD ones not dropped yet and, while
+   * unindexed, duplicates. What the queue's memory follows. Reads, never indexes.
+   */
+  get slots(): number {
+    return this.heap.size + this.runEnd - this.runStart
   }
 
   private liveCount(): number {
@@ -112,25 +150,107 @@ export class TimerQueue {
     return held < indexed ? held : indexed
   }
 
-  /** Where `enqueue` reports the registrations it accepted (one listener; undefined stops it). */
+  /**
+   * Where `enqueue` reports the registrations it accepted (one listener; undefined stops it). A queue
+   * with a listener stays indexed: whether a registration was accepted is known as it is indexed.
+   */
   listen(onAdded: AddedListener | undefined): void {
+    if (onAdded !== undefined) this.indexAll()
     this.onAdded = onAdded
   }
 
   /**
    * Registers a timer unless (owner, key, timestamp) is pending, like `add`, but may hold it to index
-   * it later with others: every other method indexes what is held first, so nothing can tell the
-   * difference, except that whether it was a duplicate is not known at the call (the listener is told
-   * of accepted ones when they are indexed). Why: see `RegistrationBatch`.
+   * it later with others (why: see `RegistrationBatch`), or, while the queue is unindexed, append it
+   * unindexed (see the class comment). Every other method indexes what is held first and a duplicate
+   * never fires, so nothing can tell the difference, except that whether it was a duplicate is not known
+   * at the call (the listener is told of accepted ones when they are indexed).
    */
   enqueue(owner: number, key: StoreKey, timestamp: number, seq: number): void {
+    if (this.indexed && this.heap.size === 0 && this.isEmptyAndUnheard()) this.dropIndex()
+    if (!this.indexed) {
+      if (this.heap.size >= this.duplicateCheckAt || this.nextOrder > this.maxOrder) this.checkUnindexed()
+      if (!this.indexed) {
+        this.heap.append(timestamp, this.nextOrder++, this.records.add(owner, key, timestamp, seq, 0))
+        return
+      }
+    }
     const batch = (this.pending ??= new RegistrationBatch(this.batch))
     if (batch.count === batch.size) this.flush()
     batch.push(owner, key, timestamp, seq)
   }
 
-  /** Indexes the registrations `enqueue` held, in the order they were made. */
+  /** No timer, held or in a slot, and no listener: the index can go. */
+  private isEmptyAndUnheard(): boolean {
+    return this.heap.size === 0 && this.runStart === this.runEnd && this.onAdded === undefined && (this.pending === undefined || this.pending.count === 0)
+  }
+
+  private dropIndex(): void {
+    this.index.clear()
+    this.indexed = false
+    this.duplicateCheckAt = this.duplicateCheckMin
+  }
+
+  /**
+   * Unindexed, before an append: indexes everything if the orders ran out (renumbering needs a heap) or a
+   * sample of the heap has duplicates; else the next check is when the heap has doubled.
+   */
+  private checkUnindexed(): void {
+    if (this.nextOrder > this.maxOrder || this.sampler.hasDuplicates(this.heap.word, this.heap.size, this.records)) this.indexAll()
+    else this.duplicateCheckAt = 2 * this.heap.size
+  }
+
+  /**
+   * Indexes every pending timer, oldest first, marking each duplicate DEAD: the later one, registered
+   * while the first was pending (the run's timers were all registered before the heap's, and an
+   * unindexed heap is in registration order). From then on the queue is indexed.
+   */
+  private indexAll(): void {
+    if (this.indexed) return
+    this.indexed = true
+    const total = this.heap.size + this.runEnd - this.runStart
+    if (total === 0) return
+    this.index.presize(total)
+    const batch = (this.pending ??= new RegistrationBatch(this.batch))
+    const records = this.records
+    let live = 0
+    const hold = (id: number): void => {
+      if (batch.count === batch.size) live = this.indexHeld(batch, live)
+      batch.pushIndexing(id, records.owner(id), records.key(id), records.timestamp(id))
+    }
+    for (let r = this.runStart; r < this.runEnd; r++) hold(this.runWord[4 * r + 3] as number)
+    const word = this.heap.word
+    for (let s = 0; s < this.heap.size; s++) hold(word[4 * s + 3] as number)
+    live = this.indexHeld(batch, live)
+    this.dead = total - live
+    if (this.dead > this.compactMin && this.dead * 2 > total) this.compact()
+  }
+
+  /** Indexes the timers `indexAll` holds in `batch` (`live` of them indexed before); returns the new count. */
+  private indexHeld(batch: RegistrationBatch, live: number): number {
+    batch.prepare(this.index, live)
+    const n = batch.take()
+    const { owner, keys, time, hash, id } = batch
+    for (let i = 0; i < n; i++) {
+      const h = hash[i] as number
+      const found = this.index.findOrReserve(h, owner[i] as number, keys[i] as StoreKey, time[i] as number, live)
+      if (found >= 0) this.records.kill(id[i] as number)
+      else {
+        this.records.setHash(id[i] as number, h)
+        this.index.fill(found, h, id[i] as number)
+        live++
+      }
+    }
+    batch.release(n)
+    return live
+  }
+
+  /** Indexes the registrations `enqueue` held, in the order they were made (or, unindexed, every timer). */
   flush(): void {
+    if (!this.indexed) {
+      this.indexAll()
+      return
+    }
     const batch = this.pending
     if (batch === undefined || batch.count === 0) return
     batch.prepare(this.index, this.liveCount())
@@ -184,9 +304,13 @@ export class TimerQueue {
     if (this.pending !== undefined && this.pending.earliest <= time) this.flush()
     const heap = this.heap
     if (heap.allDueBy(time) && heap.size >= this.drainMin && this.runStart === this.runEnd) this.sortIntoRun()
-    heap.ensureHeap()
-    this.dropDeadHead()
-    const heapDue = heap.size > 0 && (heap.time[0] as number) <= time
+    // Unindexed, the heap is only an array: it is indexed (which drops duplicates) before it is heaped.
+    if (!this.indexed && heap.size > 0 && heap.earliest() <= time) this.indexAll()
+    if (this.indexed) {
+      heap.ensureHeap()
+      this.dropDeadHead()
+    }
+    const heapDue = this.indexed && heap.size > 0 && (heap.time[0] as number) <= time
     const r = this.runStart
     if (r < this.runEnd && (this.runTime[2 * r] as number) <= time) {
       if (r >= this.touchedTo) this.touchAhead(r)
@@ -256,6 +380,27 @@ export class TimerQueue {
     this.runWord = new Uint32Array(sorted)
     this.runStart = this.touchedTo = 0
     this.runEnd = n
+    if (!this.indexed) this.dropRunDuplicates()
+  }
+
+  /**
+   * Unindexed: drops duplicates from the new run. Duplicates share a timestamp, so they are among the
+   * slots of one timestamp, where registration order puts the timer before its duplicates.
+   */
+  private dropRunDuplicates(): void {
+    const time = this.runTime
+    const end = this.runEnd
+    let killed = 0
+    for (let r = this.runStart; r < end; ) {
+      const t = time[2 * r] as number
+      let e = r + 1
+      while (e < end && time[2 * e] === t) e++
+      if (e - r > 1) killed += killDuplicates(this.runWord, r, e, t, this.records)
+      r = e
+    }
+    if (killed === 0) return
+    this.runEnd = keepSlots(this.runTime, this.runWord, this.runStart, end, this.runStart, this.dropDead)
+    if (this.runStart === this.runEnd) this.clearRun()
   }
 
   /** Lets go of a drained run's buffer (it can be as large as the heap was). */

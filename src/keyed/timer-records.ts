@@ -58,6 +58,11 @@ export class TimerRecords {
     return id
   }
 
+  /** Sets the hash of a timer added without one (see `TimerQueue`'s unindexed registrations). */
+  setHash(id: number, hash: number): void {
+    this.int[6 * id + 5] = hash
+  }
+
   /** Marks a LIVE timer deleted (its heap slot is dropped later). */
   kill(id: number): void {
     this.int[6 * id + 4] = DEAD

@@ -39,16 +39,19 @@ describe('TimerQueue (set-semantic priority queue)', () => {
   })
 
   // The small options reach what large queues do: renumbering orders, sorting the heap into a run (and
-  // registering while the run is drained), compacting dead slots, full batches of held registrations.
+  // registering while the run is drained), compacting dead slots, full batches of held registrations,
+  // sampling an unindexed heap for duplicates. Without a listener a queue that empties stops indexing
+  // (duplicates are then dropped when the heap is indexed or sorted into a run); with one it never does.
   const variants = [
     { name: 'defaults', options: {} },
     { name: 'renumbering at order 7', options: { maxOrder: 7 } },
     { name: 'sorted runs from 2 timers', options: { drainMin: 2 } },
     { name: 'batches of 3', options: { batch: 3 } },
-    { name: 'all paths at once', options: { maxOrder: 5, drainMin: 1, compactMin: 1, batch: 2 } },
+    { name: 'duplicates sampled from 4 slots', options: { duplicateCheckMin: 4, drainMin: 3 } },
+    { name: 'all paths at once', options: { maxOrder: 5, drainMin: 1, compactMin: 1, batch: 2, duplicateCheckMin: 2 } },
   ]
-  for (const { name, options } of variants) {
-    it(`matches a naive set for random add/enqueue/remove/poll sequences (property, ${name})`, () => {
+  for (const { name, options } of variants) for (const listening of [true, false]) {
+    it(`matches a naive set for random add/enqueue/remove/poll sequences (property, ${name}, ${listening ? 'with' : 'no'} listener)`, () => {
       // Two owners: a timer's owner is kept apart from its record, and must come back with it.
       type Op = { t: 'add' | 'enqueue' | 'remove'; owner: number; key: number; ts: number } | { t: 'poll' | 'pollOne'; ts: number } | { t: 'peek' } | { t: 'check' }
       const op = fc.oneof(
@@ -62,7 +65,7 @@ describe('TimerQueue (set-semantic priority queue)', () => {
           // What the listener hears must be exactly the enqueued registrations that were not duplicates, in order.
           const heard: Array<[number, unknown, number, number]> = []
           const accepted: Array<[number, unknown, number, number]> = []
-          q.listen((owner, key, ts, s) => void heard.push([owner, key, ts, s]))
+          if (listening) q.listen((owner, key, ts, s) => void heard.push([owner, key, ts, s]))
           let model: Array<{ owner: number; key: number; ts: number; seq: number }> = []
           let seq = 0
           const firing = (a: { ts: number; seq: number }, b: { ts: number; seq: number }): number => a.ts - b.ts || a.seq - b.seq
@@ -73,7 +76,7 @@ describe('TimerQueue (set-semantic priority queue)', () => {
               if (o.t === 'add') assert.equal(q.add(o.owner, o.key, o.ts, seq), !dup)
               else {
                 q.enqueue(o.owner, o.key, o.ts, seq)
-                if (!dup) accepted.push([o.owner, o.key, o.ts, seq])
+                if (!dup && listening) accepted.push([o.owner, o.key, o.ts, seq])
               }
               if (!dup) model.push({ owner: o.owner, key: o.key, ts: o.ts, seq })
               seq++
@@ -112,6 +115,58 @@ describe('TimerQueue (set-semantic priority queue)', () => {
       )
     })
   }
+
+  it('unindexed registrations: a burst with duplicates, sorted into a run, fires each timer once, in order', () => {
+    // Small and large groups of one timestamp: a window end that 300 keys register three times each, and
+    // pairs and triples elsewhere. No listener, no delete: the burst is never indexed.
+    const q = new TimerQueue({ drainMin: 2 })
+    const expected = new Map<string, { ts: number; seq: number; key: string }>()
+    let seq = 0
+    const register = (key: string, ts: number): void => {
+      q.enqueue(0, key, ts, seq)
+      if (!expected.has(`${key}@${ts}`)) expected.set(`${key}@${ts}`, { ts, seq, key })
+      seq++
+    }
+    for (let round = 0; round < 3; round++) {
+      for (let k = 0; k < 300; k++) register(`k${k}`, 1000)
+      for (let k = 0; k < 200; k++) register(`k${k % 7}`, k % 50)
+    }
+    assert.ok(q.slots > expected.size, 'the duplicates are held unindexed')
+    const fired: Array<{ ts: number; seq: number; key: string }> = []
+    for (let e = q.pollDue(Infinity); e !== undefined; e = q.pollDue(Infinity)) fired.push({ ts: e.timestamp, seq: e.seq, key: e.key as string })
+    const want = [...expected.values()].sort((a, b) => a.ts - b.ts || a.seq - b.seq)
+    assert.deepEqual(fired, want)
+    assert.equal(q.slots, 0)
+  })
+
+  it('unindexed registrations: the same timers registered again and again get indexed, so their slots stay few', () => {
+    // Once per record, 100 keys register the end of their window: without the sampling the heap would
+    // hold a slot per registration.
+    const q = new TimerQueue({ duplicateCheckMin: 1024 })
+    for (let i = 0; i < 100_000; i++) q.enqueue(0, `k${i % 100}`, 3_600_000, i)
+    assert.ok(q.slots <= 2048, `${q.slots} slots for 100 timers`)
+    assert.equal(q.size, 100)
+    // Distinct timers are never taken for duplicates: they stay unindexed.
+    const d = new TimerQueue({ duplicateCheckMin: 1024, drainMin: 2 })
+    for (let i = 0; i < 100_000; i++) d.enqueue(0, `k${i % 100}`, i, i)
+    assert.equal(d.slots, 100_000)
+    let fired = 0
+    while (d.pollDue(Infinity) !== undefined) fired++
+    assert.equal(fired, 100_000)
+  })
+
+  it('unindexed registrations: a duplicate of a timer in the run is dropped when the heap is indexed', () => {
+    const q = new TimerQueue({ drainMin: 2 })
+    for (let i = 0; i < 10; i++) q.enqueue(0, `k${i}`, i, i)
+    const first = q.pollDue(Infinity)
+    assert.equal(first?.key, 'k0')
+    // k5@5 is pending in the run: registering it again while the run is fired is a duplicate.
+    q.enqueue(0, 'k5', 5, 100)
+    q.enqueue(0, 'k0', 0, 101) // k0@0 has fired: a new timer
+    const rest: string[] = []
+    for (let e = q.pollDue(Infinity); e !== undefined; e = q.pollDue(Infinity)) rest.push(`${e.key as string}@${e.timestamp}/${e.seq}`)
+    assert.deepEqual(rest, ['k0@0/101', 'k1@1/1', 'k2@2/2', 'k3@3/3', 'k4@4/4', 'k5@5/5', 'k6@6/6', 'k7@7/7', 'k8@8/8', 'k9@9/9'])
+  })
 
   it('the index keeps every pending timer through rebuilds among stale entries', () => {
     // Long-lived timers take the first ids; a flow of short-lived ones fills the index with stale
