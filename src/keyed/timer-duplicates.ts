@@ -33,23 +33,16 @@ export function killDuplicates(word: Uint32Array, from: number, end: number, tim
     return killed
   }
   const table = emptyTable(end - from)
-  const mask = table.length - 1
-  const shift = 32 - Math.log2(table.length)
+  let owner = 0
+  let key: StoreKey = ''
+  const same = (other: number): boolean => sameOwnerAndKey(records, other, owner, key)
   for (let r = from; r < end; r++) {
     const id = word[4 * r + 3] as number
-    const owner = records.owner(id)
-    const key = records.key(id)
-    for (let i = timerHash(owner, key, timestamp) >>> shift; ; i = (i + 1) & mask) {
-      const other = table[i] as number
-      if (other === -1) {
-        table[i] = id
-        break
-      }
-      if (sameOwnerAndKey(records, other, owner, key)) {
-        records.kill(id)
-        killed++
-        break
-      }
+    owner = records.owner(id)
+    key = records.key(id)
+    if (findOrPut(table, timerHash(owner, key, timestamp), id, same) !== -1) {
+      records.kill(id)
+      killed++
     }
   }
   return killed
@@ -75,32 +68,28 @@ export class DuplicateSampler {
     const draws = Math.min(n, 4 * Math.ceil(Math.sqrt(n)))
     // Slot numbers, not ids: a slot drawn twice is not a pair.
     const table = emptyTable(draws)
-    const mask = table.length - 1
-    const shift = 32 - Math.log2(table.length)
+    let slot = 0
+    let owner = 0
+    let key: StoreKey = ''
+    let t = 0
+    const same = (other: number): boolean => {
+      if (other === slot) return true
+      const o = word[4 * other + 3] as number
+      return records.timestamp(o) === t && sameOwnerAndKey(records, o, owner, key)
+    }
     let x = this.state
     let pairs = 0
     for (let d = 0; d < draws && pairs < 2; d++) {
       x ^= x << 13
       x ^= x >>> 17
       x ^= x << 5
-      const slot = (x >>> 0) % n
+      slot = (x >>> 0) % n
       const id = word[4 * slot + 3] as number
-      const owner = records.owner(id)
-      const key = records.key(id)
-      const t = records.timestamp(id)
-      for (let i = timerHash(owner, key, t) >>> shift; ; i = (i + 1) & mask) {
-        const other = table[i] as number
-        if (other === -1) {
-          table[i] = slot
-          break
-        }
-        if (other === slot) break
-        const o = word[4 * other + 3] as number
-        if (records.timestamp(o) === t && sameOwnerAndKey(records, o, owner, key)) {
-          pairs++
-          break
-        }
-      }
+      owner = records.owner(id)
+      key = records.key(id)
+      t = records.timestamp(id)
+      const found = findOrPut(table, timerHash(owner, key, t), slot, same)
+      if (found !== -1 && found !== slot) pairs++
     }
     this.state = x
     return pairs >= 2
@@ -109,6 +98,22 @@ export class DuplicateSampler {
 
 function sameOwnerAndKey(records: TimerRecords, id: number, owner: number, key: StoreKey): boolean {
   return records.owner(id) === owner && records.key(id) === key
+}
+
+/**
+ * Linear probing in a table from `emptyTable`, from the home of hash `h` (its top bits): the first entry
+ * that `matches`, or else -1, with `value` put in the empty entry that ended the probe.
+ */
+function findOrPut(table: Int32Array, h: number, value: number, matches: (entry: number) => boolean): number {
+  const mask = table.length - 1
+  for (let i = h >>> (32 - Math.log2(table.length)); ; i = (i + 1) & mask) {
+    const entry = table[i] as number
+    if (entry === -1) {
+      table[i] = value
+      return -1
+    }
+    if (matches(entry)) return entry
+  }
 }
 
 /** An open-addressing table of at least 2n entries (a power of two, at least 2), all -1. */
