@@ -4,10 +4,11 @@ import type { TimerIndex } from './timer-index.js'
 
 /**
  * Registrations an indexed timer queue holds before indexing them (`TimerQueue.enqueue`), oldest first,
- * in parallel arrays; also the timers an unindexed queue indexes at once (`pushIndexing`). A registration's cost is mostly cache misses: the key's string (to hash it) and the
- * index line its hash leads to. One registration at a time, each miss waits for the one before;
- * `prepare` takes the whole batch pass by pass instead, so that the misses of a pass overlap, and leaves
- * the strings and index lines in the cache for the queue's inserting pass.
+ * in parallel arrays; also the timers an unindexed queue indexes at once (`pushIndexing`). Indexing a
+ * registration costs mostly cache misses: the key's string (to hash it) and the index line its hash
+ * leads to. One registration at a time, each miss waits for the one before; `prepare` takes the whole
+ * batch pass by pass instead, so that the misses of a pass overlap, and leaves the strings and index
+ * lines in the cache for the queue's inserting pass.
  */
 export class RegistrationBatch {
   count = 0
