@@ -11,7 +11,7 @@ import { loadScenario, runScenario } from '../../src/conformance/runner.js'
 import { comparable, ReferenceHarness } from './harness.js'
 
 const here = fileURLToPath(new URL('.', import.meta.url))
-const dir = resolve(process.argv[2] ?? join(here, '../../../shared/conformance/scenarios'))
+const dir = resolve(process.argv[2] ?? join(here, '../scenarios'))
 /**
  * Differences that follow from SEMANTICS.md, each with its reason; `punctualWith` (merged into the
  * topology) is the punctual setting under which the scenario must match Kafka Streams exactly.

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { runApp } from './run-command.js'
 import { scenarioRun } from './scenario-command.js'
@@ -8,14 +9,21 @@ const stdio: Io = {
   err: (line) => process.stderr.write(line + '\n'),
 }
 
+/** The package's version: `src/cli/` and `dist/cli/` both sit two folders below package.json. */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+  return pkg.version
+}
+
 /** The `punctual` command line. Returns the exit code instead of exiting, so it is testable. */
 export async function main(argv: readonly string[], io: Io = stdio): Promise<number> {
   let code = 0
   const program = new Command('punctual')
     .description('punctual: stateful stream processing for TypeScript whose strength is time')
+    .version(packageVersion(), '-V, --version', 'print the version of punctual')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) })
-  const scenario = program.command('scenario').description('conformance scenarios (see conformance/FORMAT.md)')
+  const scenario = program.command('scenario').description('conformance scenarios (the format: conformance/FORMAT.md in the package; scenarios: conformance/scenarios)')
   scenario
     .command('run')
     .description('run scenario files or folders; print outputs as JSON lines, or compare them with --check')

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
@@ -30,5 +30,24 @@ describe('punctual run APP --state-dir DIR', () => {
   it('refuses a module without the app shape, naming what it needs', async () => {
     const notAnApp = fileURLToPath(new URL('../helpers/collect.ts', import.meta.url))
     await assert.rejects(cli('run', notAnApp, '--state-dir', mkdtempSync(join(tmpdir(), 'punctual-run-'))), /must export default \{ applicationId, topology\(\), config\?, start\? \}/)
+  })
+})
+
+describe('punctual --version and --help', () => {
+  it('prints the version of package.json', async () => {
+    const out: string[] = []
+    const code = await main(['node', 'punctual', '--version'], { out: (l) => out.push(l), err: () => {} })
+    assert.equal(code, 0)
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string; files: string[] }
+    assert.deepEqual(out, [pkg.version])
+  })
+
+  it('names in its help only files that ship in the package', async () => {
+    const out: string[] = []
+    await main(['node', 'punctual', 'scenario', '--help'], { out: (l) => out.push(l), err: (l) => out.push(l) })
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { files: string[] }
+    const named = out.join('\n').match(/[\w-]+\/[\w./-]+/g) ?? []
+    assert.ok(named.length > 0, 'the help names the format file')
+    for (const path of named) assert.ok(pkg.files.some((f) => path === f || path.startsWith(f + '/')), `${path} is not in package.json's files`)
   })
 })

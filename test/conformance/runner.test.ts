@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { main } from '../../src/cli/main.js'
 
-const SCENARIOS = new URL('../../../shared/conformance/scenarios/', import.meta.url).pathname
+const SCENARIOS = new URL('../../conformance/scenarios/', import.meta.url).pathname
 
 async function cli(...args: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
   const out: string[] = []

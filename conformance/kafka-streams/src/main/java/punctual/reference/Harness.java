@@ -49,7 +49,7 @@ import org.apache.kafka.streams.test.TestRecord;
 import org.apache.kafka.common.utils.Bytes;
 
 /**
- * Runs punctual conformance scenarios (../../shared/conformance/FORMAT.md) through Kafka Streams'
+ * Runs punctual conformance scenarios (../FORMAT.md) through Kafka Streams'
  * TopologyTestDriver, for kinds punctuate, suppress-table and windowed-count.
  *
  * <p>Protocol, so one JVM runs many scenarios: each line of standard input is a JSON object, either
