@@ -1,4 +1,4 @@
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { PunctualError } from '../errors.js'
 
@@ -27,6 +27,7 @@ export class StateDirectory {
   ) {}
 
   static open(path: string, applicationId: string): StateDirectory {
+    checkIsOwnDirectory(path)
     try {
       mkdirSync(path, { recursive: true })
     } catch (err) {
@@ -47,6 +48,30 @@ export class StateDirectory {
     if (this.released) return
     this.released = true
     rmSync(join(this.path, LOCK_FILE), { force: true })
+  }
+}
+
+/**
+ * A state directory is new, empty, or punctual's own (it has punctual.json). Adopting a folder that
+ * holds other files would litter it with checkpoints and, at a later reset, risk deleting them.
+ */
+function checkIsOwnDirectory(path: string): void {
+  let isDirectory: boolean
+  try {
+    isDirectory = statSync(path).isDirectory()
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return
+    throw new PunctualError('STATE_DIR', `state directory ${path} cannot be read: ${(err as Error).message}`, { cause: err })
+  }
+  if (!isDirectory) throw new PunctualError('STATE_DIR', `state directory ${path} is a file, not a directory; give stateDir a new or empty directory`)
+  // A lone lock file is what a process that died right after taking the lock leaves.
+  const entries = readdirSync(path).filter((e) => e !== LOCK_FILE)
+  if (entries.length > 0 && !entries.includes(META_FILE)) {
+    const shown = entries.slice(0, 3).join(', ') + (entries.length > 3 ? `, ... (${entries.length} entries)` : '')
+    throw new PunctualError(
+      'STATE_DIR',
+      `state directory ${path} is not empty and is not a punctual state directory (it has no ${META_FILE}; it holds ${shown}); give stateDir a new or empty directory`,
+    )
   }
 }
 

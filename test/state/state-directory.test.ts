@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
@@ -19,6 +19,30 @@ describe('state directory', () => {
     StateDirectory.open(dir, 'orders').release()
     assert.deepEqual(JSON.parse(readFileSync(join(dir, 'punctual.json'), 'utf8')), { format: STATE_FORMAT_VERSION, applicationId: 'orders' })
     StateDirectory.open(dir, 'orders').release()
+  })
+
+  it('refuses a non-empty directory that is not a punctual state directory, naming what it holds', () => {
+    const dir = fresh()
+    mkdirSync(dir)
+    writeFileSync(join(dir, 'package.json'), '{}')
+    assert.throws(() => StateDirectory.open(dir, 'orders'), (e: unknown) => isCode('STATE_DIR')(e) && /is not empty and is not a punctual state directory .*package\.json/.test((e as Error).message))
+    assert.deepEqual(readdirSync(dir), ['package.json'], 'nothing was written into it')
+  })
+
+  it('adopts an empty directory, and one holding only a stale lock', () => {
+    const dir = fresh()
+    mkdirSync(dir)
+    StateDirectory.open(dir, 'orders').release()
+    const other = fresh()
+    mkdirSync(other)
+    writeFileSync(join(other, '.lock'), '999999999')
+    StateDirectory.open(other, 'orders').release()
+  })
+
+  it('says so when the state directory path is a file', () => {
+    const file = fresh()
+    writeFileSync(file, 'x')
+    assert.throws(() => StateDirectory.open(file, 'orders'), (e: unknown) => isCode('STATE_DIR')(e) && /is a file, not a directory/.test((e as Error).message))
   })
 
   it('refuses a second holder while the first runs', () => {
