@@ -60,6 +60,18 @@ export interface Subtopology {
   readonly stores: readonly StoreBuilder[]
 }
 
+/** @internal The serdes a source reads a topic with, or a sink writes it with. */
+export interface TopicSerdes {
+  readonly keySerde: Serde<unknown>
+  readonly valueSerde: Serde<unknown>
+}
+
+/** @internal Who reads and writes a topic in a topology. */
+export interface TopicUse {
+  readonly source: TopicSerdes | undefined
+  readonly sink: TopicSerdes | 'mixed' | undefined
+}
+
 /**
  * The processing graph: sources read topics, processors transform, sinks write topics. Mistakes are
  * reported when a node is added, naming the node, so a bad topology never starts.
@@ -217,6 +229,34 @@ export class Topology {
         stores: [...stores].map((s) => this.storeBuilders.get(s) as StoreBuilder),
       }
     })
+  }
+
+  /**
+   * @internal How the topology uses `topic`: the serdes of the source that reads it and of the sinks that
+   * write it (`undefined` where none does, `'mixed'` where sinks write it with different serdes).
+   */
+  topicUse(topic: string): TopicUse {
+    let source: TopicSerdes | undefined
+    let sink: TopicSerdes | 'mixed' | undefined
+    for (const node of this.nodes.values()) {
+      if (node.kind === 'source' && node.topics.includes(topic)) source = node
+      else if (node.kind === 'sink' && node.topic === topic) {
+        if (sink === undefined) sink = node
+        else if (sink !== 'mixed' && (sink.keySerde !== node.keySerde || sink.valueSerde !== node.valueSerde)) sink = 'mixed'
+      }
+    }
+    return { source, sink }
+  }
+
+  /** @internal The topics sources read and the topics sinks write, each sorted. */
+  topicNames(): { readonly sources: string[]; readonly sinks: string[] } {
+    const sources = new Set<string>()
+    const sinks = new Set<string>()
+    for (const node of this.nodes.values()) {
+      if (node.kind === 'source') for (const t of node.topics) sources.add(t)
+      else if (node.kind === 'sink') sinks.add(node.topic)
+    }
+    return { sources: [...sources].sort(), sinks: [...sinks].sort() }
   }
 
   /** A readable description of the graph, in the layout Kafka Streams' `describe()` uses. */

@@ -8,7 +8,7 @@ import type { Headers } from '../processor/api.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import type { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
-import { Serdes } from '../processor/serdes.js'
+import { checkTimestamp, topicSerdes } from '../processor/topic-access.js'
 import type { Serde } from '../processor/serdes.js'
 import type { Topology } from '../processor/topology.js'
 import { CheckpointStore } from '../state/checkpoint-store.js'
@@ -104,32 +104,42 @@ export class EmbeddedRuntime {
     this.topics.create(name, partitions)
   }
 
-  producer<K = string, V = string>(topic: string, serdes: { keySerde?: Serde<K>; valueSerde?: Serde<V> } = {}): Producer<K, V> {
-    const keySerde = serdes.keySerde ?? (Serdes.String() as unknown as Serde<K>)
-    const valueSerde = serdes.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
+  /**
+   * A producer for an input topic of the topology. Serdes default to the ones its source reads with; an
+   * unknown topic or a timestamp that is not an integer epoch millisecond >= 0 is refused at the call.
+   */
+  producer<K = unknown, V = unknown>(topic: string, serdes: { keySerde?: Serde<K>; valueSerde?: Serde<V> } = {}): Producer<K, V> {
+    const caller = `runtime.producer("${topic}")`
+    const { keySerde, valueSerde } = topicSerdes(this.topology, topic, 'input', caller, serdes.keySerde, serdes.valueSerde)
     this.topics.partitions(topic)
+    const sendCaller = `${caller}.send`
     return {
-      send: (key, value, timestamp, headers = NO_HEADERS) =>
-        this.topics.send(topic, undefined, key, keySerde as Serde<unknown>, value, valueSerde as Serde<unknown>, timestamp ?? this.clock.now(), headers),
+      send: (key, value, timestamp, headers = NO_HEADERS) => {
+        const ts = timestamp ?? this.clock.now()
+        checkTimestamp(sendCaller, ts)
+        return this.topics.send(topic, undefined, key, keySerde as Serde<unknown>, value, valueSerde as Serde<unknown>, ts, headers)
+      },
     }
   }
 
   /**
    * Calls `listener` for every record of `topic`, in offset order per partition, right after the
    * processing slice that wrote it; in a durable run (a state directory), right after the commit that
-   * made it durable, so a listener never sees output a crash takes back. `from`: 'earliest' (default)
-   * starts at the oldest record held, 'latest' at the end when the runtime starts delivering. Returns a
-   * function that ends the subscription.
+   * made it durable, so a listener never sees output a crash takes back. The topic must be one the
+   * topology writes (or reads); serdes default to the ones its sinks write with (or its source reads
+   * with), and a built-in serde that differs from the topology's is refused. `from`: 'earliest'
+   * (default) starts at the oldest record held, 'latest' at the end when the runtime starts delivering.
+   * Returns a function that ends the subscription.
    */
-  subscribe<K = string, V = string>(
+  subscribe<K = unknown, V = unknown>(
     topic: string,
     listener: RecordListener<K, V>,
     options: { keySerde?: Serde<K>; valueSerde?: Serde<V>; from?: SubscribeFrom } = {},
   ): () => void {
-    const keySerde = options.keySerde ?? (Serdes.String() as unknown as Serde<K>)
-    const valueSerde = options.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
+    const caller = `runtime.subscribe("${topic}")`
+    const { keySerde, valueSerde } = topicSerdes(this.topology, topic, 'any', caller, options.keySerde, options.valueSerde)
     const from = options.from ?? 'earliest'
-    if (from !== 'earliest' && from !== 'latest') throw new PunctualError('INVALID_CONFIG', `subscribe("${topic}"): from must be 'earliest' or 'latest', got ${JSON.stringify(from)}`)
+    if (from !== 'earliest' && from !== 'latest') throw new PunctualError('INVALID_CONFIG', `${caller}: from must be 'earliest' or 'latest', got ${JSON.stringify(from)}`)
     const unsubscribe = this.subscriptions.add(topic, this.topics.partitions(topic), listener, keySerde, valueSerde, from)
     this.loop.scheduleRun()
     return unsubscribe

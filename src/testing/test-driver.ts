@@ -11,6 +11,7 @@ import type { ErrorHandler } from '../processor/errors.js'
 import { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import type { Serde } from '../processor/serdes.js'
+import { checkTimestamp, topicSerdes } from '../processor/topic-access.js'
 import type { Topology } from '../processor/topology.js'
 import { ManualClock } from '../time/clock.js'
 import { consoleLogger } from '../util/logger.js'
@@ -43,7 +44,10 @@ export class TopologyTestDriver {
   private readonly tasks: StreamTask[] = []
   private closed = false
 
+  private readonly topology: Topology
+
   constructor(topology: Topology, options: TestDriverOptions = {}) {
+    this.topology = topology
     this.clock = new ManualClock(options.wallClockStartMs ?? 0)
     const errorHandler = options.errorHandler ?? ErrorHandlers.logAndContinue(consoleLogger)
     const stateDir = options.stateDir ?? temporaryStateDir('test-driver')
@@ -66,12 +70,22 @@ export class TopologyTestDriver {
     this.processAll()
   }
 
-  createInputTopic<K, V>(name: string, keySerde: Serde<K>, valueSerde: Serde<V>): TestInputTopic<K, V> {
-    return new TestInputTopic(this, name, keySerde, valueSerde)
+  /**
+   * An input topic: one that a source of the topology reads (another name is refused, listing the
+   * topology's topics). The serdes default to the ones the source reads with.
+   */
+  createInputTopic<K = unknown, V = unknown>(name: string, keySerde?: Serde<K>, valueSerde?: Serde<V>): TestInputTopic<K, V> {
+    const serdes = topicSerdes(this.topology, name, 'input', `createInputTopic("${name}")`, keySerde, valueSerde)
+    return new TestInputTopic(this, name, serdes.keySerde, serdes.valueSerde)
   }
 
-  createOutputTopic<K, V>(name: string, keySerde: Serde<K>, valueSerde: Serde<V>): TestOutputTopic<K, V> {
-    return new TestOutputTopic(this.topics.partitions(name), name, keySerde, valueSerde)
+  /**
+   * An output topic: one that a sink of the topology writes (another name is refused). The serdes default
+   * to the ones the sink writes with; a built-in serde other than the sink's is refused.
+   */
+  createOutputTopic<K = unknown, V = unknown>(name: string, keySerde?: Serde<K>, valueSerde?: Serde<V>): TestOutputTopic<K, V> {
+    const serdes = topicSerdes(this.topology, name, 'output', `createOutputTopic("${name}")`, keySerde, valueSerde)
+    return new TestOutputTopic(this.topics.partitions(name), name, serdes.keySerde, serdes.valueSerde)
   }
 
   /** Moves the manual wall clock and fires the wall-clock punctuations that became due. */
@@ -166,9 +180,13 @@ export class TestInputTopic<K, V> {
     private readonly valueSerde: Serde<V>,
   ) {}
 
-  /** Pipes one record; the timestamp defaults to the driver's wall-clock time. */
+  /**
+   * Pipes one record; the timestamp defaults to the driver's wall-clock time. A timestamp that is not an
+   * integer epoch millisecond >= 0 is refused at the call.
+   */
   pipeInput(key: K | null, value: V | null, timestamp?: number, headers: Headers = NO_HEADERS): void {
     const ts = timestamp ?? this.driver.wallClockTime()
+    checkTimestamp(`pipeInput on "${this.name}"`, ts)
     this.driver.append(this.name, key, this.keySerde as Serde<unknown>, value, this.valueSerde as Serde<unknown>, ts, headers)
   }
 

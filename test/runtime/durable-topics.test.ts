@@ -43,7 +43,7 @@ describe('durable topics (a state directory)', () => {
   it('subscribers see output only once a commit made it durable (read committed)', async () => {
     const rt = new EmbeddedRuntime(upper(), { applicationId: 'rc', stateDir: fresh(), commitIntervalMs: 3_600_000, logger: silentLogger })
     const seen: string[] = []
-    rt.subscribe('output', (r) => seen.push(r.value!))
+    rt.subscribe<string, string>('output', (r) => seen.push(r.value!))
     rt.start()
     rt.producer('input').send('k', 'a', 1)
     await turns(20)
@@ -56,7 +56,7 @@ describe('durable topics (a state directory)', () => {
   it('in memory, subscribers see output right after the slice that wrote it', async () => {
     const rt = new EmbeddedRuntime(upper(), { applicationId: 'rc-mem', commitIntervalMs: 3_600_000, logger: silentLogger })
     const seen: string[] = []
-    rt.subscribe('output', (r) => seen.push(r.value!))
+    rt.subscribe<string, string>('output', (r) => seen.push(r.value!))
     rt.start()
     rt.producer('input').send('k', 'a', 1)
     await turns(20)
@@ -77,9 +77,9 @@ describe('durable topics (a state directory)', () => {
     const all: string[] = []
     const latest: string[] = []
     const input: string[] = []
-    b.subscribe('output', (r) => all.push(r.value!))
-    b.subscribe('output', (r) => latest.push(r.value!), { from: 'latest' })
-    b.subscribe('input', (r) => input.push(r.value!))
+    b.subscribe<string, string>('output', (r) => all.push(r.value!))
+    b.subscribe<string, string>('output', (r) => latest.push(r.value!), { from: 'latest' })
+    b.subscribe<string, string>('input', (r) => input.push(r.value!))
     b.producer('input').send('e', 'e', 2) // before start: kept after what the state directory holds
     b.start()
     assert.equal(b.resumed, true)
@@ -105,21 +105,21 @@ describe('durable topics (a state directory)', () => {
     const dir = fresh()
     const run = async (now: number, send: string | undefined, seen?: string[]): Promise<void> => {
       const clock = new ManualClock(now)
-      const rt = new EmbeddedRuntime(upper(), { applicationId: 'ret', stateDir: dir, clock, topics: { out: { partitions: 1, retentionMs: 500 } }, logger: silentLogger })
-      if (seen !== undefined) rt.subscribe('out', (r) => seen.push(r.value!))
+      const rt = new EmbeddedRuntime(upper(), { applicationId: 'ret', stateDir: dir, clock, topics: { output: { partitions: 1, retentionMs: 500 } }, logger: silentLogger })
+      if (seen !== undefined) rt.subscribe<string, string>('output', (r) => seen.push(r.value!))
       rt.start()
-      if (send !== undefined) rt.producer('out').send('k', send, now)
+      if (send !== undefined) rt.producer('input').send('k', send, now)
       await rt.stop()
     }
     await run(0, 'x')
     await run(400, 'y') // x is 400 ms old: kept
     const kept: string[] = []
     await run(450, undefined, kept)
-    assert.deepEqual(kept, ['x', 'y'])
+    assert.deepEqual(kept, ['X', 'Y'])
     await run(1000, 'z') // x (committed at 0) and y (at 400) are older than 500 ms
     const left: string[] = []
     await run(1000, undefined, left)
-    assert.deepEqual(left, ['z'])
+    assert.deepEqual(left, ['Z'])
   })
 
   it('refuses a negative retention, naming the topic', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { setImmediate as tick } from 'node:timers/promises'
-import { EmbeddedRuntime, ErrorHandlers, partitionForKey, PunctualError, PunctuationType, silentLogger, Topology } from '../../src/index.js'
+import { EmbeddedRuntime, ErrorHandlers, partitionForKey, PunctualError, PunctuationType, Serdes, silentLogger, StreamsBuilder, Topology } from '../../src/index.js'
 import type { ProcessorContext, StreamRecord } from '../../src/index.js'
 
 const passThrough = (): Topology => new Topology().addSource('src', 'in').addSink('sink', 'out', {}, 'src')
@@ -151,18 +151,47 @@ describe('EmbeddedRuntime', () => {
     await assert.rejects(rt.stop(), /refused/)
   })
 
-  it('continues after bad input by default, counting it', async () => {
+  it('continues after input that does not deserialize by default, counting it', async () => {
     const rt = new EmbeddedRuntime(passThrough(), { applicationId: 'bad', logger: silentLogger })
     const got: string[] = []
     rt.subscribe<string, string>('out', (r) => got.push(r.value!))
     rt.start()
-    const p = rt.producer('in')
-    p.send('k', 'a', 1)
-    p.send('k', 'negative', -1)
-    p.send('k', 'b', 2)
+    const p = rt.producer('in', { valueSerde: Serdes.Bytes() })
+    p.send('k', Buffer.from('a'), 1)
+    p.send('k', Buffer.from([0xff]), 2) // not UTF-8
+    p.send('k', Buffer.from('b'), 3)
     await rt.stop()
     assert.deepEqual(got, ['a', 'b'])
-    assert.equal(rt.metrics().droppedRecords['invalid-timestamp'], 1)
+    assert.equal(rt.metrics().droppedRecords.deserialization, 1)
+  })
+
+  it('refuses a timestamp that is not an integer epoch millisecond >= 0 at the call', () => {
+    const rt = new EmbeddedRuntime(passThrough(), { applicationId: 'ts', logger: silentLogger })
+    const p = rt.producer('in')
+    for (const ts of [1000.5, -1, Number.NaN]) {
+      assert.throws(() => p.send('k', 'v', ts), (e: unknown) => e instanceof PunctualError && e.code === 'INVALID_ARGUMENT' && /producer\("in"\)\.send: a timestamp is an integer epoch millisecond >= 0, got/.test(e.message))
+    }
+  })
+
+  it('refuses a producer or subscriber for a topic the topology does not use, listing its topics', () => {
+    const rt = new EmbeddedRuntime(passThrough(), { applicationId: 'typo', logger: silentLogger })
+    assert.throws(() => rt.producer('typo'), /runtime\.producer\("typo"\): no source of the topology reads topic "typo"; source topics: in; sink topics: out/)
+    assert.throws(() => rt.producer('out'), /no source of the topology reads topic "out"/)
+    assert.throws(() => rt.subscribe('typo', () => {}), /runtime\.subscribe\("typo"\): the topology neither reads nor writes topic "typo"; source topics: in; sink topics: out/)
+  })
+
+  it('subscribers read with the serdes of the sink that writes the topic; another built-in serde is refused', async () => {
+    const topology = new StreamsBuilder()
+    topology.stream('in').groupByKey().count().toStream().to('counts', { valueSerde: Serdes.Long() })
+    const rt = new EmbeddedRuntime(topology.build(), { applicationId: 'typed', logger: silentLogger })
+    const counts: unknown[] = []
+    rt.subscribe('counts', (r) => counts.push(r.value))
+    assert.throws(() => rt.subscribe('counts', () => {}, { valueSerde: Serdes.String() }), /uses Serdes\.Long\(\) for the values of topic "counts", not Serdes\.String\(\)/)
+    rt.start()
+    rt.producer('in').send('a', 'x', 1)
+    rt.producer('in').send('a', 'y', 2)
+    await rt.stop()
+    assert.deepEqual(counts, [1, 2])
   })
 
   it('waits maxTaskIdleMs for an empty co-partitioned input, woken by its timer', async () => {

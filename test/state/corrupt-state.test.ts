@@ -6,6 +6,7 @@ import { describe, it } from 'node:test'
 import { open } from 'lmdb'
 import { EmbeddedRuntime, PunctualError, silentLogger } from '../../src/index.js'
 import { countingTopology } from '../helpers/counting.js'
+import type { Topology } from '../../src/index.js'
 
 const fresh = (): string => join(mkdtempSync(join(tmpdir(), 'punctual-corrupt-')), 'app')
 const stateDirError = (pattern: RegExp) => (e: unknown) => e instanceof PunctualError && e.code === 'STATE_DIR' && pattern.test(e.message)
@@ -62,15 +63,16 @@ describe('a damaged state directory is refused, never reset', () => {
 
   it('a corrupt chunk of an output topic: the runtime stops with the error when a reader reaches it', async () => {
     const dir = fresh()
-    const a = new EmbeddedRuntime(countingTopology('in'), { applicationId: 'counts', stateDir: dir, logger: silentLogger })
+    const withOutput = (): Topology => countingTopology('in').addSink('copy', 'other', {}, 'src')
+    const a = new EmbeddedRuntime(withOutput(), { applicationId: 'counts', stateDir: dir, logger: silentLogger })
     a.start()
-    a.producer('other').send('k', 'v', 1)
+    a.producer('in').send('k', 'v', 1)
     await a.stop()
     await corruptChunk(dir, 'other')
-    const b = new EmbeddedRuntime(countingTopology('in'), { applicationId: 'counts', stateDir: dir, logger: silentLogger })
+    const b = new EmbeddedRuntime(withOutput(), { applicationId: 'counts', stateDir: dir, logger: silentLogger })
     const seen: string[] = []
     const failed = new Promise<Error>((resolve) => b.on('error', resolve))
-    b.subscribe('other', (r) => seen.push(r.value!))
+    b.subscribe<string, string>('other', (r) => seen.push(r.value!))
     b.start()
     assert.match((await failed).message, /log is corrupt at \["other",0,0,1,\d+\]/)
     assert.deepEqual(seen, [])

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { PunctualError, Serdes, Topology } from '../../src/index.js'
+import { PunctualError, Serdes, StreamsBuilder, Topology } from '../../src/index.js'
 import type { ProcessorContext, StreamRecord } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
 
@@ -45,11 +45,34 @@ describe('TopologyTestDriver', () => {
 
   it('counts dropped records in its metrics', () => {
     const d = new TopologyTestDriver(upper(), { errorHandler: () => 'continue' })
-    const input = d.createInputTopic('in', Serdes.String(), Serdes.String())
-    input.pipeInput('a', 'x', -3)
-    input.pipeInput('a', 'y', 3)
-    assert.equal(d.metrics().droppedRecords['invalid-timestamp'], 1)
+    const input = d.createInputTopic('in', Serdes.String(), Serdes.Bytes())
+    input.pipeInput('a', Buffer.from([0xff]), 3) // not UTF-8
+    input.pipeInput('a', Buffer.from('y'), 3)
+    assert.equal(d.metrics().droppedRecords.deserialization, 1)
     assert.equal(d.metrics().processedRecords, 1)
+  })
+
+  it('refuses a timestamp that is not an integer epoch millisecond >= 0 at the call', () => {
+    const d = new TopologyTestDriver(upper())
+    const input = d.createInputTopic('in')
+    for (const ts of [1000.5, -3]) assert.throws(() => input.pipeInput('a', 'x', ts), /pipeInput on "in": a timestamp is an integer epoch millisecond >= 0, got/)
+    assert.equal(d.metrics().processedRecords, 0)
+  })
+
+  it('refuses input and output topics the topology does not use, listing its topics', () => {
+    const d = new TopologyTestDriver(upper())
+    assert.throws(() => d.createInputTopic('typo'), /createInputTopic\("typo"\): no source of the topology reads topic "typo"; source topics: in; sink topics: out/)
+    assert.throws(() => d.createOutputTopic('typo'), /createOutputTopic\("typo"\): no sink of the topology writes topic "typo"; source topics: in; sink topics: out/)
+  })
+
+  it('output topics read with the serdes of the sink that writes them; another built-in serde is refused', () => {
+    const b = new StreamsBuilder()
+    b.stream('in').groupByKey().count().toStream().to('counts', { valueSerde: Serdes.Long() })
+    const d = new TopologyTestDriver(b.build())
+    assert.throws(() => d.createOutputTopic('counts', Serdes.String(), Serdes.String()), /uses Serdes\.Long\(\) for the values of topic "counts", not Serdes\.String\(\)/)
+    const counts = d.createOutputTopic<string, number>('counts')
+    d.createInputTopic<string, string>('in').pipeInput('a', 'x', 1)
+    assert.deepEqual(counts.readKeyValuesToList(), [{ key: 'a', value: 1 }])
   })
 
   it('refuses input after close', () => {
