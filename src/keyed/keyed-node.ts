@@ -2,6 +2,7 @@ import { PunctualError } from '../errors.js'
 import type { StoreKey, StreamRecord } from '../processor/api.js'
 import { ProcessorContextImpl } from '../processor/internal/context.js'
 import type { TaskServices } from '../processor/internal/context.js'
+import { markFailedNode } from '../processor/internal/node-failure.js'
 import { ProcessorNode } from '../processor/internal/nodes.js'
 import type {
   ExpiredEntry,
@@ -59,12 +60,14 @@ export class KeyedProcessorNode extends ProcessorNode {
   process(record: StreamRecord<unknown, unknown>): void {
     const key = record.key
     if (!isStoreKey(key)) {
-      throw new PunctualError('PROCESSING', `keyed processor "${this.name}" needs a string, number, bigint or boolean key, got ${key === null ? 'null' : typeof key}`)
+      throw markFailedNode(new PunctualError('PROCESSING', `keyed processor "${this.name}" needs a string, number, bigint or boolean key, got ${key === null ? 'null' : typeof key}`), this.name)
     }
     const previous = this.key
     this.key = key
     try {
       this.processor.process(record as StreamRecord<StoreKey, unknown>)
+    } catch (err) {
+      throw markFailedNode(err, this.name)
     } finally {
       this.key = previous
     }
@@ -77,6 +80,8 @@ export class KeyedProcessorNode extends ProcessorNode {
     this.key = key
     try {
       onTimer.call(this.processor, { key, timestamp, domain })
+    } catch (err) {
+      throw markFailedNode(err, this.name)
     } finally {
       this.key = previous
     }
@@ -89,6 +94,8 @@ export class KeyedProcessorNode extends ProcessorNode {
     this.key = entry.key
     try {
       onExpire.call(this.processor, entry)
+    } catch (err) {
+      throw markFailedNode(err, this.name)
     } finally {
       this.key = previous
     }

@@ -39,7 +39,7 @@ export class KeyedTaskState implements TimerTargets {
 
   constructor(
     onProcessingTimerAdded: () => void,
-    private readonly onError: (reason: DropReason, error: unknown, where: string) => void,
+    private readonly onError: (reason: DropReason, error: unknown, where: string, processorName?: string) => void,
     restore: KeyedSnapshot | undefined,
   ) {
     this.timerService = new TimerService(this, onProcessingTimerAdded)
@@ -122,7 +122,7 @@ export class KeyedTaskState implements TimerTargets {
       node.fireTimer(key, timestamp, domain)
     } catch (err) {
       if (err instanceof PunctualError && err.fatal) throw err
-      this.onError('timer', err, `${domain}-time timer ${timestamp} of key ${String(key)} in keyed processor "${node.name}"`)
+      this.onError('timer', err, `${domain}-time timer ${timestamp} of key ${String(key)}`, node.name)
     }
   }
 

@@ -1,4 +1,4 @@
-import type { Logger } from '../util/logger.js'
+import type { LogFields, Logger } from '../util/logger.js'
 import { consoleLogger } from '../util/logger.js'
 
 /** Why a record did not make it through. Also the `reason` label of the dropped-records metric. */
@@ -7,12 +7,13 @@ export type DropReason = 'invalid-timestamp' | 'deserialization' | 'processing' 
 export interface ErrorContext {
   readonly reason: DropReason
   readonly taskId: string
-  /** Source position of the record; absent for punctuation errors. */
-  readonly topic?: string
-  readonly partition?: number
-  readonly offset?: number
-  /** The processor that threw (processing and punctuation errors). */
-  readonly processorName?: string
+  /** Source position of the record; absent for punctuation and timer errors. */
+  readonly topic?: string | undefined
+  readonly partition?: number | undefined
+  readonly offset?: number | undefined
+  /** The processor node that threw (processing, punctuation and timer errors), where known. */
+  readonly processorName?: string | undefined
+  /** What was thrown, as it was thrown (an Error keeps its stack). */
   readonly error: unknown
   /** One readable line: what happened, where. */
   readonly message: string
@@ -20,21 +21,45 @@ export interface ErrorContext {
 
 export type ErrorHandlerResponse = 'continue' | 'fail'
 
-/** Decides whether processing goes on after bad input or a failing processor. */
+/**
+ * Decides whether processing goes on after bad input or a failing processor. Called with the context
+ * of each failure; `'fail'` stops the application with a `PunctualError` whose cause is the error.
+ */
 export type ErrorHandler = (context: ErrorContext) => ErrorHandlerResponse
 
+/** Exceptions thrown by user code (process, punctuation, timer and expiry callbacks), as opposed to bad input. */
+const USER_CODE: ReadonlySet<DropReason> = new Set(['processing', 'punctuation', 'timer'])
+
+/** The context as structured log fields, the error under `err` (pino's convention). */
+function fields(ctx: ErrorContext): LogFields {
+  return { reason: ctx.reason, taskId: ctx.taskId, processor: ctx.processorName, topic: ctx.topic, partition: ctx.partition, offset: ctx.offset, err: ctx.error }
+}
+
 export const ErrorHandlers = {
-  /** Logs a warning and goes on with the next record (the default). */
-  logAndContinue(logger: Logger = consoleLogger): ErrorHandler {
+  /**
+   * The default. An exception thrown by user code fails the application (as Kafka Streams does since
+   * KIP-1033); the runtime reports the failure once, with the context and the original error as cause.
+   * A bad input record (invalid timestamp, key or value that does not deserialize) is logged with its
+   * context and skipped: punctual's choice, where Kafka Streams' default deserialization handler fails.
+   */
+  failOnUserCodeErrors(logger: Logger = consoleLogger): ErrorHandler {
     return (ctx) => {
-      logger.warn(`${ctx.message}; skipped and continuing`)
+      if (USER_CODE.has(ctx.reason)) return 'fail'
+      logger.warn(fields(ctx), `${ctx.message}; skipped and continuing`)
       return 'continue'
     }
   },
-  /** Logs an error and stops the application. */
+  /** Logs a warning with the context and the error's stack, and goes on with the next record. */
+  logAndContinue(logger: Logger = consoleLogger): ErrorHandler {
+    return (ctx) => {
+      logger.warn(fields(ctx), `${ctx.message}; skipped and continuing`)
+      return 'continue'
+    }
+  },
+  /** Logs an error with the context and stops the application, on bad input too. */
   logAndFail(logger: Logger = consoleLogger): ErrorHandler {
     return (ctx) => {
-      logger.error(`${ctx.message}; stopping`)
+      logger.error(fields(ctx), `${ctx.message}; stopping`)
       return 'fail'
     }
   },

@@ -35,7 +35,7 @@ export interface EmbeddedRuntimeConfig {
   commitMaxRecords?: number
   /** @default the system clock */
   clock?: Clock
-  /** @default ErrorHandlers.logAndContinue(logger) */
+  /** @default ErrorHandlers.failOnUserCodeErrors(logger) */
   errorHandler?: ErrorHandler
   /** @default writes to stderr */
   logger?: Logger
@@ -79,7 +79,7 @@ export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): ValidRunti
     commitIntervalMs: int('commitIntervalMs', config.commitIntervalMs, 100, 1),
     commitMaxRecords: int('commitMaxRecords', config.commitMaxRecords, 10_000, 1),
     clock: config.clock ?? systemClock,
-    errorHandler: config.errorHandler ?? ErrorHandlers.logAndContinue(logger),
+    errorHandler: config.errorHandler ?? ErrorHandlers.failOnUserCodeErrors(logger),
     logger,
     stateDir: config.stateDir ?? temporaryStateDir(config.applicationId),
     ...(config.changelog === undefined ? {} : { changelog: config.changelog }),

@@ -69,7 +69,7 @@ export class EmbeddedRuntime {
     this.ownsStateDir = config.stateDir === undefined
     this.config = valid
     this.clock = valid.clock
-    this.logger = valid.logger
+    this.logger = valid.logger.child?.({ applicationId: valid.applicationId }) ?? valid.logger
     this.errorHandler = valid.errorHandler
     this.loop = new TaskLoop({
       tasks: this.tasks,
@@ -150,9 +150,15 @@ export class EmbeddedRuntime {
     return this
   }
 
+  /**
+   * Opens the state directory, restores and initializes the tasks, and starts processing. A failure here
+   * (an invalid schedule, a state directory that cannot be used) is thrown from this call, and only
+   * there: it is not also emitted as `'error'`, and a later `stop()` resolves.
+   */
   start(): void {
     if (this.currentState !== 'CREATED') throw new PunctualError('ILLEGAL_STATE', `cannot start the runtime in state ${this.currentState}`)
-    // Held from start to stop: a second process on the same directory is refused.
+    // Held from start to stop: a second process on the same directory is refused. Nothing has started
+    // if this throws, so start() may be called again (once the other process is gone).
     this.stateDirectory = StateDirectory.open(this.config.stateDir, this.config.applicationId)
     try {
       // Durable only with a state directory the application chose: a temporary one dies with the process.
@@ -175,7 +181,7 @@ export class EmbeddedRuntime {
       )
       for (const task of this.tasks) task.init()
     } catch (err) {
-      this.fail(err)
+      this.shutDownOnFailure(err)
       throw err
     }
     this.currentState = 'RUNNING'
@@ -183,6 +189,11 @@ export class EmbeddedRuntime {
     this.loop.commit()
     this.loop.scheduleRun()
     this.loop.rearm()
+    const durable = !this.ownsStateDir
+    this.logger.info(
+      { stateDir: durable ? this.config.stateDir : undefined, tasks: this.taskIds().join(','), durable, resumed: this.resumed },
+      durable ? (this.resumed ? 'started: resumed from the state directory' : 'started with fresh state') : 'started in memory (no state directory)',
+    )
   }
 
   /**
@@ -199,6 +210,7 @@ export class EmbeddedRuntime {
         this.subscriptions.deliver()
         for (const task of this.tasks) task.close()
         this.currentState = 'NOT_RUNNING'
+        this.logger.info({ processedRecords: this.metrics().processedRecords }, 'stopped')
       } catch (err) {
         this.fail(err)
       }
@@ -253,20 +265,27 @@ export class EmbeddedRuntime {
     if (this.ownsStateDir) rmSync(this.config.stateDir, { recursive: true, force: true })
   }
 
+  /** Stops on a failure while running: tells the `'error'` listeners, or logs it when there are none. */
   private fail(err: unknown): void {
-    const error = err instanceof Error ? err : new Error(String(err))
+    const error = this.shutDownOnFailure(err)
     this.failure = error
+    if (this.errorListeners.length === 0) this.logger.error({ err: error }, `stopped on an error: ${error.message}`)
+    for (const l of this.errorListeners) l(error)
+  }
+
+  /** Closes tasks and releases the state directory after a failure; the first failure is the one reported. */
+  private shutDownOnFailure(err: unknown): Error {
+    const error = err instanceof Error ? err : new Error(String(err))
     this.currentState = 'ERROR'
     this.loop.disarm()
     for (const task of this.tasks) {
       try {
         task.close()
       } catch {
-        // The first failure is the one reported; close errors after it add nothing.
+        // Close errors after the failure add nothing.
       }
     }
     this.closeStateDirectory()
-    if (this.errorListeners.length === 0) this.logger.error(`runtime ${this.config.applicationId} stopped: ${error.message}`)
-    for (const l of this.errorListeners) l(error)
+    return error
   }
 }

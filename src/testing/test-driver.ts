@@ -22,7 +22,7 @@ export interface TestDriverOptions {
   wallClockStartMs?: number
   /** @default 0 */
   maxTaskIdleMs?: number
-  /** @default ErrorHandlers.logAndContinue() */
+  /** @default ErrorHandlers.failOnUserCodeErrors(): user code that throws fails the call that ran it; bad input is logged and skipped */
   errorHandler?: ErrorHandler
   /** Where tasks keep files (spilled suppression buffers). @default a new directory under the system temp dir */
   stateDir?: string
@@ -49,7 +49,7 @@ export class TopologyTestDriver {
   constructor(topology: Topology, options: TestDriverOptions = {}) {
     this.topology = topology
     this.clock = new ManualClock(options.wallClockStartMs ?? 0)
-    const errorHandler = options.errorHandler ?? ErrorHandlers.logAndContinue(consoleLogger)
+    const errorHandler = options.errorHandler ?? ErrorHandlers.failOnUserCodeErrors(consoleLogger)
     const stateDir = options.stateDir ?? temporaryStateDir('test-driver')
     for (const sub of topology.subtopologies()) {
       for (const t of sub.sourceTopics) this.topics.create(t, 1)

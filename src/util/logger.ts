@@ -1,14 +1,67 @@
-/** Where punctual writes diagnostics. Injectable; the default writes to stderr. */
+import { format } from 'node:util'
+
+/** Structured fields of a log line. An `err` field holds an Error, logged with its stack and causes. */
+export type LogFields = Record<string, unknown>
+
+/**
+ * Where punctual writes diagnostics: any pino-compatible logger (pino itself, or one with the same
+ * `level(fields, message)` shape). punctual always passes the fields first, as pino expects, and an
+ * Error under `err`. When the logger has `child`, the runtime binds its application id with it.
+ */
 export interface Logger {
-  info(message: string): void
-  warn(message: string): void
-  error(message: string): void
+  debug(fields: LogFields, message?: string): void
+  info(fields: LogFields, message?: string): void
+  warn(fields: LogFields, message?: string): void
+  error(fields: LogFields, message?: string): void
+  child?(bindings: LogFields): Logger
 }
 
-export const consoleLogger: Logger = {
-  info: (m) => console.error(`[punctual] ${m}`),
-  warn: (m) => console.error(`[punctual] WARN ${m}`),
-  error: (m) => console.error(`[punctual] ERROR ${m}`),
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
+
+const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 }
+
+export interface ConsoleLoggerOptions {
+  /** Lines below this level are not written. @default 'info' */
+  level?: LogLevel
+  /** Where lines go. @default standard error */
+  write?: (line: string) => void
 }
 
-export const silentLogger: Logger = { info() {}, warn() {}, error() {} }
+/**
+ * A logger that writes one readable line per event: time, level, message, then the fields as
+ * `key=value`; an `err` field adds its stack and the chain of causes on the lines below.
+ */
+export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Logger {
+  const min = RANK[options.level ?? 'info']
+  const write = options.write ?? ((line: string) => process.stderr.write(line + '\n'))
+  const make = (bindings: LogFields): Logger => {
+    const log = (level: LogLevel) => (fields: LogFields, message?: string) => {
+      if (RANK[level] < min) return
+      write(formatLine(level, { ...bindings, ...fields }, message))
+    }
+    return { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error'), child: (more) => make({ ...bindings, ...more }) }
+  }
+  return make({})
+}
+
+function formatLine(level: LogLevel, fields: LogFields, message: string | undefined): string {
+  const { err, ...rest } = fields
+  const pairs = Object.entries(rest)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k}=${typeof v === 'string' && !/[\s"]/.test(v) ? v : format('%j', v)}`)
+  let line = `${new Date().toISOString()} ${level.toUpperCase().padEnd(5)} ${message ?? ''}${pairs.length > 0 ? ` (${pairs.join(' ')})` : ''}`
+  for (let e: unknown = err, depth = 0; e !== undefined && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const text = e instanceof Error ? (e.stack ?? `${e.name}: ${e.message}`) : format('%o', e)
+    line += `\n  ${depth === 0 ? '' : 'caused by: '}${text.replace(/\n/g, '\n  ')}`
+    if (!(e instanceof Error)) break
+  }
+  return line
+}
+
+/** The default logger: readable lines on standard error, from level info. */
+export const consoleLogger: Logger = createConsoleLogger()
+
+const nothing = (): void => {}
+
+/** A logger that writes nothing. */
+export const silentLogger: Logger = { debug: nothing, info: nothing, warn: nothing, error: nothing, child: () => silentLogger }

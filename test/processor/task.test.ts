@@ -209,7 +209,7 @@ describe('bad input is counted, reported and skipped; nothing else is lost (SEMA
     task.punctuateWallClock(20)
     assert.deepEqual(fired, ['ok', 'ok'])
     assert.equal(calls.length, 2)
-    assert.match(calls[0]?.message ?? '', /punctuation error at punctuation "boom" of processor "p": boom/)
+    assert.match(calls[0]?.message ?? '', /task 0_0: punctuation error in processor "p" in punctuation "boom": boom/)
   })
 })
 

@@ -147,7 +147,7 @@ describe('EmbeddedRuntime', () => {
     await until(() => errors.length === 1)
     assert.equal(rt.state, 'ERROR')
     assert.ok(errors[0] instanceof PunctualError)
-    assert.match(errors[0]!.message, /processing error at topic in partition 0 offset 0: refused/)
+    assert.match(errors[0]!.message, /task 0_0: processing error in processor "p" at topic in partition 0 offset 0: refused/)
     await assert.rejects(rt.stop(), /refused/)
   })
 

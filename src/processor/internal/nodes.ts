@@ -3,6 +3,7 @@ import type { RecordCollector } from '../../log/topics.js'
 import type { Processor, ProcessorContext, StreamRecord } from '../api.js'
 import type { Serde } from '../serdes.js'
 import type { StreamPartitioner } from '../topology.js'
+import { markFailedNode } from './node-failure.js'
 
 /** A node of a task's instantiated graph. `process` is the per-record entry point. */
 export abstract class ProcessorNode {
@@ -52,7 +53,11 @@ export class UserProcessorNode extends ProcessorNode {
   }
 
   process(record: StreamRecord<unknown, unknown>): void {
-    this.processor.process(record)
+    try {
+      this.processor.process(record)
+    } catch (err) {
+      throw markFailedNode(err, this.name)
+    }
   }
 
   override init(): void {
@@ -82,10 +87,14 @@ export class SinkNode extends ProcessorNode {
       throw new PunctualError('INVALID_TIMESTAMP', `sink "${this.name}": cannot write a record with timestamp ${ts} to topic "${this.topic}"`)
     }
     const topic = this.topic
-    const partition =
-      this.partitioner === undefined
-        ? undefined
-        : this.partitioner(topic, record.key, record.value, this.collector.partitionsFor(topic))
-    this.collector.send(topic, partition, record.key, this.keySerde, record.value, this.valueSerde, ts, record.headers)
+    try {
+      const partition =
+        this.partitioner === undefined
+          ? undefined
+          : this.partitioner(topic, record.key, record.value, this.collector.partitionsFor(topic))
+      this.collector.send(topic, partition, record.key, this.keySerde, record.value, this.valueSerde, ts, record.headers)
+    } catch (err) {
+      throw markFailedNode(err, this.name)
+    }
   }
 }

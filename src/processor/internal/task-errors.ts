@@ -1,7 +1,8 @@
 import { PunctualError } from '../../errors.js'
 import type { ErrorCode } from '../../errors.js'
 import type { TaskMetrics } from '../../metrics.js'
-import type { DropReason, ErrorHandler } from '../errors.js'
+import type { DropReason, ErrorContext, ErrorHandler } from '../errors.js'
+import { failedNodeOf } from './node-failure.js'
 import type { PartitionQueue } from './partition-queue.js'
 import type { Punctuation } from './punctuation.js'
 
@@ -14,9 +15,16 @@ const CODE_OF: Record<DropReason, ErrorCode> = {
   late: 'PROCESSING',
 }
 
+/** Where a failure happened: the input record, the punctuation, or a described place (a timer). */
+export type FailureSite =
+  | { readonly queue: PartitionQueue; readonly offset: number }
+  | { readonly punctuation: Punctuation }
+  | { readonly at: string; readonly processorName?: string }
+
 /**
- * A task's bad input and failures: counts the drop, tells the application's error handler where it
- * happened (input position, punctuation, or a named place) and throws if the handler says `fail`.
+ * A task's bad input and failures: counts the drop, tells the application's error handler what happened
+ * and where (task, processor node, topic, partition and offset, or the punctuation or timer), and throws
+ * a `PunctualError` with the original error as its cause if the handler says `fail`.
  */
 export class TaskErrors {
   constructor(
@@ -25,19 +33,23 @@ export class TaskErrors {
     private readonly handler: ErrorHandler,
   ) {}
 
-  report(reason: DropReason, error: unknown, q: PartitionQueue | undefined, offset: number, p?: Punctuation, at?: string): void {
+  report(reason: DropReason, error: unknown, site: FailureSite): void {
     this.metrics.droppedRecords[reason]++
-    const where = at ?? (q === undefined ? `punctuation "${p?.name}" of processor "${p?.processorName}"` : `topic ${q.topic} partition ${q.partition} offset ${offset}`)
+    // The innermost node the error passed through threw it; a punctuation's own callback is its processor's.
+    const processorName = failedNodeOf(error) ?? ('punctuation' in site ? site.punctuation.processorName : 'at' in site ? site.processorName : undefined)
     const detail = error instanceof Error ? error.message : String(error)
-    const message = `task ${this.taskId}: ${reason} error at ${where}: ${detail}`
-    const response = this.handler({
-      reason,
-      taskId: this.taskId,
-      ...(q === undefined ? {} : { topic: q.topic, partition: q.partition, offset }),
-      ...(p === undefined ? {} : { processorName: p.processorName }),
-      error,
-      message,
-    })
-    if (response === 'fail') throw new PunctualError(CODE_OF[reason], message, { cause: error })
+    const inNode = processorName === undefined ? '' : ` in processor "${processorName}"`
+    let message: string
+    let context: ErrorContext
+    if ('queue' in site) {
+      const { queue, offset } = site
+      message = `task ${this.taskId}: ${reason} error${inNode} at topic ${queue.topic} partition ${queue.partition} offset ${offset}: ${detail}`
+      context = { reason, taskId: this.taskId, topic: queue.topic, partition: queue.partition, offset, processorName, error, message }
+    } else {
+      const where = 'punctuation' in site ? `punctuation "${site.punctuation.name}"` : site.at
+      message = `task ${this.taskId}: ${reason} error${inNode} in ${where}: ${detail}`
+      context = { reason, taskId: this.taskId, processorName, error, message }
+    }
+    if (this.handler(context) === 'fail') throw new PunctualError(CODE_OF[reason], message, { cause: error })
   }
 }

@@ -123,7 +123,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
       } catch (err) {
         // A configured stop (a full suppression buffer) is not bad input: no handler can skip it.
         if (err instanceof PunctualError && err.fatal) throw err
-        this.errors.report('processing', err, q, q.lastOffset)
+        this.errors.report('processing', err, { queue: q, offset: q.lastOffset })
       }
       this.current = undefined
       this.metrics.processedRecords++
@@ -261,7 +261,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
     if (this.keyed === undefined) {
       this.keyed = new KeyedTaskState(
         () => this.config.onWallClockChange?.(),
-        (reason, error, where) => this.errors.report(reason, error, undefined, -1, undefined, where),
+        (reason, error, at, processorName) => this.errors.report(reason, error, processorName === undefined ? { at } : { at, processorName }),
         this.config.checkpoint?.keyed,
       )
       if (this.config.trackChanges === true) this.keyed.trackChanges()
@@ -275,11 +275,11 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
       p.callback(now)
     } catch (err) {
       if (err instanceof PunctualError && err.fatal) throw err
-      this.errors.report('punctuation', err, undefined, -1, p)
+      this.errors.report('punctuation', err, { punctuation: p })
     }
   }
 
   private readonly reportBadInput = (reason: DropReason, q: PartitionQueue, offset: number, error: unknown): void => {
-    this.errors.report(reason, error, q, offset)
+    this.errors.report(reason, error, { queue: q, offset })
   }
 }
