@@ -8,7 +8,8 @@ export default defineConfig({
   },
   format: ['esm'],
   target: 'node20',
-  dts: true,
+  // Members marked @internal serve punctual's own modules; users' typings do not show them.
+  dts: { compilerOptions: { stripInternal: true } },
   sourcemap: true,
   clean: true,
   splitting: true,

@@ -92,7 +92,7 @@ export function windowedFinalTopology(out: Output): Topology {
     .count()
     .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()))
     .toStream()
-    .then(undefined, 'OUT', (r) => out.push(`${r.key.key} ${r.key.window.start} ${r.value}`))
+    .addStatelessNode(undefined, 'OUT', (r) => out.push(`${r.key.key} ${r.key.window.start} ${r.value}`))
   return b.build()
 }
 
@@ -186,7 +186,7 @@ export function spillThroughput(records = 200_000, keys = 50_000): { inMemoryPer
     b.table<string, string>('in')
       .suppress(Suppressed.untilTimeLimit<string, string>(keys / 2, config))
       .toStream()
-      .then(undefined, 'OUT', () => void emitted++)
+      .addStatelessNode(undefined, 'OUT', () => void emitted++)
     const d = new TopologyTestDriver(b.build(), { errorHandler: () => 'fail' })
     const input = d.createInputTopic('in', Serdes.String(), Serdes.String())
     const t0 = performance.now()

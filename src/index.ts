@@ -1,6 +1,6 @@
 /** punctual: stateful stream processing for TypeScript whose strength is time. */
 export { PunctualError, ERROR_CODES } from './errors.js'
-export type { ErrorCode } from './errors.js'
+export type { ErrorCode, PunctualErrorOptions } from './errors.js'
 
 export { PunctuationType, NO_HEADERS } from './processor/api.js'
 export type {
@@ -16,6 +16,7 @@ export type {
   ProcessorSupplier,
   Punctuator,
   RecordMetadata,
+  ScheduleCommon,
   ScheduleSpec,
   StateStore,
   StoreKey,
@@ -59,19 +60,16 @@ export type { Consumed, Grouped, KeyValue, KeyValueMaterialized, Materialized, P
 export { TimeWindows, SessionWindows, SlidingWindows } from './windows/windows.js'
 export type { Window, Windowed } from './windows/windows.js'
 export { BufferConfig, Suppressed } from './suppress/config.js'
-export type { EagerBufferConfig, Sizer, StrictBufferConfig, TimeLimitSuppressed, WaitFrom, WhenFull, WindowClosesSuppressed } from './suppress/config.js'
+export type { BufferConfigMethods, EagerBufferConfig, Sizer, SuppressedCommon, StrictBufferConfig, TimeLimitSuppressed, WaitFrom, WhenFull, WindowClosesSuppressed } from './suppress/config.js'
 
 export { EmbeddedRuntime } from './runtime/embedded-runtime.js'
 export type { Producer, RecordListener, RuntimeState } from './runtime/embedded-runtime.js'
+export type { SubscribeFrom } from './runtime/subscriptions.js'
 export type { EmbeddedRuntimeConfig, TopicConfig } from './runtime/config.js'
-export type { ChangelogListener, TaskChangelog } from './runtime/changelog.js'
-export type { KeyedChanges } from './keyed/keyed-task-state.js'
-export type { TimerRecord } from './keyed/timer-service.js'
 export type { PunctualApp } from './runtime/app.js'
 
-export { systemClock, ManualClock } from './time/clock.js'
+export { systemClock } from './time/clock.js'
 export type { Clock } from './time/clock.js'
 export type { MetricsSnapshot } from './metrics.js'
 export { consoleLogger, createConsoleLogger, silentLogger } from './util/logger.js'
 export type { ConsoleLoggerOptions, LogFields, Logger, LogLevel } from './util/logger.js'
-export { murmur2, partitionForKey } from './log/murmur2.js'

@@ -10,6 +10,7 @@ import { statelessProcessor } from './processors.js'
 export class KStream<K, V> {
   /** @internal */
   constructor(
+    /** @internal */
     readonly builder: StreamsBuilder,
     /** @internal The node this stream's records come from. */
     readonly node: string,
@@ -20,36 +21,36 @@ export class KStream<K, V> {
   ) {}
 
   filter(predicate: (key: K, value: V) => boolean, name?: string): KStream<K, V> {
-    return this.then(name, 'KSTREAM-FILTER', (r, ctx) => predicate(r.key, r.value) && ctx.forward(r), this.keySerde, this.valueSerde)
+    return this.addStatelessNode(name, 'KSTREAM-FILTER', (r, ctx) => predicate(r.key, r.value) && ctx.forward(r), this.keySerde, this.valueSerde)
   }
 
   filterNot(predicate: (key: K, value: V) => boolean, name?: string): KStream<K, V> {
-    return this.then(name, 'KSTREAM-FILTER', (r, ctx) => !predicate(r.key, r.value) && ctx.forward(r), this.keySerde, this.valueSerde)
+    return this.addStatelessNode(name, 'KSTREAM-FILTER', (r, ctx) => !predicate(r.key, r.value) && ctx.forward(r), this.keySerde, this.valueSerde)
   }
 
   map<K2, V2>(mapper: (key: K, value: V) => KeyValue<K2, V2>, name?: string): KStream<K2, V2> {
-    return this.then<K2, V2>(name, 'KSTREAM-MAP', (r, ctx) => {
+    return this.addStatelessNode<K2, V2>(name, 'KSTREAM-MAP', (r, ctx) => {
       const kv = mapper(r.key, r.value)
       ctx.forward({ key: kv.key, value: kv.value, timestamp: r.timestamp, headers: r.headers })
     })
   }
 
   mapValues<V2>(mapper: (value: V, key: K) => V2, name?: string): KStream<K, V2> {
-    return this.then<K, V2>(name, 'KSTREAM-MAPVALUES', (r, ctx) => ctx.forward({ key: r.key, value: mapper(r.value, r.key), timestamp: r.timestamp, headers: r.headers }), this.keySerde)
+    return this.addStatelessNode<K, V2>(name, 'KSTREAM-MAPVALUES', (r, ctx) => ctx.forward({ key: r.key, value: mapper(r.value, r.key), timestamp: r.timestamp, headers: r.headers }), this.keySerde)
   }
 
   selectKey<K2>(mapper: (key: K, value: V) => K2, name?: string): KStream<K2, V> {
-    return this.then<K2, V>(name, 'KSTREAM-KEY-SELECT', (r, ctx) => ctx.forward({ key: mapper(r.key, r.value), value: r.value, timestamp: r.timestamp, headers: r.headers }), undefined, this.valueSerde)
+    return this.addStatelessNode<K2, V>(name, 'KSTREAM-KEY-SELECT', (r, ctx) => ctx.forward({ key: mapper(r.key, r.value), value: r.value, timestamp: r.timestamp, headers: r.headers }), undefined, this.valueSerde)
   }
 
   flatMap<K2, V2>(mapper: (key: K, value: V) => Iterable<KeyValue<K2, V2>>, name?: string): KStream<K2, V2> {
-    return this.then<K2, V2>(name, 'KSTREAM-FLATMAP', (r, ctx) => {
+    return this.addStatelessNode<K2, V2>(name, 'KSTREAM-FLATMAP', (r, ctx) => {
       for (const kv of mapper(r.key, r.value)) ctx.forward({ key: kv.key, value: kv.value, timestamp: r.timestamp, headers: r.headers })
     })
   }
 
   flatMapValues<V2>(mapper: (value: V, key: K) => Iterable<V2>, name?: string): KStream<K, V2> {
-    return this.then<K, V2>(
+    return this.addStatelessNode<K, V2>(
       name,
       'KSTREAM-FLATMAPVALUES',
       (r, ctx) => {
@@ -60,7 +61,7 @@ export class KStream<K, V> {
   }
 
   peek(action: (key: K, value: V) => void, name?: string): KStream<K, V> {
-    return this.then(
+    return this.addStatelessNode(
       name,
       'KSTREAM-PEEK',
       (r, ctx) => {
@@ -121,7 +122,7 @@ export class KStream<K, V> {
   }
 
   /** @internal Adds a stateless processor after this stream's node, named `name` or PREFIX-n. */
-  then<K2, V2>(
+  addStatelessNode<K2, V2>(
     name: string | undefined,
     prefix: string,
     step: (record: StreamRecord<K, V>, ctx: ProcessorContext<K2, V2>) => unknown,

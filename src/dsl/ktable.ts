@@ -73,7 +73,7 @@ export class KTable<K, V> {
 
   /** Keys whose value fails the predicate become tombstones. */
   filter(predicate: (key: K, value: V) => boolean, name?: string): KTable<K, V> {
-    return this.then(name, 'KTABLE-FILTER', (k, v) => (v !== null && predicate(k, v) ? v : null), this.valueSerde)
+    return this.addStatelessNode(name, 'KTABLE-FILTER', (k, v) => (v !== null && predicate(k, v) ? v : null), this.valueSerde)
   }
 
   filterNot(predicate: (key: K, value: V) => boolean, name?: string): KTable<K, V> {
@@ -81,7 +81,7 @@ export class KTable<K, V> {
   }
 
   mapValues<V2>(mapper: (value: V, key: K) => V2, name?: string): KTable<K, V2> {
-    return this.then<V2>(name, 'KTABLE-MAPVALUES', (k, v) => (v === null ? null : mapper(v, k)), undefined)
+    return this.addStatelessNode<V2>(name, 'KTABLE-MAPVALUES', (k, v) => (v === null ? null : mapper(v, k)), undefined)
   }
 
   /** The table's updates as a stream (tombstones as null values). */
@@ -153,7 +153,7 @@ export class KTable<K, V> {
     return only
   }
 
-  private then<V2>(name: string | undefined, prefix: string, map: (key: K, value: V | null) => V2 | null, valueSerde: Serde<V2> | undefined): KTable<K, V2> {
+  private addStatelessNode<V2>(name: string | undefined, prefix: string, map: (key: K, value: V | null) => V2 | null, valueSerde: Serde<V2> | undefined): KTable<K, V2> {
     const node = name ?? this.builder.newName(prefix)
     this.builder.graph.addProcessor(
       node,

@@ -45,7 +45,7 @@ export type PunctuationType = (typeof PunctuationType)[keyof typeof PunctuationT
  */
 export type MissedTriggerPolicy = 'skip' | 'fireOnce'
 
-interface ScheduleCommon {
+export interface ScheduleCommon {
   /**
    * Stable name of the schedule within its task, used to remember its last fire time across restarts.
    * @default `<processor>#<n>`, n counting the processor's registrations from 0

@@ -23,7 +23,7 @@ export interface SinkOptions<K, V> {
   partitioner?: StreamPartitioner<K, V>
 }
 
-/** @internal The definitions the runtime instantiates per task. */
+/** The definitions the runtime instantiates per task. */
 export type NodeDef =
   | {
       readonly kind: 'source'
@@ -51,7 +51,7 @@ export type NodeDef =
       readonly parents: readonly string[]
     }
 
-/** @internal A connected part of the topology: it gets one task per input partition. */
+/** A connected part of the topology: it gets one task per input partition. */
 export interface Subtopology {
   readonly id: number
   /** Nodes in the order they were added (parents always precede children). */
@@ -60,13 +60,13 @@ export interface Subtopology {
   readonly stores: readonly StoreBuilder[]
 }
 
-/** @internal The serdes a source reads a topic with, or a sink writes it with. */
+/** The serdes a source reads a topic with, or a sink writes it with. */
 export interface TopicSerdes {
   readonly keySerde: Serde<unknown>
   readonly valueSerde: Serde<unknown>
 }
 
-/** @internal Who reads and writes a topic in a topology. */
+/** Who reads and writes a topic in a topology. */
 export interface TopicUse {
   readonly source: TopicSerdes | undefined
   readonly sink: TopicSerdes | 'mixed' | undefined

@@ -41,7 +41,10 @@ export interface EmbeddedRuntimeConfig {
   logger?: Logger
   /** Where tasks keep files (spilled suppression buffers). @default a new directory under the system temp dir */
   stateDir?: string
-  /** Told what each commit changed in the tasks' state (a changelog); see `TaskChangelog`. */
+  /**
+   * @internal Told what each commit changed in the tasks' state. The record format is not settled yet:
+   * it becomes the changelog topics of the Kafka runtime.
+   */
   changelog?: ChangelogListener
 }
 

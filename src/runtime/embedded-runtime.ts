@@ -230,7 +230,7 @@ export class EmbeddedRuntime {
     return this.committer.stats()
   }
 
-  /** The last committed checkpoint of each task. */
+  /** @internal The last committed checkpoint of each task. */
   committed(): ReadonlyMap<string, TaskCheckpoint> {
     return this.committer.committed()
   }

@@ -3,7 +3,7 @@ import { invalidConfig } from '../errors.js'
 /** What a bounded buffer does when a put would exceed a bound. */
 export type WhenFull = 'emitEarly' | 'shutDown' | 'spillToDisk'
 
-interface BufferConfigMethods<Self> {
+export interface BufferConfigMethods<Self> {
   /** At most this many keys buffered. */
   readonly maxRecords: number
   /** At most this many bytes buffered (sum of entry sizes). */
@@ -82,7 +82,7 @@ export type WaitFrom = 'latest' | 'first'
 /** Size of a buffered entry in bytes; the default is serialized key + value + a fixed overhead. */
 export type Sizer<K, V> = (key: K, value: V | null) => number
 
-interface SuppressedCommon<K, V, Self> {
+export interface SuppressedCommon<K, V, Self> {
   readonly name: string | undefined
   readonly bufferConfig: BufferConfig
   readonly sizer: Sizer<K, V> | undefined

@@ -11,6 +11,7 @@ import type { ErrorHandler } from '../processor/errors.js'
 import { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import type { Serde } from '../processor/serdes.js'
+import type { KeyValue } from '../dsl/options.js'
 import { checkTimestamp, topicSerdes } from '../processor/topic-access.js'
 import type { Topology } from '../processor/topology.js'
 import { ManualClock } from '../time/clock.js'
@@ -26,12 +27,25 @@ export interface TestDriverOptions {
   errorHandler?: ErrorHandler
   /** Where tasks keep files (spilled suppression buffers). @default a new directory under the system temp dir */
   stateDir?: string
-  /** Resume from a previous driver's `checkpoint()`: stream time and punctuation last-fire times (topics start empty). */
+  /** Resume from a previous driver's `checkpoint()`: stream time, punctuation last-fire times, stores, keyed state and timers (topics start empty). */
   checkpoint?: DriverCheckpoint
 }
 
-/** Per-task checkpoints, keyed by task id. */
-export type DriverCheckpoint = Readonly<Record<string, TaskCheckpoint>>
+declare const driverCheckpoint: unique symbol
+
+/**
+ * What a driver's tasks would commit now, per task: stream time, punctuation last-fire times, stores,
+ * keyed state and timers (not the topics' records). Opaque: hand it to a new driver's `checkpoint`
+ * option to test a restart.
+ */
+export interface DriverCheckpoint {
+  readonly [driverCheckpoint]: 'DriverCheckpoint'
+}
+
+/** The per-task checkpoints inside a DriverCheckpoint. */
+function tasksOf(c: DriverCheckpoint | undefined): Readonly<Record<string, TaskCheckpoint>> | undefined {
+  return c as unknown as Readonly<Record<string, TaskCheckpoint>> | undefined
+}
 
 /**
  * Runs a topology synchronously on a manual clock, as Kafka Streams' TopologyTestDriver does: every
@@ -62,7 +76,7 @@ export class TopologyTestDriver {
           maxTaskIdleMs: options.maxTaskIdleMs ?? 0,
           errorHandler,
           stateDir,
-          checkpoint: withoutPositions(options.checkpoint?.[`${sub.id}_0`]),
+          checkpoint: withoutPositions(tasksOf(options.checkpoint)?.[`${sub.id}_0`]),
         }),
       )
     }
@@ -137,7 +151,7 @@ export class TopologyTestDriver {
 
   /** What the tasks would commit now; pass it to a new driver to simulate a restart. */
   checkpoint(): DriverCheckpoint {
-    return Object.fromEntries(this.tasks.map((t) => [t.taskId.toString(), t.checkpoint()]))
+    return Object.fromEntries(this.tasks.map((t) => [t.taskId.toString(), t.checkpoint()])) as unknown as DriverCheckpoint
   }
 
   close(): void {
@@ -172,7 +186,9 @@ function withoutPositions(c: TaskCheckpoint | undefined): TaskCheckpoint | undef
   return c === undefined ? undefined : { ...c, positions: {} }
 }
 
+/** Records piped into an input topic (from `driver.createInputTopic`). */
 export class TestInputTopic<K, V> {
+  /** @internal */
   constructor(
     private readonly driver: TopologyTestDriver,
     readonly name: string,
@@ -195,14 +211,11 @@ export class TestInputTopic<K, V> {
   }
 }
 
-export interface KeyValue<K, V> {
-  readonly key: K
-  readonly value: V
-}
-
+/** The records a sink wrote to an output topic, read in order (from `driver.createOutputTopic`). */
 export class TestOutputTopic<K, V> {
   private position = 0
 
+  /** @internal */
   constructor(
     private readonly logs: PartitionLog[],
     readonly name: string,

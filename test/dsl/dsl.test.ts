@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { inspect } from 'node:util'
-import { BufferConfig, EmbeddedRuntime, Serdes, SessionWindows, silentLogger, SlidingWindows, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
-import type { KStream, Windowed } from '../../src/index.js'
+import { BufferConfig, EmbeddedRuntime, Serdes, SessionWindows, silentLogger, SlidingWindows, KStream, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
+import type { Windowed } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
 
 /** Collects what reaches the end of a stream as "key=value@ts" lines. */
 function collect<K, V>(stream: KStream<K, V>, show: (k: K) => string = String): string[] {
   const out: string[] = []
-  stream.then(undefined, 'TEST-OUT', (r) => out.push(`${show(r.key)}=${r.value}@${r.timestamp}`))
+  stream.addStatelessNode(undefined, 'TEST-OUT', (r) => out.push(`${show(r.key)}=${r.value}@${r.timestamp}`))
   return out
 }
 const win = (k: Windowed<string>): string => `${k.key}[${k.window.start},${k.window.end})`
@@ -162,7 +162,7 @@ describe('windowed keys', () => {
       .count()
       .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))
       .toStream()
-      .then(undefined, 'KEYS', (r) => keys.push(r.key))
+      .addStatelessNode(undefined, 'KEYS', (r) => keys.push(r.key))
     const { pipe } = drive(b)
     pipe('a', 'v', 1)
     pipe('a', 'v', 30)
@@ -304,7 +304,7 @@ describe('DSL on the embedded runtime', () => {
       .count()
       .suppress(Suppressed.untilWindowCloses(BufferConfig.unbounded()))
       .toStream()
-      .then(undefined, 'OUT', (r) => results.push(`${win(r.key)}=${r.value}`))
+      .addStatelessNode(undefined, 'OUT', (r) => results.push(`${win(r.key)}=${r.value}`))
     const rt = new EmbeddedRuntime(b.build(), { applicationId: 'dsl', topics: { in: { partitions: 3 } }, logger: silentLogger })
     rt.start()
     const p = rt.producer('in')
@@ -319,10 +319,19 @@ describe('windowed keys', () => {
   it('are plain { key, window } objects to users (deep-equal, JSON)', () => {
     const b = new StreamsBuilder()
     const keys: unknown[] = []
-    b.stream('in').groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(10)).count().toStream().then(undefined, 'OUT', (r) => keys.push(r.key))
+    b.stream('in').groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(10)).count().toStream().addStatelessNode(undefined, 'OUT', (r) => keys.push(r.key))
     const { pipe } = drive(b)
     pipe('k', 'v', 3)
     assert.deepStrictEqual(keys, [{ key: 'k', window: { start: 0, end: 10 } }])
     assert.equal(JSON.stringify(keys[0]), '{"key":"k","window":{"start":0,"end":10}}')
+  })
+})
+
+describe('the DSL as a value', () => {
+  it('a KStream is no thenable: an async function may return one', async () => {
+    const builder = new StreamsBuilder()
+    const make = async (): Promise<KStream<string, string>> => builder.stream<string, string>('in')
+    const stream = await make()
+    assert.ok(stream instanceof KStream)
   })
 })

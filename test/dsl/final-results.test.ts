@@ -44,7 +44,7 @@ function finalResults(spec: Spec, ops: readonly Op[], bounded: boolean): { out: 
   table
     .suppress(Suppressed.untilWindowCloses<Windowed<string>, string | number>(config).withName('final'))
     .toStream()
-    .then(undefined, 'OUT', (r) => out.push(show(r)))
+    .addStatelessNode(undefined, 'OUT', (r) => out.push(show(r)))
   let errors = 0
   const driver = new TopologyTestDriver(b.build(), {
     errorHandler: (c) => {
@@ -116,11 +116,11 @@ describe('final results run by the windowed aggregation (untilWindowCloses, unbo
     const table = b.stream('in').groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(10, 0)).count()
     const updates: string[] = []
     const finals: string[] = []
-    table.toStream().then(undefined, 'UPDATES', (r) => updates.push(show(r)))
+    table.toStream().addStatelessNode(undefined, 'UPDATES', (r) => updates.push(show(r)))
     table
       .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()).withName('final'))
       .toStream()
-      .then(undefined, 'FINALS', (r) => finals.push(show(r)))
+      .addStatelessNode(undefined, 'FINALS', (r) => finals.push(show(r)))
     const { pipe, buffered, close } = drive(b)
     pipe('a', 1)
     pipe('a', 4)
@@ -141,7 +141,7 @@ describe('final results run by the windowed aggregation (untilWindowCloses, unbo
       .mapValues((n) => n * 100)
       .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()).withName('final'))
       .toStream()
-      .then(undefined, 'OUT', (r) => out.push(show(r)))
+      .addStatelessNode(undefined, 'OUT', (r) => out.push(show(r)))
     const { pipe, buffered, close } = drive(b)
     pipe('a', 1)
     assert.equal(buffered(), 1)

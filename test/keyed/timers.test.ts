@@ -3,6 +3,7 @@ import { describe, it } from 'node:test'
 import { EmbeddedRuntime, PunctualError, Serdes, silentLogger, StateDescriptors, Topology } from '../../src/index.js'
 import type { KeyedProcessorContext, Timer } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
+import type { TaskCheckpoint } from '../../src/processor/internal/task-config.js'
 import { keyedDriver } from '../helpers/keyed.js'
 
 type Ev = string
@@ -215,7 +216,7 @@ describe('timers and state survive a checkpoint round trip (in memory)', () => {
     first.pipe('a', '', 2)
     first.pipe('b', '', 3)
     const checkpoint = first.driver.checkpoint()
-    assert.equal(checkpoint['0_0']?.keyed?.timers.length, 5)
+    assert.equal((checkpoint as unknown as Record<string, TaskCheckpoint>)['0_0']?.keyed?.timers.length, 5)
 
     const second = make(5000, checkpoint)
     assert.deepEqual(second.driver.pendingTimers('keyed', 'a'), { event: [11, 12], processing: [1000] })

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { StateDescriptors } from '../../src/index.js'
 import type { ExpiredEntry, TtlConfig } from '../../src/index.js'
+import type { TaskCheckpoint } from '../../src/processor/internal/task-config.js'
 import { keyedDriver } from '../helpers/keyed.js'
 
 /**
@@ -167,7 +168,8 @@ describe('state TTL on map and list state: per entry, per element', () => {
     })
     pipe('a', 'v', 0)
     pipe('a', 'w', 1e9)
-    assert.deepEqual(driver.checkpoint()['0_0']?.keyed?.timers, [])
-    assert.deepEqual(driver.checkpoint()['0_0']?.keyed?.states['keyed/plain'], { kind: 'value', entries: [['a', { v: 'w', a: 0 }]] })
+    const tasks = driver.checkpoint() as unknown as Record<string, TaskCheckpoint>
+    assert.deepEqual(tasks['0_0']?.keyed?.timers, [])
+    assert.deepEqual(tasks['0_0']?.keyed?.states['keyed/plain'], { kind: 'value', entries: [['a', { v: 'w', a: 0 }]] })
   })
 })

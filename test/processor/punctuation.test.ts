@@ -3,6 +3,7 @@ import { describe, it } from 'node:test'
 import { PunctualError, PunctuationType, Serdes, Topology } from '../../src/index.js'
 import type { Cancellable, ProcessorContext, ScheduleSpec } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
+import type { TaskCheckpoint } from '../../src/processor/internal/task-config.js'
 import { punctuationTopology } from '../helpers/collect.js'
 
 const STREAM = PunctuationType.STREAM_TIME
@@ -351,7 +352,7 @@ describe('missed-trigger policy across restarts (onMissed)', () => {
     const first = driverWith([{ id: 'p', spec: { type: STREAM, intervalMs: 10, startTime: 0, name: 's' } }])
     first.pipe(25)
     const checkpoint = first.driver.checkpoint()
-    assert.equal(checkpoint['0_0']?.streamTime, 25)
+    assert.equal((checkpoint as unknown as Record<string, TaskCheckpoint>)['0_0']?.streamTime, 25)
     const t = punctuationTopology([{ id: 'p', spec: { type: STREAM, intervalMs: 10, startTime: 0, name: 's' } }])
     const second = new TopologyTestDriver(t.topology, { checkpoint })
     assert.equal(t.context().currentStreamTimeMs(), 25)

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { EmbeddedRuntime, silentLogger, StateDescriptors, Topology } from '../../src/index.js'
-import type { KeyedProcessorContext, TaskChangelog, ValueState } from '../../src/index.js'
+import type { KeyedProcessorContext, ValueState } from '../../src/index.js'
+import type { TaskChangelog } from '../../src/runtime/changelog.js'
 import { countingTopology } from '../helpers/counting.js'
 
 describe('changelog listener (the change stream for changelog topics)', () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { BufferConfig, EmbeddedRuntime, ManualClock, silentLogger, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
+import { BufferConfig, EmbeddedRuntime, silentLogger, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
+import { ManualClock } from '../../src/testing/index.js'
 import type { Windowed } from '../../src/index.js'
 import { freshStateDir, oneRunAndThree } from '../helpers/durable.js'
 
@@ -18,7 +19,7 @@ function finalCounts(out: string[], windows: TimeWindows, buffer: Parameters<typ
     .count()
     .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(buffer).withName('final'))
     .toStream()
-    .then(undefined, 'OUT', (r) => out.push(`${r.key.key}@${r.key.window.start}=${r.value}`))
+    .addStatelessNode(undefined, 'OUT', (r) => out.push(`${r.key.key}@${r.key.window.start}=${r.value}`))
   return b.build()
 }
 

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { setImmediate as tick } from 'node:timers/promises'
-import { EmbeddedRuntime, ErrorHandlers, partitionForKey, PunctualError, PunctuationType, Serdes, silentLogger, StreamsBuilder, Topology } from '../../src/index.js'
+import { EmbeddedRuntime, ErrorHandlers, PunctualError, PunctuationType, Serdes, silentLogger, StreamsBuilder, Topology } from '../../src/index.js'
 import type { ProcessorContext, StreamRecord } from '../../src/index.js'
+import { partitionForKey } from '../../src/log/murmur2.js'
 
 const passThrough = (): Topology => new Topology().addSource('src', 'in').addSink('sink', 'out', {}, 'src')
 

@@ -16,7 +16,7 @@ function finalCounts(out: string[], buffer: StrictBufferConfig): Topology {
     .count()
     .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(buffer).withName('final'))
     .toStream()
-    .then(undefined, 'OUT', (r) => out.push(`${r.key.key}@${r.key.window.start}=${r.value}@${r.timestamp}`))
+    .addStatelessNode(undefined, 'OUT', (r) => out.push(`${r.key.key}@${r.key.window.start}=${r.value}@${r.timestamp}`))
   return b.build()
 }
 

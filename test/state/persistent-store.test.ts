@@ -129,7 +129,7 @@ describe('DSL aggregations choose their store type (Materialized storeType)', ()
           .groupByKey()
           .count(storeType === undefined ? {} : { storeType })
           .toStream()
-          .then(undefined, 'OUT', (r) => counts.push(`${r.key}=${r.value}`))
+          .addStatelessNode(undefined, 'OUT', (r) => counts.push(`${r.key}=${r.value}`))
         return b.build()
       }
       for (const keys of [['a', 'b', 'a'], ['a', 'c', 'b']]) {

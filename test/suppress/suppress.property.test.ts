@@ -73,7 +73,7 @@ function implementation(c: Case): string[] {
     .table<string, string>('in')
     .suppress(Suppressed.untilTimeLimit<string, string>(c.waitMs, config).withWaitFrom(c.waitFrom).withSizer((_k, v) => size(v)))
     .toStream()
-    .then(undefined, 'OUT', (r) => out.push(`${r.key}=${r.value}@${r.timestamp}`))
+    .addStatelessNode(undefined, 'OUT', (r) => out.push(`${r.key}=${r.value}@${r.timestamp}`))
   const driver = new TopologyTestDriver(builder.build(), { errorHandler: () => 'fail' })
   const input = driver.createInputTopic('in', Serdes.String(), Serdes.String())
   for (const r of c.records) {

@@ -13,7 +13,7 @@ function finalCounts(limitMs: number) {
     .count()
     .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()).withWallClockLimit(limitMs))
     .toStream()
-    .then(undefined, 'OUT', (r) => out.push(`${r.key.key}[${r.key.window.start},${r.key.window.end})=${r.value}`))
+    .addStatelessNode(undefined, 'OUT', (r) => out.push(`${r.key.key}[${r.key.window.start},${r.key.window.end})=${r.value}`))
   return { b, out }
 }
 

@@ -109,7 +109,7 @@ export const windowedCountKind: ScenarioKind = {
 
 /** Ends a scenario topology: every record reaching it is an output, in emission order. */
 function tap<K, V>(stream: KStream<K, V>, out: OutputSink, key: (k: K) => string): void {
-  stream.then<K, V>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: key(r.key), value: r.value, ts: r.timestamp }))
+  stream.addStatelessNode<K, V>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: key(r.key), value: r.value, ts: r.timestamp }))
 }
 
 /** Maps a stopping error to its output code (FORMAT.md), or undefined for other errors. */
