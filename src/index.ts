@@ -70,6 +70,7 @@ export type { PunctualApp } from './runtime/app.js'
 
 export { systemClock } from './time/clock.js'
 export type { Clock } from './time/clock.js'
+export type { Scheduler } from './time/scheduler.js'
 export type { MetricsSnapshot } from './metrics.js'
 export { consoleLogger, createConsoleLogger, silentLogger } from './util/logger.js'
 export type { ConsoleLoggerOptions, LogFields, Logger, LogLevel } from './util/logger.js'

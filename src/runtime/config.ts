@@ -3,6 +3,8 @@ import { ErrorHandlers } from '../processor/errors.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import { systemClock } from '../time/clock.js'
 import type { Clock } from '../time/clock.js'
+import { isScheduler, timerScheduler } from '../time/scheduler.js'
+import type { Scheduler } from '../time/scheduler.js'
 import { consoleLogger } from '../util/logger.js'
 import type { Logger } from '../util/logger.js'
 import { temporaryStateDir } from '../util/state-dir.js'
@@ -35,6 +37,11 @@ export interface EmbeddedRuntimeConfig {
   commitMaxRecords?: number
   /** @default the system clock */
   clock?: Clock
+  /**
+   * Runs the runtime's one armed timer (wall-clock punctuations, processing-time timers, commits).
+   * @default the clock, when it is a Scheduler too (punctual/testing's ManualClock is), else setTimeout
+   */
+  scheduler?: Scheduler
   /** @default ErrorHandlers.failOnUserCodeErrors(logger) */
   errorHandler?: ErrorHandler
   /** @default writes to stderr */
@@ -75,13 +82,16 @@ export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): ValidRunti
     throw invalidConfig(where, `changelog must be a function (changes) => void, got ${typeof config.changelog}`)
   }
   const logger = config.logger ?? consoleLogger
+  const clock = config.clock ?? systemClock
+  if (config.scheduler !== undefined && !isScheduler(config.scheduler)) throw invalidConfig(where, 'scheduler must have at(dueMs, callback) returning a cancel function')
   return {
     applicationId: config.applicationId,
     defaultPartitions: int('defaultPartitions', config.defaultPartitions, 1, 1),
     maxTaskIdleMs: int('maxTaskIdleMs', config.maxTaskIdleMs, 0, 0),
     commitIntervalMs: int('commitIntervalMs', config.commitIntervalMs, 100, 1),
     commitMaxRecords: int('commitMaxRecords', config.commitMaxRecords, 10_000, 1),
-    clock: config.clock ?? systemClock,
+    clock,
+    scheduler: config.scheduler ?? (isScheduler(clock) ? clock : timerScheduler(clock)),
     errorHandler: config.errorHandler ?? ErrorHandlers.failOnUserCodeErrors(logger),
     logger,
     stateDir: config.stateDir ?? temporaryStateDir(config.applicationId),

@@ -74,6 +74,7 @@ export class EmbeddedRuntime {
     this.loop = new TaskLoop({
       tasks: this.tasks,
       clock: this.clock,
+      scheduler: valid.scheduler,
       commitIntervalMs: valid.commitIntervalMs,
       commitMaxRecords: valid.commitMaxRecords,
       isDurable: () => this.committer.durable,

@@ -1,6 +1,7 @@
 import type { StreamTask } from '../processor/internal/task.js'
 import { Alarm } from '../time/alarm.js'
 import type { Clock } from '../time/clock.js'
+import type { Scheduler } from '../time/scheduler.js'
 
 /** Records a task processes before the loop looks at the clock again. */
 const BATCH = 256
@@ -11,6 +12,8 @@ const SLICE_MS = 5
 export interface LoopHost {
   readonly tasks: readonly StreamTask[]
   readonly clock: Clock
+  /** Runs the one armed timer. */
+  readonly scheduler: Scheduler
   readonly commitIntervalMs: number
   /** Durable runs also commit every `commitMaxRecords` records, and while draining. */
   readonly commitMaxRecords: number
@@ -25,7 +28,7 @@ export interface LoopHost {
 
 /**
  * The embedded runtime's task loop: processes records in short slices on the event loop (so timers and
- * I/O interleave), fires wall-clock punctuations and processing-time timers through one real timer armed
+ * I/O interleave), fires wall-clock punctuations and processing-time timers through one timer armed
  * for the earliest due time (nothing polls), and decides when to commit: every `commitIntervalMs` of
  * work, every `commitMaxRecords` records in a durable run, and right after wall-clock punctuations fired.
  */
@@ -40,7 +43,7 @@ export class TaskLoop {
   private recordsSinceCommit = 0
 
   constructor(private readonly host: LoopHost) {
-    this.alarm = new Alarm(host.clock, this.onAlarm)
+    this.alarm = new Alarm(host.clock, host.scheduler, this.onAlarm)
   }
 
   /** A record was appended to some topic: there may be work. */

@@ -1,19 +1,18 @@
 import type { Clock } from './clock.js'
-
-/** setTimeout cannot wait longer than this (about 24.8 days); longer waits are re-armed on wake-up. */
-const MAX_TIMEOUT_MS = 2_147_483_647
+import type { Scheduler } from './scheduler.js'
 
 /**
- * One real timer, armed for the earliest wall-clock due time of whatever owns it. Arming for the time
+ * One timer, armed for the earliest wall-clock due time of whatever owns it. Arming for the time
  * already armed is free, so owners can call `armAt` after every batch without churning timers. Between
  * due times there are zero wake-ups: nothing polls.
  */
 export class Alarm {
-  private handle: NodeJS.Timeout | undefined
+  private cancel: (() => void) | undefined
   private armedFor = Infinity
 
   constructor(
     private readonly clock: Clock,
+    private readonly scheduler: Scheduler,
     private readonly onAlarm: () => void,
   ) {}
 
@@ -23,13 +22,12 @@ export class Alarm {
     this.disarm()
     if (dueMs === Infinity) return
     this.armedFor = dueMs
-    const delay = Math.min(Math.max(0, dueMs - this.clock.now()), MAX_TIMEOUT_MS)
-    this.handle = setTimeout(this.fire, delay)
+    this.cancel = this.scheduler.at(dueMs, this.fire)
   }
 
   disarm(): void {
-    if (this.handle !== undefined) clearTimeout(this.handle)
-    this.handle = undefined
+    this.cancel?.()
+    this.cancel = undefined
     this.armedFor = Infinity
   }
 
@@ -39,10 +37,10 @@ export class Alarm {
 
   private readonly fire = (): void => {
     const due = this.armedFor
-    this.handle = undefined
+    this.cancel = undefined
     this.armedFor = Infinity
-    // setTimeout may wake up early by a fraction of a millisecond, or a long wait may have been capped:
-    // then re-arm for the same due time instead of firing before it.
+    // A real timer may wake up early by a fraction of a millisecond, or a long wait may have been
+    // capped: then re-arm for the same due time instead of firing before it.
     if (this.clock.now() < due) {
       this.armAt(due)
       return

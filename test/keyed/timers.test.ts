@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { EmbeddedRuntime, PunctualError, Serdes, silentLogger, StateDescriptors, Topology } from '../../src/index.js'
 import type { KeyedProcessorContext, Timer } from '../../src/index.js'
-import { TopologyTestDriver } from '../../src/testing/index.js'
+import { ManualClock, TopologyTestDriver } from '../../src/testing/index.js'
 import type { TaskCheckpoint } from '../../src/processor/internal/task-config.js'
 import { keyedDriver } from '../helpers/keyed.js'
 
@@ -129,13 +129,16 @@ describe('processing-time timers', () => {
       },
       'in',
     )
-    const rt = new EmbeddedRuntime(topology, { applicationId: 'ptimers', logger: silentLogger })
+    const clock = new ManualClock(1000)
+    const rt = new EmbeddedRuntime(topology, { applicationId: 'ptimers', clock, logger: silentLogger })
     rt.start()
     rt.producer('input').send('a', 'x', 0)
-    const deadline = Date.now() + 3000
-    while (fired.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5))
+    await new Promise((r) => setImmediate(r)) // the record is processed: the timer is due at 1030
+    clock.advance(29)
+    assert.deepEqual(fired, [])
+    clock.advance(1)
+    assert.deepEqual(fired, [1030])
     await rt.stop()
-    assert.equal(fired.length, 1)
   })
 })
 

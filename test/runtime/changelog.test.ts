@@ -3,6 +3,7 @@ import { describe, it } from 'node:test'
 import { EmbeddedRuntime, silentLogger, StateDescriptors, Topology } from '../../src/index.js'
 import type { KeyedProcessorContext, ValueState } from '../../src/index.js'
 import type { TaskChangelog } from '../../src/runtime/changelog.js'
+import { ManualClock } from '../../src/testing/index.js'
 import { countingTopology } from '../helpers/counting.js'
 
 describe('changelog listener (the change stream for changelog topics)', () => {
@@ -55,10 +56,12 @@ describe('changelog listener (the change stream for changelog topics)', () => {
       },
       'in',
     )
-    const rt = new EmbeddedRuntime(topology, { applicationId: 'cl-keyed', changelog: (c) => commits.push(...c), logger: silentLogger, commitIntervalMs: 1 })
+    const clock = new ManualClock(0)
+    const rt = new EmbeddedRuntime(topology, { applicationId: 'cl-keyed', changelog: (c) => commits.push(...c), logger: silentLogger, commitIntervalMs: 1, clock })
     rt.start()
     rt.producer('input').send('a', 'v', 1)
-    await new Promise((r) => setTimeout(r, 30))
+    await new Promise((r) => setImmediate(r))
+    clock.advance(1) // a commit
     rt.producer('input').send('b', 'v', 20) // stream time 20 fires a's timer at 11
     await rt.stop()
     const timers = commits.flatMap((c) => c.keyed?.timers ?? []).map((t) => `${t.added ? '+' : '-'}${String(t.record.key)}@${t.record.timestamp}`)

@@ -3,16 +3,16 @@ import { describe, it } from 'node:test'
 import { setImmediate as tick } from 'node:timers/promises'
 import { EmbeddedRuntime, ErrorHandlers, PunctualError, PunctuationType, Serdes, silentLogger, StreamsBuilder, Topology } from '../../src/index.js'
 import type { ProcessorContext, StreamRecord } from '../../src/index.js'
+import { ManualClock } from '../../src/testing/index.js'
 import { partitionForKey } from '../../src/log/murmur2.js'
 
 const passThrough = (): Topology => new Topology().addSource('src', 'in').addSink('sink', 'out', {}, 'src')
 
-/** Resolves when `predicate` holds, checked after each event-loop turn; rejects after `ms`. */
-async function until(predicate: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time')
-    await new Promise((r) => setTimeout(r, 2))
+/** Resolves when `predicate` holds, checked after each event-loop turn (the runtime works in turns). */
+async function until(predicate: () => boolean, turns = 10_000): Promise<void> {
+  for (let i = 0; !predicate(); i++) {
+    if (i === turns) throw new Error(`condition not reached in ${turns} turns of the event loop`)
+    await tick()
   }
 }
 
@@ -51,7 +51,7 @@ describe('EmbeddedRuntime', () => {
     await rt.stop()
   })
 
-  it('fires wall-clock punctuations with no input at all', async () => {
+  it('fires wall-clock punctuations with no input at all, each at its due time', async () => {
     const fires: number[] = []
     const topology = new Topology().addSource('src', 'in').addProcessor(
       'p',
@@ -63,18 +63,24 @@ describe('EmbeddedRuntime', () => {
       }),
       'src',
     )
-    const rt = new EmbeddedRuntime(topology, { applicationId: 'wall', logger: silentLogger })
-    const started = Date.now()
+    const clock = new ManualClock(1000)
+    const rt = new EmbeddedRuntime(topology, { applicationId: 'wall', clock, logger: silentLogger })
+    const advance = async (ms: number): Promise<void> => {
+      clock.advance(ms)
+      await tick()
+    }
     rt.start()
-    await until(() => fires.length >= 3)
+    await tick()
+    await advance(14)
+    assert.deepEqual(fires, [], 'not before the first due time')
+    await advance(1)
+    assert.deepEqual(fires, [1015])
+    for (let i = 0; i < 3; i++) await advance(15)
+    assert.deepEqual(fires, [1015, 1030, 1045, 1060])
     await rt.stop()
-    assert.ok(fires.every((t) => t >= started + 15), 'never before the first due time')
-    assert.ok(fires.every((t, i) => i === 0 || t > fires[i - 1]!), 'increasing')
   })
 
-  it('arms one real timer per due time: no polling between due times', async () => {
-    const realSetTimeout = globalThis.setTimeout
-    let armed = 0
+  it('arms one timer per due time: no polling between due times', async () => {
     let fires = 0
     const topology = new Topology().addSource('src', 'in').addProcessor(
       'p',
@@ -86,23 +92,19 @@ describe('EmbeddedRuntime', () => {
       }),
       'src',
     )
-    const rt = new EmbeddedRuntime(topology, { applicationId: 'timers', logger: silentLogger })
-    globalThis.setTimeout = ((fn: () => void, ms?: number) => {
-      armed++
-      return realSetTimeout(fn, ms)
-    }) as typeof setTimeout
-    try {
-      rt.start()
-      await new Promise<void>((resolve) => realSetTimeout(resolve, 330))
-      await rt.stop()
-    } finally {
-      globalThis.setTimeout = realSetTimeout
+    const clock = new ManualClock(0)
+    const armed: number[] = []
+    const scheduler = { at: (due: number, callback: () => void) => (armed.push(due), clock.at(due, callback)) }
+    const rt = new EmbeddedRuntime(topology, { applicationId: 'timers', clock, scheduler, logger: silentLogger })
+    rt.start()
+    await tick()
+    for (let i = 0; i < 21; i++) {
+      clock.advance(10)
+      await tick()
     }
-    assert.ok(fires >= 5, `fired ${fires} times`)
-    // One arming per due time, and at most one more when libuv wakes the timer a fraction of a
-    // millisecond before the due time (its start time is the loop's cached time); a polling loop
-    // would arm hundreds.
-    assert.ok(armed <= 2 * fires + 2, `armed ${armed} timers for ${fires} fires`)
+    await rt.stop()
+    assert.equal(fires, 5)
+    assert.deepEqual(armed, [40, 80, 120, 160, 200, 240], 'armed once for each due time, and for nothing else')
   })
 
   it('stop() drains input already written, then closes every processor once', async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { BufferConfig, EmbeddedRuntime, Serdes, silentLogger, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
 import type { Windowed } from '../../src/index.js'
-import { TopologyTestDriver } from '../../src/testing/index.js'
+import { ManualClock, TopologyTestDriver } from '../../src/testing/index.js'
 
 function finalCounts(limitMs: number) {
   const out: string[] = []
@@ -71,12 +71,15 @@ describe('wall-clock close for untilWindowCloses (SEMANTICS 6, beyond)', () => {
 
   it('fires on the embedded runtime through its armed timer', async () => {
     const { b, out } = finalCounts(30)
-    const rt = new EmbeddedRuntime(b.build(), { applicationId: 'wallclose', logger: silentLogger })
+    const clock = new ManualClock(0)
+    const rt = new EmbeddedRuntime(b.build(), { applicationId: 'wallclose', clock, logger: silentLogger })
     rt.start()
-    // Record timestamps far in the past: windowEnd + grace + 30 ms is already due on the wall clock.
     rt.producer('in').send('a', 'v', 1)
-    const deadline = Date.now() + 3000
-    while (out.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5))
+    await new Promise((r) => setImmediate(r)) // processed: the window [0, 10) closes on the wall clock at end 10 + grace 5 + limit 30
+    clock.advance(44)
+    assert.deepEqual(out, [])
+    clock.advance(1)
+    assert.deepEqual(out, ['a[0,10)=1'])
     await rt.stop()
     assert.deepEqual(out, ['a[0,10)=1'])
   })
