@@ -19,6 +19,8 @@ export interface Flights {
 }
 
 const MINUTE = 60_000
+/** Rows in vega-datasets' flights-3m.parquet. */
+export const FLIGHT_ROWS = 3_000_000
 
 /** The parquet file inside the vega-datasets package (its exports map does not list data files). */
 export function flightsFile(): string {
@@ -30,8 +32,7 @@ export function flightsFile(): string {
 export async function loadFlights(limit = Infinity): Promise<Flights> {
   const buf = readFileSync(flightsFile())
   const file = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength) as ArrayBuffer
-  const rows = 3_000_000
-  const count = Math.min(rows, limit)
+  const count = Math.min(FLIGHT_ROWS, limit)
   const scheduled = new Float64Array(count)
   const delay = new Int32Array(count)
   const distance = new Int32Array(count)

@@ -1,50 +1,67 @@
 /**
  * `npm start`: the flights demo on the embedded runtime (no broker, no setup), durable in a state
  * directory: stop it (Ctrl-C, or kill it) and run it again, and it resumes where it stopped.
- * Options: --limit N (replay only the first N flights), --partitions N (default 4), --state-dir DIR
- * (default .punctual/flights-demo), --fresh (delete the state directory first).
+ * Options: see USAGE below (`npm start -- --help`).
  */
 import { rmSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { EmbeddedRuntime, Serdes } from '../../src/index.js'
+import { createConsoleLogger, EmbeddedRuntime, Serdes } from '../../src/index.js'
 import type { Windowed } from '../../src/index.js'
-import { loadFlights } from './data.js'
+import { FLIGHT_ROWS, loadFlights } from './data.js'
+import type { Flights } from './data.js'
 import { DAY, DELAYED_MIN, flightsTopology, HOURLY_GRACE } from './topology.js'
 import type { AirportAlert, DailyReport, FlightValue, Progress } from './topology.js'
 
-const { values: args } = parseArgs({
-  options: {
-    limit: { type: 'string' },
-    partitions: { type: 'string', default: '4' },
-    'state-dir': { type: 'string', default: '.punctual/flights-demo' },
-    fresh: { type: 'boolean', default: false },
-  },
-})
-const limit = args.limit === undefined ? Infinity : Number(args.limit)
-const partitions = Number(args.partitions)
-const stateDir = args['state-dir']
-if (!(limit > 0) || !Number.isInteger(partitions) || partitions < 1) {
-  console.error('usage: npm start -- [--limit N] [--partitions N] [--state-dir DIR] [--fresh]')
-  process.exit(2)
+const USAGE = `usage: npm start -- [--limit N] [--partitions N] [--state-dir DIR] [--fresh]
+  --limit N         replay only the first N flights (default: all ${FLIGHT_ROWS.toLocaleString('en-US')})
+  --partitions N    input partitions, one task each (default 4)
+  --state-dir DIR   where state lives between runs (default .punctual/flights-demo)
+  --fresh           delete the state directory first and start over`
+
+function parseArguments(): { limit: number; partitions: number; stateDir: string; fresh: boolean } {
+  let values
+  try {
+    values = parseArgs({
+      options: {
+        limit: { type: 'string' },
+        partitions: { type: 'string', default: '4' },
+        'state-dir': { type: 'string', default: '.punctual/flights-demo' },
+        fresh: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    }).values
+  } catch (err) {
+    console.error(`${(err as Error).message}\n${USAGE}`)
+    process.exit(2)
+  }
+  if (values.help) {
+    console.log(USAGE)
+    process.exit(0)
+  }
+  const limit = values.limit === undefined ? Infinity : Number(values.limit)
+  const partitions = Number(values.partitions)
+  if (!(limit > 0) || (limit !== Infinity && !Number.isInteger(limit)) || !Number.isInteger(partitions) || partitions < 1) {
+    console.error(USAGE)
+    process.exit(2)
+  }
+  return { limit, partitions, stateDir: values['state-dir'], fresh: values.fresh }
 }
-if (args.fresh) rmSync(stateDir, { recursive: true, force: true })
+
+const { limit, partitions, stateDir, fresh } = parseArguments()
+if (fresh) rmSync(stateDir, { recursive: true, force: true })
+const total = Math.min(FLIGHT_ROWS, limit)
 
 const fmt = (n: number): string => n.toLocaleString('en-US')
 const date = (t: number): string => new Date(t).toISOString().slice(0, 10)
 const minute = (t: number): string => new Date(t).toISOString().slice(0, 16).replace('T', ' ')
 
 console.log('punctual demo: US domestic flights of 2001 (vega-datasets), keyed by origin airport')
-const loadStart = Date.now()
-const flights = await loadFlights(limit)
-console.log(
-  `loaded ${fmt(flights.count)} flights in ${((Date.now() - loadStart) / 1000).toFixed(1)} s; replaying them in order of actual departure ` +
-    `over ${partitions} partitions. Record timestamps are scheduled departures, so the stream is out of order.\n`,
-)
-
 const startedAt = Date.now()
 const runtime = new EmbeddedRuntime(flightsTopology({ progressStartMs: startedAt - (startedAt % 1000) }), {
   applicationId: 'flights-demo',
   stateDir,
+  // The demo prints its own story; the runtime only speaks up about problems.
+  logger: createConsoleLogger({ level: 'warn' }),
   topics: { flights: { partitions }, 'daily-reports': { partitions: 1 }, progress: { partitions: 1 }, 'hourly-delays': { partitions: 1 } },
 })
 /** Records a previous run committed (filled in once started): counted in the summary, not printed again. */
@@ -71,7 +88,7 @@ function printDay(parts: DailyReport[], complete: boolean): void {
     .slice(0, 3)
     .map(([o, n]) => `${o} ${fmt(n)}`)
     .join(', ')
-  const lateNote = late > 0 ? ` · ${late} late for earlier days` : ''
+  const lateNote = late > 0 ? ` · ${fmt(late)} late for earlier days` : ''
   console.log(`day ${date(day)}  ${fmt(flightsOfDay).padStart(6)} flights · ${fmt(delayed).padStart(5)} delayed >15 min · busiest ${busiest}${lateNote}${complete ? '' : ' (partial)'}`)
   daysPrinted++
 }
@@ -93,9 +110,12 @@ runtime.subscribe<string, DailyReport>(
 
 // Each task reports progress every wall-clock second, aligned; print one line per tick.
 const ticks = new Map<number, Progress[]>()
+/** No progress lines while the flights file loads (the runtime idles meanwhile). */
+let loading = false
 runtime.subscribe<string, Progress>(
   'progress',
   (r) => {
+    if (loading) return
     const p = r.value!
     const list = ticks.get(p.tick) ?? []
     list.push(p)
@@ -107,9 +127,11 @@ runtime.subscribe<string, Progress>(
     const streamTimes = list.map((x) => x.streamTime).filter((t): t is number => t !== null)
     const st = streamTimes.length > 0 ? minute(Math.min(...streamTimes)) : 'unknown'
     const pct = processed > 0 ? ((100 * behind) / processed).toFixed(1) : '0.0'
-    console.log(`  [wall clock ${Math.round((p.tick - startedAt) / 1000)} s] ${fmt(processed)} flights processed · slowest task's stream time ${st} · ${pct}% behind stream time`)
+    const elapsed = Math.max(0, Math.round((p.tick - startedAt) / 1000))
+    console.log(`  [${elapsed} s] ${fmt(processed)} flights processed · slowest task's stream time ${st} · ${pct}% came in behind stream time (out of order)`)
   },
-  { valueSerde: Serdes.JSON<Progress>() },
+  // Progress lines of earlier runs are history: show this run's.
+  { valueSerde: Serdes.JSON<Progress>(), from: 'latest' },
 )
 
 // Airport alerts: count the quiet ones, print each expiry (an airport without a flight for a day).
@@ -148,17 +170,23 @@ runtime.subscribe<Windowed<string>, number>(
 
 runtime.start()
 for (const topic of ['daily-reports', 'airport-alerts']) before.set(topic, runtime.committedEndOffsets(topic))
-// The flights topic is durable: what it holds was fed before; feed the rest.
+// The flights topic is durable: what it holds was fed by an earlier run and is processed first; feed the rest.
 const fed = runtime.committedEndOffsets('flights').reduce((a, b) => a + b, 0)
-if (runtime.resumed) {
+if (!runtime.resumed) console.log(`state directory ${stateDir}: starting fresh (stop any time; running again resumes)`)
+else if (fed >= total) console.log(`state directory ${stateDir}: an earlier run fed all ${fmt(total)} flights; finishing what it left and showing the results (--fresh starts over)`)
+else console.log(`state directory ${stateDir}: an earlier run fed ${fmt(fed)} flights; processing what it left, then feeding the other ${fmt(total - fed)} (--fresh starts over)`)
+let flights: Flights | undefined
+if (fed < total) {
+  const loadStart = Date.now()
+  loading = true
+  flights = await loadFlights(limit)
+  loading = false
   console.log(
-    fed >= flights.count
-      ? `state directory ${stateDir}: all ${fmt(flights.count)} flights were processed by an earlier run; showing its results (--fresh starts over)\n`
-      : `state directory ${stateDir}: resuming after ${fmt(fed)} flights processed by an earlier run (--fresh starts over)\n`,
+    `loaded ${fmt(flights.count)} flights in ${((Date.now() - loadStart) / 1000).toFixed(1)} s; replaying them in order of actual departure ` +
+      `over ${partitions} partitions. Record timestamps are scheduled departures, so the stream is out of order.`,
   )
-} else {
-  console.log(`state directory ${stateDir}: starting fresh (stop any time; running again resumes)\n`)
 }
+console.log('')
 let stopping = false
 process.once('SIGINT', () => {
   stopping = true
@@ -166,8 +194,8 @@ process.once('SIGINT', () => {
 })
 const producer = runtime.producer<string, FlightValue>('flights', { valueSerde: Serdes.JSON<FlightValue>() })
 const BATCH = 20_000
-const order = flights.replayOrder
-for (let start = fed; start < flights.count && !stopping; start += BATCH) {
+for (let start = fed; flights !== undefined && start < flights.count && !stopping; start += BATCH) {
+  const order = flights.replayOrder
   const end = Math.min(flights.count, start + BATCH)
   for (let j = start; j < end; j++) {
     const i = order[j]!
@@ -187,7 +215,7 @@ console.log('  worst airport-hours:')
 console.log('    airport  hour (UTC)          delayed')
 for (const [id, n] of worst) {
   const [airport, start] = id.split(' ') as [string, string]
-  console.log(`    ${airport.padEnd(7)}  ${minute(Number(start))}  ${String(n).padStart(7)}`)
+  console.log(`    ${airport.padEnd(7)}  ${minute(Number(start))}  ${fmt(n).padStart(7)}`)
 }
 
 const topQuiet = [...quietByAirport].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([a, n]) => `${a} ${fmt(n)}`).join(', ')
@@ -199,6 +227,6 @@ const m = runtime.metrics()
 const dropped = Object.values(m.droppedRecords).reduce((a, b) => a + b, 0)
 console.log(
   `\ndone: ${fmt(m.processedRecords)} flights${runtime.resumed ? ' in this run' : ''} in ${seconds.toFixed(1)} s (${fmt(Math.round(m.processedRecords / seconds))}/s) · ` +
-    `${daysPrinted} daily reports (${Math.round((flights.scheduled[flights.count - 1]! - flights.scheduled[0]!) / DAY)} days of data) · ` +
-    `${fmt(m.punctuations)} punctuations · ${dropped} records dropped`,
+    `${fmt(daysPrinted)} daily reports${flights === undefined ? '' : ` (${Math.round((flights.scheduled[flights.count - 1]! - flights.scheduled[0]!) / DAY)} days of data)`} · ` +
+    `${fmt(m.punctuations)} punctuations · ${fmt(dropped)} records dropped`,
 )

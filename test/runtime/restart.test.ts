@@ -39,6 +39,7 @@ function startChild(app: string, args: string[]): { child: ChildProcess; nextLin
 
 function killed(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
     child.once('exit', () => resolve())
     child.kill('SIGKILL')
   })
@@ -50,11 +51,14 @@ describe('missed-trigger policy across a real crash and restart (state directory
       const stateDir = join(mkdtempSync(join(tmpdir(), 'punctual-restart-')), 'state')
       const anchor = T0 + 4000
       const first = startChild(APP, [stateDir, String(T0), String(anchor), String(INTERVAL), onMissed])
-      await first.nextLine(/^ready$/)
-      first.send('advance 4000')
-      assert.equal(await first.nextLine(/^fire /), `fire ${anchor}`, 'the first run fires at the anchor')
-      await first.nextLine(/^at /)
-      await killed(first.child)
+      try {
+        await first.nextLine(/^ready$/)
+        first.send('advance 4000')
+        assert.equal(await first.nextLine(/^fire /), `fire ${anchor}`, 'the first run fires at the anchor')
+        await first.nextLine(/^at /)
+      } finally {
+        await killed(first.child)
+      }
       // The grid point anchor + INTERVAL passes while nothing runs: the second run starts 300 ms after it.
       const restartAt = anchor + INTERVAL + 300
       const second = startChild(APP, [stateDir, String(restartAt), String(anchor), String(INTERVAL), onMissed])
@@ -78,8 +82,11 @@ describe('keyed state and timers across a real crash and restart (state director
     const run = async (phase: string): Promise<string[]> => {
       const { child, nextLine } = startChild(app, [stateDir, phase, String(T0)])
       const lines: string[] = []
-      for (let line = await nextLine(/./); line !== 'ready'; line = await nextLine(/./)) lines.push(line)
-      await killed(child)
+      try {
+        for (let line = await nextLine(/./); line !== 'ready'; line = await nextLine(/./)) lines.push(line)
+      } finally {
+        await killed(child)
+      }
       return lines
     }
     assert.deepEqual(await run('1'), [], 'nothing fires in the first run (stream time 3, wall timer 1 s ahead)')
