@@ -18,6 +18,11 @@ export class KStream<K, V> {
     readonly keySerde: Serde<K> | undefined,
     /** @internal */
     readonly valueSerde: Serde<V> | undefined,
+    /**
+     * @internal Whether a key-changing operation (map, selectKey, flatMap) came before: grouping by key
+     * then goes through a repartition topic, so each key's records meet in one task (as in Kafka Streams).
+     */
+    readonly repartitionRequired = false,
   ) {}
 
   filter(predicate: (key: K, value: V) => boolean, name?: string): KStream<K, V> {
@@ -29,10 +34,17 @@ export class KStream<K, V> {
   }
 
   map<K2, V2>(mapper: (key: K, value: V) => KeyValue<K2, V2>, name?: string): KStream<K2, V2> {
-    return this.addStatelessNode<K2, V2>(name, 'KSTREAM-MAP', (r, ctx) => {
-      const kv = mapper(r.key, r.value)
-      ctx.forward({ key: kv.key, value: kv.value, timestamp: r.timestamp, headers: r.headers })
-    })
+    return this.addStatelessNode<K2, V2>(
+      name,
+      'KSTREAM-MAP',
+      (r, ctx) => {
+        const kv = mapper(r.key, r.value)
+        ctx.forward({ key: kv.key, value: kv.value, timestamp: r.timestamp, headers: r.headers })
+      },
+      undefined,
+      undefined,
+      true,
+    )
   }
 
   mapValues<V2>(mapper: (value: V, key: K) => V2, name?: string): KStream<K, V2> {
@@ -40,13 +52,20 @@ export class KStream<K, V> {
   }
 
   selectKey<K2>(mapper: (key: K, value: V) => K2, name?: string): KStream<K2, V> {
-    return this.addStatelessNode<K2, V>(name, 'KSTREAM-KEY-SELECT', (r, ctx) => ctx.forward({ key: mapper(r.key, r.value), value: r.value, timestamp: r.timestamp, headers: r.headers }), undefined, this.valueSerde)
+    return this.addStatelessNode<K2, V>(name, 'KSTREAM-KEY-SELECT', (r, ctx) => ctx.forward({ key: mapper(r.key, r.value), value: r.value, timestamp: r.timestamp, headers: r.headers }), undefined, this.valueSerde, true)
   }
 
   flatMap<K2, V2>(mapper: (key: K, value: V) => Iterable<KeyValue<K2, V2>>, name?: string): KStream<K2, V2> {
-    return this.addStatelessNode<K2, V2>(name, 'KSTREAM-FLATMAP', (r, ctx) => {
-      for (const kv of mapper(r.key, r.value)) ctx.forward({ key: kv.key, value: kv.value, timestamp: r.timestamp, headers: r.headers })
-    })
+    return this.addStatelessNode<K2, V2>(
+      name,
+      'KSTREAM-FLATMAP',
+      (r, ctx) => {
+        for (const kv of mapper(r.key, r.value)) ctx.forward({ key: kv.key, value: kv.value, timestamp: r.timestamp, headers: r.headers })
+      },
+      undefined,
+      undefined,
+      true,
+    )
   }
 
   flatMapValues<V2>(mapper: (value: V, key: K) => Iterable<V2>, name?: string): KStream<K, V2> {
@@ -77,7 +96,7 @@ export class KStream<K, V> {
   merge(other: KStream<K, V>, name?: string): KStream<K, V> {
     const node = name ?? this.builder.newName('KSTREAM-MERGE')
     this.builder.graph.addProcessor(node, statelessProcessor<K, V, K, V>((r, ctx) => ctx.forward(r)), this.node, other.node)
-    return new KStream(this.builder, node, this.keySerde, this.valueSerde)
+    return new KStream(this.builder, node, this.keySerde, this.valueSerde, this.repartitionRequired || other.repartitionRequired)
   }
 
   /**
@@ -88,8 +107,15 @@ export class KStream<K, V> {
     return new BranchedKStream(this, prefix)
   }
 
+  /**
+   * Groups by the current key. After a key-changing operation (map, selectKey, flatMap) the records go
+   * through a repartition topic first (`<name>-repartition`), as in Kafka Streams.
+   */
   groupByKey(grouped: Grouped<K, V> = {}): KGroupedStream<K, V> {
-    return new KGroupedStream(this.builder, this.node, grouped.keySerde ?? this.keySerde, grouped.valueSerde ?? this.valueSerde)
+    const keySerde = grouped.keySerde ?? this.keySerde
+    const valueSerde = grouped.valueSerde ?? this.valueSerde
+    if (!this.repartitionRequired) return new KGroupedStream(this.builder, this.node, keySerde, valueSerde)
+    return this.repartitioned(grouped.name ?? this.node, keySerde, valueSerde)
   }
 
   /**
@@ -98,14 +124,18 @@ export class KStream<K, V> {
    */
   groupBy<K2>(selector: (key: K, value: V) => K2, grouped: Grouped<K2, V> = {}): KGroupedStream<K2, V> {
     const name = grouped.name ?? this.builder.newName('KSTREAM-KEY-SELECT')
-    const rekeyed = this.selectKey(selector, name)
-    const keySerde = grouped.keySerde ?? (Serdes.JSON<K2>() as Serde<K2>)
-    const valueSerde = grouped.valueSerde ?? this.valueSerde ?? (Serdes.JSON<V>() as Serde<V>)
+    return this.selectKey(selector, name).repartitioned(name, grouped.keySerde, grouped.valueSerde)
+  }
+
+  /** Writes this stream to `<name>-repartition` (partitioned by key) and groups what is read back. */
+  private repartitioned(name: string, keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): KGroupedStream<K, V> {
+    const ks = keySerde ?? this.keySerde ?? (Serdes.JSON<K>() as Serde<K>)
+    const vs = valueSerde ?? this.valueSerde ?? (Serdes.JSON<V>() as Serde<V>)
     const topic = `${name}-repartition`
-    this.builder.graph.addSink(this.builder.newName('KSTREAM-SINK'), topic, { keySerde, valueSerde }, rekeyed.node)
+    this.builder.graph.addSink(this.builder.newName('KSTREAM-SINK'), topic, { keySerde: ks, valueSerde: vs }, this.node)
     const source = this.builder.newName('KSTREAM-SOURCE')
-    this.builder.graph.addSource(source, topic, { keySerde, valueSerde })
-    return new KGroupedStream(this.builder, source, keySerde, valueSerde)
+    this.builder.graph.addSource(source, topic, { keySerde: ks, valueSerde: vs })
+    return new KGroupedStream(this.builder, source, ks, vs)
   }
 
   to(topic: string, produced: Produced<K, V> = {}): void {
@@ -128,10 +158,11 @@ export class KStream<K, V> {
     step: (record: StreamRecord<K, V>, ctx: ProcessorContext<K2, V2>) => unknown,
     keySerde?: Serde<K2>,
     valueSerde?: Serde<V2>,
+    changesKey = false,
   ): KStream<K2, V2> {
     const node = name ?? this.builder.newName(prefix)
     this.builder.graph.addProcessor(node, statelessProcessor<K, V, K2, V2>((r, ctx) => void step(r, ctx)), this.node)
-    return new KStream<K2, V2>(this.builder, node, keySerde, valueSerde)
+    return new KStream<K2, V2>(this.builder, node, keySerde, valueSerde, this.repartitionRequired || changesKey)
   }
 }
 
@@ -178,7 +209,7 @@ export class BranchedKStream<K, V> {
     const out: Record<string, KStream<K, V>> = {}
     for (const name of [...branches.map((br) => br.name), ...(defaultName === undefined ? [] : [defaultName])]) {
       b.graph.addProcessor(name, statelessProcessor<K, V, K, V>((r, ctx) => ctx.forward(r)), splitter)
-      out[name] = new KStream(b, name, this.stream.keySerde, this.stream.valueSerde)
+      out[name] = new KStream(b, name, this.stream.keySerde, this.stream.valueSerde, this.stream.repartitionRequired)
     }
     return out
   }

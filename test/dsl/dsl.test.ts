@@ -97,6 +97,36 @@ describe('aggregations', () => {
     assert.match(b.build().describe(), /Sub-topology: 1/)
   })
 
+  it('groupByKey after a key change (selectKey, map, flatMap) repartitions, so each key is counted in one task', async () => {
+    for (const rekey of ['selectKey', 'map', 'flatMap'] as const) {
+      const b = new StreamsBuilder()
+      const words = b.stream<string, string>('lines').flatMapValues((line) => line.split(' '))
+      const keyed =
+        rekey === 'selectKey'
+          ? words.selectKey((_k, w) => w)
+          : rekey === 'map'
+            ? words.map((_k, w) => ({ key: w, value: w }))
+            : words.flatMap((_k, w) => [{ key: w, value: w }])
+      // filter keeps the need to repartition: the key changed upstream of it.
+      keyed.filter(() => true).groupByKey({ keySerde: Serdes.String() }).count().toStream().to('counts', { keySerde: Serdes.String(), valueSerde: Serdes.Long() })
+      assert.match(b.build().describe(), /-repartition/, rekey)
+      const rt = new EmbeddedRuntime(b.build(), { applicationId: `rekey-${rekey}`, topics: { lines: { partitions: 3 } }, logger: silentLogger })
+      const last = new Map<string, number>()
+      rt.subscribe<string, number>('counts', (r) => void last.set(r.key!, r.value!))
+      rt.start()
+      const p = rt.producer<string, string>('lines')
+      ;['the fox', 'the dog', 'a dog', 'the end'].forEach((line, i) => p.send(`line-${i}`, line, i))
+      await rt.stop()
+      assert.deepEqual(Object.fromEntries([...last].sort()), { a: 1, dog: 2, end: 1, fox: 1, the: 3 }, rekey)
+    }
+  })
+
+  it('groupByKey without a key change reads the stream as it is (no repartition topic)', () => {
+    const b = new StreamsBuilder()
+    b.stream('in').filter(() => true).mapValues((v) => v).groupByKey().count()
+    assert.doesNotMatch(b.build().describe(), /repartition/)
+  })
+
   it('reduce combines values per key', () => {
     const b = new StreamsBuilder()
     const out = collect(b.stream('in').groupByKey().reduce((a, v) => `${a}+${v}`).toStream())
