@@ -1,6 +1,9 @@
-// The README's keyed-timers example, compiled and tested (test/examples.test.ts).
-import { StateDescriptors, Topology } from '../src/index.js'
-import type { KeyedProcessor, KeyedProcessorContext, ExpiredEntry, StreamRecord, Timer, ValueState } from '../src/index.js'
+// A keyed processor with an event-time timer per customer (an hour after the last order) and state
+// that expires a day after it was written (event-time TTL).
+// Run it: npx tsx examples/abandoned-carts.ts (on the embedded runtime, in memory).
+import { pathToFileURL } from 'node:url'
+import { EmbeddedRuntime, StateDescriptors, Topology } from 'punctual'
+import type { KeyedProcessor, KeyedProcessorContext, ExpiredEntry, StreamRecord, Timer, ValueState } from 'punctual'
 
 const HOUR = 3_600_000
 const lastOrder = StateDescriptors.value<number>('last-order', {
@@ -36,3 +39,16 @@ export class AbandonedCarts implements KeyedProcessor<string, string, string, st
 
 export const cartsTopology = (): Topology =>
   new Topology().addSource('orders', 'orders').addKeyedProcessor('carts', () => new AbandonedCarts(), 'orders').addSink('out', 'cart-alerts', {}, 'carts')
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const runtime = new EmbeddedRuntime(cartsTopology(), { applicationId: 'abandoned-carts' })
+  runtime.subscribe<string, string>('cart-alerts', (r) => console.log(`${r.timestamp / 60_000} min\t${r.key}\t${r.value}`))
+  runtime.start()
+  const orders = runtime.producer<string, string>('orders')
+  orders.send('ann', 'order', 0)
+  orders.send('ann', 'order', 30 * 60_000) // moves ann's timer to 1:30
+  orders.send('bob', 'order', HOUR)
+  orders.send('bob', 'order', 90 * 60_000) // stream time 1:30: ann's cart is abandoned
+  orders.send('cid', 'order', 26 * HOUR) // bob's cart too, and both are forgotten
+  await runtime.stop() // processes what was sent, then closes
+}

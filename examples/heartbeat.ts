@@ -1,7 +1,10 @@
-// The README's tour example: counts readings per sensor, reports every 10 s of stream time (anchored
-// at a whole 10 s), and flags sensors that went quiet on the wall clock, even when nothing arrives.
-import { PunctuationType, Serdes, Stores, Topology } from '../src/index.js'
-import type { KeyValueStore, Processor, ProcessorContext, StreamRecord } from '../src/index.js'
+// Counts readings per sensor, reports every 10 s of stream time (anchored at a whole 10 s), and flags
+// sensors that went quiet on the wall clock, even when nothing arrives.
+// Run it: npx tsx examples/heartbeat.ts (it drives the topology with the test kit's manual clock).
+import { pathToFileURL } from 'node:url'
+import { PunctuationType, Serdes, Stores, Topology } from 'punctual'
+import { TopologyTestDriver } from 'punctual/testing'
+import type { KeyValueStore, Processor, ProcessorContext, StreamRecord } from 'punctual'
 
 class SensorMonitor implements Processor<string, number, string, string> {
   private ctx!: ProcessorContext<string, string>
@@ -40,4 +43,16 @@ export function sensorTopology(): Topology {
     .addProcessor('monitor', () => new SensorMonitor(), 'readings')
     .addStateStore(Stores.inMemoryKeyValueStore<string, number>('last-seen'), 'monitor')
     .addSink('alerts', 'sensor-alerts', {}, 'monitor')
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const driver = new TopologyTestDriver(sensorTopology(), { wallClockStartMs: 0 })
+  const readings = driver.createInputTopic('sensor-readings', Serdes.String(), Serdes.Double())
+  const alerts = driver.createOutputTopic<string, string>('sensor-alerts')
+  readings.pipeInput('s1', 20.5, 1_000)
+  readings.pipeInput('s2', 19.0, 4_000)
+  readings.pipeInput('s1', 21.0, 10_000) // stream time reaches 10 000: the grid point fires
+  driver.advanceWallClockTime(30_000) // no input at all: both sensors went silent
+  for (const { key, value, timestamp } of alerts.readRecordsToList()) console.log(`${timestamp}\t${key}\t${value}`)
+  driver.close()
 }

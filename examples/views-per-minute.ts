@@ -1,6 +1,9 @@
-// The README's DSL example, compiled and tested (test/examples.test.ts).
-import { BufferConfig, Serdes, StreamsBuilder, Suppressed, TimeWindows } from '../src/index.js'
-import type { Topology, Windowed } from '../src/index.js'
+// Page views per user and minute with the DSL: 1-minute windows with 10 s of grace, and only each
+// window's final count (suppression until the window closes).
+// Run it: npx tsx examples/views-per-minute.ts (on the embedded runtime, in memory).
+import { pathToFileURL } from 'node:url'
+import { BufferConfig, EmbeddedRuntime, Serdes, StreamsBuilder, Suppressed, TimeWindows } from 'punctual'
+import type { Topology, Windowed } from 'punctual'
 
 export function viewsPerMinute(): Topology {
   const builder = new StreamsBuilder()
@@ -14,4 +17,16 @@ export function viewsPerMinute(): Topology {
     .toStream()
     .to('views-per-minute', { keySerde: Serdes.JSON<Windowed<string>>(), valueSerde: Serdes.Long() })
   return builder.build()
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const runtime = new EmbeddedRuntime(viewsPerMinute(), { applicationId: 'views-per-minute' })
+  runtime.subscribe<Windowed<string>, number>('views-per-minute', (r) => console.log(`${r.key!.key}\t[${r.key!.window.start}, ${r.key!.window.end})\t${r.value}`))
+  runtime.start()
+  const views = runtime.producer<string, string>('page-views')
+  views.send('ann', '/home', 1_000)
+  views.send('ann', '/health', 2_000) // filtered out
+  views.send('ann', '/cart', 59_000)
+  views.send('bob', '/home', 70_000) // stream time 70 000: the window [0, 60 000) and its grace are over
+  await runtime.stop()
 }

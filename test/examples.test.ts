@@ -1,8 +1,23 @@
+// The examples are user code: they import the built package ('punctual', as a user's app does) and
+// so does this test. Each also runs as a program, with the output it prints checked.
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { Serdes } from '../src/index.js'
-import { TopologyTestDriver } from '../src/testing/index.js'
+import { fileURLToPath } from 'node:url'
+import { Serdes } from 'punctual'
+import { TopologyTestDriver } from 'punctual/testing'
 import { sensorTopology } from '../examples/heartbeat.js'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+
+/** Runs an example as a program (through tsx, as the README says) and returns what it printed. */
+function runExample(file: string, ...args: string[]): string[] {
+  const out = execFileSync(process.execPath, ['--import', 'tsx', file, ...args], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+  return out.trimEnd().split('\n')
+}
 
 describe('README example (examples/heartbeat.ts)', () => {
   it('reports counts on the stream-time grid and silent sensors on the wall clock', () => {
@@ -62,5 +77,26 @@ describe('README example (examples/views-per-minute.ts)', () => {
     assert.equal(out.getQueueSize(), 0)
     views.pipeInput('bob', '/home', 70_000)
     assert.deepEqual(out.readKeyValuesToList(), [{ key: { key: 'ann', window: { start: 0, end: 60_000 } }, value: 2 }])
+  })
+})
+
+describe('the examples run as programs', () => {
+  it('heartbeat.ts prints the counts and the silent sensors', () => {
+    assert.deepEqual(runExample('examples/heartbeat.ts'), ['10000\ts1\t2 readings', '10000\ts2\t1 readings', '30000\ts1\tsilent', '30000\ts2\tsilent'])
+  })
+
+  it('abandoned-carts.ts prints the abandoned carts and the forgotten customers', () => {
+    assert.deepEqual(runExample('examples/abandoned-carts.ts'), ['90 min\tann\tcart abandoned', '150 min\tbob\tcart abandoned', '1470 min\tann\tforgotten', '1530 min\tbob\tforgotten'])
+  })
+
+  it('views-per-minute.ts prints one final count per user and minute', () => {
+    assert.deepEqual(runExample('examples/views-per-minute.ts'), ['ann\t[0, 60000)\t2'])
+  })
+
+  it('word-count-app.ts runs under punctual run, and resumes from its state directory', () => {
+    const stateDir = join(mkdtempSync(join(tmpdir(), 'punctual-example-')), 'state')
+    const first = runExample('bin/punctual.js', 'run', 'examples/word-count-app.ts', '--state-dir', stateDir)
+    assert.deepEqual(first.sort(), ['minute 0: brown x1', 'minute 0: dog x2', 'minute 0: fox x1', 'minute 0: jumps x1', 'minute 0: lazy x1', 'minute 0: over x1', 'minute 0: quick x1', 'minute 0: sleeps x1', 'minute 0: the x3'])
+    assert.deepEqual(runExample('bin/punctual.js', 'run', 'examples/word-count-app.ts', '--state-dir', stateDir), [''], 'the second run resumes: nothing new to count')
   })
 })

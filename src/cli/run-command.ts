@@ -3,6 +3,7 @@ import { pathToFileURL } from 'node:url'
 import { PunctualError } from '../errors.js'
 import { EmbeddedRuntime } from '../runtime/embedded-runtime.js'
 import type { PunctualApp } from '../runtime/app.js'
+import { createConsoleLogger } from '../util/logger.js'
 import type { Io } from './scenario-command.js'
 
 /** Loads an app module; TypeScript files need tsx (a dev dependency of most TypeScript projects). */
@@ -27,7 +28,10 @@ async function loadApp(path: string): Promise<PunctualApp> {
 /** `punctual run APP --state-dir DIR`: runs an application durably in DIR until its input ends or a signal. */
 export async function runApp(path: string, stateDir: string, io: Io): Promise<number> {
   const app = await loadApp(path)
-  const runtime = new EmbeddedRuntime(app.topology(), { ...(app.config ?? {}), applicationId: app.applicationId, stateDir })
+  // The command says when the app starts, resumes and stops; the runtime's own logger (unless the app
+  // brings one) speaks only of problems, so nothing is said twice.
+  const logger = app.config?.logger ?? createConsoleLogger({ level: 'warn', write: io.err })
+  const runtime = new EmbeddedRuntime(app.topology(), { ...(app.config ?? {}), logger, applicationId: app.applicationId, stateDir })
   const failed = new Promise<Error>((resolveFailure) => runtime.on('error', resolveFailure))
   runtime.start()
   io.err(runtime.resumed ? `punctual: ${app.applicationId} resumed from its state in ${stateDir}` : `punctual: ${app.applicationId} started with fresh state in ${stateDir}`)
