@@ -54,7 +54,8 @@ if (!values.child && selected.length > 1) {
       encoding: 'utf8',
       maxBuffer: 64 * 2 ** 20,
     })
-    const last = r.stdout.trim().split('\n').at(-1) ?? ''
+    // The result is the last JSON line: a Maven build of the Kafka Streams harness may print after it.
+    const last = r.stdout.trim().split('\n').findLast((l) => l.startsWith('{')) ?? ''
     if (r.status !== 0 || !last.startsWith('{')) {
       console.error(`benchmark ${name} failed (exit ${r.status})`)
       failed = true

@@ -1,4 +1,8 @@
-/** punctual: stateful stream processing for TypeScript whose strength is time. */
+/**
+ * Stateful stream processing for TypeScript whose strength is time: the library.
+ * @packageDocumentation
+ * @module punctual
+ */
 export { PunctualError, ERROR_CODES } from './errors.js'
 export type { ErrorCode, PunctualErrorOptions } from './errors.js'
 

@@ -29,7 +29,7 @@ export function buildHarness(): void {
   const jar = join(HERE, 'target', 'classes', 'punctual', 'reference', 'Harness.class')
   if (existsSync(jar) && existsSync(join(HERE, 'target', 'lib')) && statSync(jar).mtimeMs >= Math.max(newest(join(HERE, 'src')), newest(join(HERE, 'pom.xml')))) return
   for (const offline of [true, false]) {
-    const r = spawnSync('mvn', ['-q', '-B', ...(offline ? ['-o'] : []), 'package', '-DskipTests'], { cwd: HERE, stdio: offline ? 'ignore' : 'inherit' })
+    const r = spawnSync('mvn', ['-q', '-B', ...(offline ? ['-o'] : []), 'package', '-DskipTests'], { cwd: HERE, stdio: offline ? 'ignore' : ['ignore', 2, 2] }) // build output on stderr: stdout carries results
     if (r.status === 0) return
   }
   throw new Error('the Kafka Streams harness did not build (mvn package in conformance/kafka-streams)')

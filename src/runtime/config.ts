@@ -46,7 +46,14 @@ export interface EmbeddedRuntimeConfig {
   errorHandler?: ErrorHandler
   /** @default writes to stderr */
   logger?: Logger
-  /** Where tasks keep files (spilled suppression buffers). @default a new directory under the system temp dir */
+  /**
+   * The application's state directory. Given, it makes the run durable: each commit writes the tasks'
+   * state, their input positions and the topics to it, and a restart with the same directory resumes
+   * exactly where the last commit left off. It must be new, empty, or this application's (another
+   * folder is refused), and one process holds it at a time. Without it nothing survives the process:
+   * the runtime uses a temporary directory (for spill files) and deletes it on stop.
+   * @default a temporary directory, removed on stop
+   */
   stateDir?: string
   /**
    * @internal Told what each commit changed in the tasks' state. The record format is not settled yet:

@@ -1,4 +1,8 @@
-/** punctual/testing: the test kit (TopologyTestDriver, a manual clock for the runtime, a seeded random generator). */
+/**
+ * The test kit: TopologyTestDriver, a manual clock (and scheduler) for the runtime, a seeded random generator.
+ * @packageDocumentation
+ * @module punctual/testing
+ */
 export { TopologyTestDriver, TestInputTopic, TestOutputTopic } from './test-driver.js'
 export type { TestDriverOptions, DriverCheckpoint } from './test-driver.js'
 export type { KeyValue } from '../dsl/options.js'

@@ -17,7 +17,7 @@ export class TaskIdImpl implements TaskId {
   }
 }
 
-/** What a task commits; restoring it resumes the task where it stopped (durable with issue 5). */
+/** What a task commits; restoring it resumes the task where it stopped. */
 export interface TaskCheckpoint {
   readonly streamTime: number | undefined
   /** Last fire time per schedule name, for the `fireOnce` missed-trigger policy. */

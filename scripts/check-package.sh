@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the packed package into a fresh app, as a user would (npm pack, npm install the tarball), then
+# type-checks the README's code strictly against the published typings and runs the README's minimal app
+# with `punctual run`. Needs the npm registry for the app's other dependencies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+app="$(mktemp -d)"
+trap 'rm -rf "$app" "$root"/punctual-*.tgz' EXIT
+tarball="$root/$(npm pack --silent | tail -1)"
+cd "$app"
+npm init -y >/dev/null
+npm pkg set type=module
+npm install --no-audit --no-fund --loglevel=error "$tarball" tsx typescript@~5.9.3 @types/node@20 >/dev/null
+cat > tsconfig.json <<'JSON'
+{ "compilerOptions": { "target": "ES2022", "module": "NodeNext", "moduleResolution": "NodeNext", "strict": true, "noEmit": true, "skipLibCheck": false, "types": ["node"] } }
+JSON
+# The README's blocks: the minimal app, the tour (processor, test driver, DSL).
+node - "$root/README.md" <<'JS'
+const { readFileSync, writeFileSync } = await import('node:fs')
+const blocks = [...readFileSync(process.argv[2], 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1])
+writeFileSync('app.ts', blocks[0])
+const imports = "import { BufferConfig, StreamsBuilder, Suppressed, TimeWindows } from 'punctual'\nimport type { Windowed } from 'punctual'\n"
+writeFileSync('tour.ts', imports + blocks[1] + blocks[2] + '\nconst builder = new StreamsBuilder()\n' + blocks[3])
+JS
+npx tsc -p .
+npx tsx tour.ts
+out="$(npx punctual run app.ts --state-dir ./state 2>/dev/null)"
+[ "$out" = "k HELLO" ] || { echo "the README's app printed '$out', not 'k HELLO'" >&2; exit 1; }
+npx punctual scenario run node_modules/punctual/conformance/scenarios --check | tail -1
+echo "package check: installed from the tarball, README code type-checks and runs"
