@@ -1,0 +1,41 @@
+// The flights demo as a newcomer runs it (npm start): its options, and a run resumed after it finished.
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+
+function demo(...args: string[]): { code: number | null; out: string; err: string } {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'demo/flights/main.ts', ...args], { cwd: ROOT, encoding: 'utf8' })
+  return { code: r.status, out: r.stdout, err: r.stderr }
+}
+
+describe('the flights demo (npm start)', () => {
+  it('--help prints the options and exits 0; an unknown option prints them and exits 2', () => {
+    const help = demo('--help')
+    assert.equal(help.code, 0)
+    assert.match(help.out, /^usage: npm start -- \[--limit N\] \[--partitions N\] \[--state-dir DIR\] \[--fresh\]/)
+    const bad = demo('--bogus')
+    assert.equal(bad.code, 2)
+    assert.match(bad.err, /Unknown option '--bogus'[\s\S]*usage: npm start/)
+  })
+
+  it('a second run after a finished one says what the first fed, loads nothing, and shows no earlier progress lines', () => {
+    const stateDir = join(mkdtempSync(join(tmpdir(), 'punctual-demo-')), 'state')
+    const first = demo('--limit', '20000', '--state-dir', stateDir)
+    assert.equal(first.code, 0, first.err)
+    assert.match(first.out, /starting fresh/)
+    assert.match(first.out, /loaded 20,000 flights/)
+    assert.match(first.out, /done: 20,000 flights in /)
+    const second = demo('--limit', '20000', '--state-dir', stateDir)
+    assert.equal(second.code, 0, second.err)
+    assert.match(second.out, /an earlier run fed all 20,000 flights; finishing what it left and showing the results/)
+    assert.doesNotMatch(second.out, /loaded /, 'the flights are not read again')
+    assert.doesNotMatch(second.out, /\[-\d+ s\]/, 'no progress line with a negative time')
+    assert.match(second.out, /done: 0 flights in this run/)
+  })
+})
