@@ -1,8 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { EmbeddedRuntime, silentLogger, StateDescriptors, Topology } from '../src/index.js'
+import { EmbeddedRuntime, PunctuationType, silentLogger, StateDescriptors, Topology } from '../src/index.js'
 import type { KeyedProcessorContext, ValueState } from '../src/index.js'
+import { percentiles, preciseClock } from './stats.js'
 
 export interface RestoreResult {
   readonly keys: number
@@ -14,8 +15,25 @@ export interface RestoreResult {
   readonly restoreSeconds: number
 }
 
-/** A keyed processor keeping one value and one event-time timer per key. */
-function topology(): Topology {
+export interface CommitLatenessResult {
+  readonly keys: number
+  readonly commits: number
+  readonly commitMeanMs: number
+  readonly commitMaxMs: number
+  readonly p50Ms: number
+  readonly p99Ms: number
+  readonly maxMs: number
+  readonly fires: number
+}
+
+const TICK_MS = 100
+
+/**
+ * A keyed processor keeping one value and one event-time timer per key, with a 100 ms wall-clock
+ * punctuation whose lateness (the wall clock at the call minus the grid point it was due at) goes to
+ * `lateness`.
+ */
+function topology(lateness?: number[]): Topology {
   return new Topology().addSource('in', 'input').addKeyedProcessor<string, string>(
     'k',
     () => {
@@ -25,6 +43,12 @@ function topology(): Topology {
         init(c) {
           ctx = c
           state = c.getState(StateDescriptors.value<number>('v'))
+          if (lateness === undefined) return
+          let nextDue = Math.ceil(preciseClock.now() / TICK_MS) * TICK_MS + TICK_MS
+          c.schedule({ type: PunctuationType.WALL_CLOCK_TIME, intervalMs: TICK_MS, startTime: nextDue - TICK_MS }, (now) => {
+            lateness.push(now - nextDue)
+            nextDue += (Math.floor((now - nextDue) / TICK_MS) + 1) * TICK_MS
+          })
         },
         process(r) {
           state.update(r.timestamp)
@@ -36,6 +60,16 @@ function topology(): Topology {
   )
 }
 
+/** Writes `keys` records (one per key) through the runtime, keeping its backlog at one batch at most. */
+async function writeKeys(runtime: EmbeddedRuntime, keys: number): Promise<void> {
+  const p = runtime.producer<string, string>('input')
+  const BATCH = 50_000
+  for (let start = 0; start < keys; start += BATCH) {
+    for (let i = start; i < Math.min(keys, start + BATCH); i++) p.send(`key-${i}`, 'v', i)
+    while (runtime.metrics().processedRecords < Math.min(keys, start + BATCH) - BATCH) await new Promise((r) => setImmediate(r))
+  }
+}
+
 /**
  * Durable state at scale: one task with `keys` keys in value state and as many pending timers, written
  * by incremental commits; then the time a restart takes to restore them (start() of a new runtime).
@@ -45,12 +79,7 @@ export async function restoreTime(keys = 1_000_000): Promise<RestoreResult> {
   let t0 = performance.now()
   const first = new EmbeddedRuntime(topology(), { applicationId: 'bench-durable', stateDir: dir, logger: silentLogger })
   first.start()
-  const p = first.producer('input')
-  const BATCH = 50_000
-  for (let start = 0; start < keys; start += BATCH) {
-    for (let i = start; i < Math.min(keys, start + BATCH); i++) p.send(`key-${i}`, 'v', i)
-    while (first.metrics().processedRecords < Math.min(keys, start + BATCH) - BATCH) await new Promise((r) => setImmediate(r))
-  }
+  await writeKeys(first, keys)
   await first.stop()
   const firstRunSeconds = (performance.now() - t0) / 1000
   const stats = first.commitStats()
@@ -61,4 +90,23 @@ export async function restoreTime(keys = 1_000_000): Promise<RestoreResult> {
   await second.stop()
   rmSync(dir, { recursive: true, force: true })
   return { keys, timers: keys, firstRunSeconds, commitMeanMs: stats.meanMs, commitMaxMs: stats.maxMs, commits: stats.commits, restoreSeconds }
+}
+
+/**
+ * How late a wall-clock punctuation fires while durable commits of the restore benchmark's size run:
+ * the same writing run, with a 100 ms schedule in the task. Commits run on the event loop, so a
+ * punctuation due during one waits for it. The schedule's fires commit too (their last fire times must
+ * be durable), at about the commit interval's pace.
+ */
+export async function latenessDuringCommits(keys = 1_000_000): Promise<CommitLatenessResult> {
+  const dir = join(mkdtempSync(join(tmpdir(), 'punctual-durable-')), 'state')
+  const lateness: number[] = []
+  const rt = new EmbeddedRuntime(topology(lateness), { applicationId: 'bench-durable-lateness', stateDir: dir, clock: preciseClock, logger: silentLogger })
+  rt.start()
+  await writeKeys(rt, keys)
+  await rt.stop()
+  rmSync(dir, { recursive: true, force: true })
+  const stats = rt.commitStats()
+  const p = percentiles(lateness)
+  return { keys, commits: stats.commits, commitMeanMs: stats.meanMs, commitMaxMs: stats.maxMs, p50Ms: p.p50, p99Ms: p.p99, maxMs: p.max, fires: p.count }
 }

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: benchmarks (not tests). Prints a table and writes bench/results.json.
  * Options: --only NAME[,NAME] (timer-memory, lateness-idle, lateness-load, pass-through, timers,
- * windowed-final, spill, buffer-memory, restore, side-by-side),
+ * windowed-final, spill, buffer-memory, restore, lateness-commits, side-by-side),
  * --seconds N (lateness run length). Run with --expose-gc (npm run bench does) for memory figures.
  * Each benchmark runs in a process of its own, so that none measures the heap another one left (the
  * timer figures were a quarter lower after the 10 M-timer memory benchmark than on their own).
@@ -15,11 +15,11 @@ import { punctuationLateness } from './punctuation-lateness.js'
 import { passThrough } from './pass-through.js'
 import { timerMemory, timerStreaming, timerThroughput } from './timers.js'
 import { bytesPerBufferedEntry, spillThroughput, windowedFinal } from './windowed.js'
-import { restoreTime } from './durable.js'
+import { latenessDuringCommits, restoreTime } from './durable.js'
 import { sideBySide } from './side-by-side.js'
 import { median } from './stats.js'
 
-const ALL = ['timer-memory', 'lateness-idle', 'lateness-load', 'pass-through', 'timers', 'windowed-final', 'spill', 'buffer-memory', 'restore', 'side-by-side']
+const ALL = ['timer-memory', 'lateness-idle', 'lateness-load', 'pass-through', 'timers', 'windowed-final', 'spill', 'buffer-memory', 'restore', 'lateness-commits', 'side-by-side']
 /** `--child`: run what `--only` names and print the rows and results as one JSON line (for the parent). */
 const { values } = parseArgs({ options: { only: { type: 'string' }, seconds: { type: 'string', default: '10' }, child: { type: 'boolean', default: false } } })
 const only = values.only?.split(',')
@@ -169,6 +169,16 @@ if (want('restore')) {
   results.restore = r
   rows.push(['durable state: restore 1 M keys (value state) + 1 M timers, one task', `${r.restoreSeconds.toFixed(1)} s`, `written in ${r.firstRunSeconds.toFixed(1)} s by ${r.commits} incremental commits`, ''])
   rows.push(['durable state: commit latency during that run', `mean ${r.commitMeanMs.toFixed(1)} ms, max ${r.commitMaxMs.toFixed(0)} ms`, 'every 100 ms, changes since the last commit', ''])
+}
+if (want('lateness-commits')) {
+  const r = await latenessDuringCommits()
+  results['lateness-commits'] = r
+  rows.push([
+    'wall-clock punctuation lateness while durable commits write 1 M keys + 1 M timers (100 ms schedule)',
+    `p50 ${f(r.p50Ms)} ms, p99 ${f(r.p99Ms)} ms, max ${f(r.maxMs)} ms`,
+    `${r.fires} calls; ${r.commits} commits, mean ${r.commitMeanMs.toFixed(1)} ms, max ${r.commitMaxMs.toFixed(0)} ms`,
+    '',
+  ])
 }
 
 if (want('side-by-side')) {
