@@ -109,6 +109,40 @@ describe('processing-time timers', () => {
     assert.deepEqual(events.slice(1), ['processing a@100'])
   })
 
+  it('on the embedded runtime, registering many arms the one timer once per run, for the earliest', async () => {
+    const fired: number[] = []
+    const topology = new Topology().addSource('in', 'input').addKeyedProcessor<string, string>(
+      'k',
+      () => {
+        let ctx: KeyedProcessorContext<string>
+        return {
+          init(c) {
+            ctx = c
+          },
+          process(r) {
+            ctx.timers.registerProcessingTimeTimer(Number(r.value))
+          },
+          onTimer(t) {
+            fired.push(t.timestamp)
+          },
+        }
+      },
+      'in',
+    )
+    const clock = new ManualClock(0)
+    const armed: number[] = []
+    const scheduler = { at: (due: number, cb: () => void) => (armed.push(due), clock.at(due, cb)) }
+    const rt = new EmbeddedRuntime(topology, { applicationId: 'ptimers-arm', clock, scheduler, commitIntervalMs: 1_000_000, logger: silentLogger })
+    rt.start()
+    const p = rt.producer<string, string>('input')
+    for (let i = 0; i < 1000; i++) p.send(`k${i}`, String(5000 - i), 0) // 1000 timers, each earlier than the last
+    await new Promise((r) => setImmediate(r))
+    assert.deepEqual(armed, [4001], 'one arming after the run, for the earliest of the 1000')
+    clock.advance(4001)
+    assert.deepEqual(fired, [4001])
+    await rt.stop()
+  })
+
   it('fire on the embedded runtime through its armed timer, with no input', async () => {
     const fired: number[] = []
     const topology = new Topology().addSource('in', 'input').addKeyedProcessor<string, string>(
