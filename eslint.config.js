@@ -1,6 +1,18 @@
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
+/**
+ * The layers of src/ (docs/architecture.md), as far as the imports follow them today: a folder may not
+ * import the folders listed for it. Later files' rules replace earlier ones for the same file, so the
+ * public API's stricter rule comes last and repeats the engine's.
+ */
+const forbid = (files, folders, why, extra = []) => ({
+  files,
+  rules: { 'no-restricted-imports': ['error', { patterns: [{ group: [...folders.map((f) => `**/${f}/*`), ...extra], message: why }] }] },
+})
+const ABOVE_ENGINE = ['runtime', 'testing', 'conformance', 'cli']
+const ENGINE = ['processor', 'keyed', 'windows', 'suppress', 'dsl', 'state', 'log']
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'conformance/kafka-streams/target/**', 'docs/api/**'] },
   js.configs.recommended,
@@ -11,13 +23,21 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
     },
   },
-  {
-    // The public processor API is a leaf: it must not depend on runtime internals.
-    files: ['src/processor/api.ts', 'src/processor/serdes.ts'],
-    rules: {
-      'no-restricted-imports': ['error', { patterns: ['../runtime/*', '../testing/*', './task*', './internal*'] }],
-    },
-  },
+  forbid(['src/util/**'], ['time', ...ENGINE, ...ABOVE_ENGINE], 'src/util holds leaf helpers: it imports no other layer.'),
+  forbid(['src/time/**'], [...ENGINE, ...ABOVE_ENGINE], 'src/time knows nothing of tasks, records or runtimes.'),
+  forbid(
+    ['src/log/**'],
+    ['keyed', 'windows', 'suppress', 'dsl', 'state', ...ABOVE_ENGINE],
+    'src/log (partitioned topics) uses only the public processor API (records, serdes), errors and util.',
+    ['**/processor/internal/*'],
+  ),
+  forbid(['src/{processor,keyed,windows,suppress,dsl,state}/**'], ABOVE_ENGINE, 'The engine does not know the runtimes, the test kit or the command line.'),
+  forbid(
+    ['src/processor/api.ts', 'src/processor/serdes.ts'],
+    ABOVE_ENGINE,
+    'The public processor API is a leaf: it must not depend on runtime internals.',
+    ['./task*', './internal*', '**/processor/internal/*'],
+  ),
   {
     files: ['bin/**/*.js', 'scripts/**/*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },

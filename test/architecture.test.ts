@@ -1,0 +1,34 @@
+// The layers of docs/architecture.md are enforced by lint: a wrong import fails `npm run lint`.
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { ESLint } from 'eslint'
+
+const eslint = new ESLint({ cwd: fileURLToPath(new URL('..', import.meta.url)) })
+
+async function restricted(filePath: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath })
+  return (result?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message)
+}
+
+describe('layers enforced by lint', () => {
+  it('refuses an engine module importing a runtime, the test kit or the command line', async () => {
+    assert.match((await restricted('src/keyed/x.ts', "import { EmbeddedRuntime } from '../runtime/embedded-runtime.js'\nexport const r = EmbeddedRuntime\n"))[0] ?? '', /engine does not know the runtimes/)
+    assert.match((await restricted('src/processor/internal/x.ts', "import { TopologyTestDriver } from '../../testing/test-driver.js'\nexport const d = TopologyTestDriver\n"))[0] ?? '', /engine does not know/)
+  })
+
+  it('refuses time and util importing the layers above them, and the topics importing state', async () => {
+    assert.equal((await restricted('src/time/x.ts', "import { Topology } from '../processor/topology.js'\nexport const t = Topology\n")).length, 1)
+    assert.equal((await restricted('src/util/x.ts', "import { systemClock } from '../time/clock.js'\nexport const c = systemClock\n")).length, 1)
+    assert.equal((await restricted('src/log/x.ts', "import { Stores } from '../state/stores.js'\nexport const s = Stores\n")).length, 1)
+  })
+
+  it('refuses the public processor API importing what runs it', async () => {
+    assert.equal((await restricted('src/processor/api.ts', "import { StreamTask } from './internal/task.js'\nexport const t = StreamTask\n")).length, 1)
+  })
+
+  it('accepts the imports the layers allow', async () => {
+    assert.deepEqual(await restricted('src/runtime/x.ts', "import { StreamTask } from '../processor/internal/task.js'\nexport const t = StreamTask\n"), [])
+    assert.deepEqual(await restricted('src/keyed/x.ts', "import { Alarm } from '../time/alarm.js'\nexport const a = Alarm\n"), [])
+  })
+})
