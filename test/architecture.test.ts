@@ -17,6 +17,10 @@ describe('layers enforced by lint', () => {
     assert.match((await restricted('src/processor/internal/x.ts', "import { TopologyTestDriver } from '../../testing/test-driver.js'\nexport const d = TopologyTestDriver\n"))[0] ?? '', /engine does not know/)
   })
 
+  it('refuses a task reading the embedded log: it reads through InputPartition', async () => {
+    assert.match((await restricted('src/processor/internal/x.ts', "import { PartitionLog } from '../../log/partition-log.js'\nexport const l = PartitionLog\n"))[0] ?? '', /InputPartition/)
+  })
+
   it('refuses time and util importing the layers above them, and the topics importing state', async () => {
     assert.equal((await restricted('src/time/x.ts', "import { Topology } from '../processor/topology.js'\nexport const t = Topology\n")).length, 1)
     assert.equal((await restricted('src/util/x.ts', "import { systemClock } from '../time/clock.js'\nexport const c = systemClock\n")).length, 1)

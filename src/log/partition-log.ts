@@ -1,24 +1,7 @@
 import { NO_HEADERS } from '../processor/api.js'
 import type { Headers } from '../processor/api.js'
 import type { Serde } from '../processor/serdes.js'
-
-/**
- * A record as stored in an in-memory topic. Key and value are bytes, or, when the writer's serde has
- * `inMemoryIdentity`, the typed value together with that serde (converted to bytes only if a reader
- * with another serde, a partitioner or a durable log needs them). Read them with `log-record.ts`.
- */
-export interface LogRecord {
-  readonly key: unknown
-  /** The serde `key` is typed with; undefined when `key` is bytes (Uint8Array or null). */
-  readonly keySerde: Serde<unknown> | undefined
-  readonly value: unknown
-  readonly valueSerde: Serde<unknown> | undefined
-  readonly timestamp: number
-  readonly headers: Headers
-}
-
-/** A reader's reusable record, which `PartitionLog.read` fills in. */
-export type MutableLogRecord = { -readonly [F in keyof LogRecord]: LogRecord[F] }
+import type { InputPartition, LogRecord, MutableLogRecord } from '../processor/record-io.js'
 
 /** Where a durable runtime reads records that are on disk only. */
 export interface DiskReader {
@@ -71,7 +54,7 @@ class Chunk {
  * runtime the partition also lives on disk: records released from memory (or not loaded at restart) are
  * read from there.
  */
-export class PartitionLog {
+export class PartitionLog implements InputPartition {
   private chunks: Chunk[] = []
   /** The chunk the last read found: readers go forward, so it usually holds the next one too. */
   private lastRead: Chunk | undefined

@@ -2,29 +2,10 @@ import { PunctualError } from '../errors.js'
 import type { Headers } from '../processor/api.js'
 import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
-import { store, storedSerde } from './log-record.js'
+import { store, storedSerde } from '../processor/record-io.js'
+import type { InputPartition, RecordCollector } from '../processor/record-io.js'
 import { PartitionLog } from './partition-log.js'
 import { partitionForKey, partitionForStringKey } from './murmur2.js'
-
-/** Where sinks send records. */
-export interface RecordCollector {
-  partitionsFor(topic: string): number
-  /**
-   * Appends a record, serializing with the given serdes (eagerly, so a serialization error surfaces at
-   * the writer, unless the serde has `inMemoryIdentity`). `partition` undefined means the default
-   * partitioner. Returns the partition written.
-   */
-  send(
-    topic: string,
-    partition: number | undefined,
-    key: unknown,
-    keySerde: Serde<unknown>,
-    value: unknown,
-    valueSerde: Serde<unknown>,
-    timestamp: number,
-    headers: Headers,
-  ): number
-}
 
 const BYTES = Serdes.Bytes() as Serde<unknown>
 
@@ -67,6 +48,11 @@ export class TopicRegistry implements RecordCollector {
 
   partitionsFor(topic: string): number {
     return this.partitions(topic).length
+  }
+
+  /** What a task reads and writes through, over these topics: their partitions and this registry. */
+  taskIo(): { inputs: (topic: string, partition: number) => InputPartition | undefined; collector: RecordCollector } {
+    return { inputs: (topic, partition) => this.partitions(topic)[partition], collector: this }
   }
 
   names(): string[] {

@@ -252,7 +252,7 @@ export class EmbeddedRuntime {
 
   /** One commit: task checkpoints and, in a durable run, new records and input positions, in one transaction. */
   private writeCommit(): void {
-    const readTo = taskReadPositions(this.tasks, this.subscriptions)
+    const readTo = taskReadPositions(this.tasks, this.subscriptions, this.topics)
     const durable = this.durableTopics
     this.committer.commit(this.tasks, durable === undefined ? undefined : () => durable.write(readTo, this.clock.now()))
     durable?.committed()

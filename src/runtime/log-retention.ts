@@ -8,10 +8,13 @@ import type { Subscriptions } from './subscriptions.js'
  * Per partition a task reads: the lowest committed position of its readers (tasks, and subscribers of
  * that topic). What a commit may delete from disk, and what memory may release.
  */
-export function taskReadPositions(tasks: readonly StreamTask[], subscriptions: Subscriptions): Map<PartitionLog, number> {
+export function taskReadPositions(tasks: readonly StreamTask[], subscriptions: Subscriptions, topics: TopicRegistry): Map<PartitionLog, number> {
   const readTo = new Map<PartitionLog, number>()
   for (const task of tasks) {
-    for (const { queue, offset } of task.committedPositions()) readTo.set(queue.log, Math.min(offset, readTo.get(queue.log) ?? Infinity))
+    for (const { input, offset } of task.committedPositions()) {
+      const log = topics.partitions(input.topic)[input.partition] as PartitionLog
+      readTo.set(log, Math.min(offset, readTo.get(log) ?? Infinity))
+    }
   }
   subscriptions.positions((log, offset) => {
     const prev = readTo.get(log)

@@ -42,7 +42,7 @@ export function createTasks(topology: Topology, config: TaskFactoryConfig): Stre
         new StreamTask({
           subtopology: sub,
           partition: p,
-          topics,
+          ...topics.taskIo(),
           clock: config.clock,
           maxTaskIdleMs: config.maxTaskIdleMs,
           errorHandler: config.errorHandler,

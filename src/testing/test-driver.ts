@@ -1,5 +1,5 @@
 import { PunctualError } from '../errors.js'
-import { readKey, readValue } from '../log/log-record.js'
+import { readKey, readValue } from '../processor/record-io.js'
 import type { PartitionLog } from '../log/partition-log.js'
 import { TopicRegistry } from '../log/topics.js'
 import { sumMetrics } from '../metrics.js'
@@ -71,7 +71,7 @@ export class TopologyTestDriver {
         new StreamTask({
           subtopology: sub,
           partition: 0,
-          topics: this.topics,
+          ...this.topics.taskIo(),
           clock: this.clock,
           maxTaskIdleMs: options.maxTaskIdleMs ?? 0,
           errorHandler,

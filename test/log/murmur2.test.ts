@@ -56,7 +56,7 @@ describe('TopicRegistry partitioning', () => {
 describe('in-memory topics keep typed records only for identity serdes', () => {
   it('a reader with the same identity serde gets the value itself; another serde gets the bytes', async () => {
     const { Serdes } = await import('../../src/processor/serdes.js')
-    const { readValue } = await import('../../src/log/log-record.js')
+    const { readValue } = await import('../../src/processor/record-io.js')
     const topics = new TopicRegistry(1)
     topics.send('t', undefined, 'k', Serdes.String() as never, 'héllo', Serdes.String() as never, 1, NO_HEADERS)
     const r = topics.partitions('t')[0]!.get(0)!

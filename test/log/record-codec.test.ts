@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from '../helpers/fc.js'
 import { decodeChunk, encodeChunk } from '../../src/log/record-codec.js'
-import type { LogRecord } from '../../src/log/partition-log.js'
+import type { LogRecord } from '../../src/processor/record-io.js'
 import { Serdes } from '../../src/processor/serdes.js'
 import type { Serde } from '../../src/processor/serdes.js'
 

@@ -82,7 +82,7 @@ function runImplementation(ops: Op[]): Array<[number, number]> {
   const topology = new Topology().addSource('s', 'in').addProcessor('p', () => ({ init: (c: ProcessorContext) => void (ctx = c), process() {} }), 's')
   const topics = new TopicRegistry(1)
   const clock = new ManualClock(0)
-  const task = new StreamTask({ subtopology: topology.subtopologies()[0]!, partition: 0, topics, clock, maxTaskIdleMs: 0, stateDir: '/tmp/punctual-test', errorHandler: ErrorHandlers.logAndContinue(silentLogger) })
+  const task = new StreamTask({ subtopology: topology.subtopologies()[0]!, partition: 0, ...topics.taskIo(), clock, maxTaskIdleMs: 0, stateDir: '/tmp/punctual-test', errorHandler: ErrorHandlers.logAndContinue(silentLogger) })
   task.init()
   const handles: Cancellable[] = []
   for (const o of ops) {

@@ -37,7 +37,7 @@ function twoInputTask(options: { maxTaskIdleMs?: number; errorHandler?: ErrorHan
   const task = new StreamTask({
     subtopology: sub!,
     partition: 0,
-    topics,
+    ...topics.taskIo(),
     clock,
     maxTaskIdleMs: options.maxTaskIdleMs ?? 0,
     stateDir: '/tmp/punctual-test',
@@ -203,7 +203,7 @@ describe('bad input is counted, reported and skipped; nothing else is lost (SEMA
     )
     const topics = new TopicRegistry(1)
     const clock = new ManualClock(0)
-    const task = new StreamTask({ subtopology: topology.subtopologies()[0]!, partition: 0, topics, clock, maxTaskIdleMs: 0, stateDir: '/tmp/punctual-test', errorHandler: handler })
+    const task = new StreamTask({ subtopology: topology.subtopologies()[0]!, partition: 0, ...topics.taskIo(), clock, maxTaskIdleMs: 0, stateDir: '/tmp/punctual-test', errorHandler: handler })
     task.init()
     task.punctuateWallClock(10)
     task.punctuateWallClock(20)
@@ -243,7 +243,7 @@ describe('checkpoint', () => {
     const task2 = new StreamTask({
       subtopology: topology2.subtopologies()[0]!,
       partition: 0,
-      topics: t.topics,
+      ...t.topics.taskIo(),
       clock: t.clock,
       maxTaskIdleMs: 0,
       stateDir: '/tmp/punctual-test',
@@ -269,7 +269,7 @@ describe('serdes per topic', () => {
       'src',
     )
     const topics = new TopicRegistry(1)
-    const task = new StreamTask({ subtopology: topology.subtopologies()[0]!, partition: 0, topics, clock: new ManualClock(), maxTaskIdleMs: 0, stateDir: '/tmp/punctual-test', errorHandler: ErrorHandlers.logAndContinue(silentLogger) })
+    const task = new StreamTask({ subtopology: topology.subtopologies()[0]!, partition: 0, ...topics.taskIo(), clock: new ManualClock(), maxTaskIdleMs: 0, stateDir: '/tmp/punctual-test', errorHandler: ErrorHandlers.logAndContinue(silentLogger) })
     task.init()
     topics.sendBytes('j', 0, null, enc('{"n":4}'), 1, NO_HEADERS)
     topics.sendBytes('j', 0, null, enc('{not json'), 2, NO_HEADERS)

@@ -1,5 +1,5 @@
 import { PunctualError } from '../../errors.js'
-import type { RecordCollector } from '../../log/topics.js'
+import type { RecordCollector } from '../record-io.js'
 import type { Processor, ProcessorContext, StreamRecord } from '../api.js'
 import type { Serde } from '../serdes.js'
 import type { StreamPartitioner } from '../topology.js'

@@ -1,5 +1,5 @@
-import { readKey, readValue } from '../../log/log-record.js'
-import type { MutableLogRecord, PartitionLog } from '../../log/partition-log.js'
+import { readKey, readValue } from '../record-io.js'
+import type { InputPartition, MutableLogRecord } from '../record-io.js'
 import type { DropReason } from '../errors.js'
 import type { StreamRecord } from '../api.js'
 import type { SourceNode } from './nodes.js'
@@ -13,17 +13,17 @@ export type BadInputSink = (reason: DropReason, queue: PartitionQueue, offset: n
  * towards stream time.
  */
 export class PartitionQueue {
-  /** Offset of the next record to read from the log. */
+  /** Offset of the next record to read from the input partition. */
   private position: number
   private headRecord: StreamRecord<unknown, unknown> | undefined
   private headOffset = -1
-  /** The record being read, reused: reading a record from the log allocates nothing. */
+  /** The record being read, reused: reading a record allocates nothing. */
   private readonly raw: MutableLogRecord = { key: null, keySerde: undefined, value: null, valueSerde: undefined, timestamp: 0, headers: [] }
   /** Wall-clock time until which the task waits for this partition while it is empty (maxTaskIdleMs). */
   idleDeadline = -1
 
   constructor(
-    readonly log: PartitionLog,
+    readonly input: InputPartition,
     readonly source: SourceNode,
     private readonly reportBadInput: BadInputSink,
     startOffset: number,
@@ -32,22 +32,22 @@ export class PartitionQueue {
   }
 
   get topic(): string {
-    return this.log.topic
+    return this.input.topic
   }
 
   get partition(): number {
-    return this.log.partition
+    return this.input.partition
   }
 
   /** The next valid record, or undefined when none is available now. */
   head(): StreamRecord<unknown, unknown> | undefined {
     if (this.headRecord !== undefined) return this.headRecord
-    const log = this.log
-    const end = log.endOffset()
+    const input = this.input
+    const end = input.endOffset()
     while (this.position < end) {
       const offset = this.position++
       const raw = this.raw
-      if (!log.read(offset, raw)) continue
+      if (!input.read(offset, raw)) continue
       const ts = raw.timestamp
       if (!Number.isSafeInteger(ts) || ts < 0) {
         this.reportBadInput('invalid-timestamp', this, offset, new RangeError(`invalid timestamp ${ts}`))
@@ -56,8 +56,8 @@ export class PartitionQueue {
       let key: unknown
       let value: unknown
       try {
-        key = readKey(raw, this.source.keySerde, log.topic)
-        value = readValue(raw, this.source.valueSerde, log.topic)
+        key = readKey(raw, this.source.keySerde, input.topic)
+        value = readValue(raw, this.source.valueSerde, input.topic)
       } catch (err) {
         this.reportBadInput('deserialization', this, offset, err)
         continue

@@ -1,8 +1,8 @@
 import type { KeyedSnapshot } from '../../keyed/keyed-task-state.js'
-import type { TopicRegistry } from '../../log/topics.js'
 import type { StoreDisk } from '../../state/persistent-store.js'
 import type { Clock } from '../../time/clock.js'
 import type { StoreKey, TaskId } from '../api.js'
+import type { InputPartition, RecordCollector } from '../record-io.js'
 import type { ErrorHandler } from '../errors.js'
 import type { Subtopology } from '../topology.js'
 
@@ -33,7 +33,10 @@ export interface TaskCheckpoint {
 export interface TaskConfig {
   readonly subtopology: Subtopology
   readonly partition: number
-  readonly topics: TopicRegistry
+  /** The task's input partitions, as the runtime provides them (one per source topic, this task's partition). */
+  readonly inputs: (topic: string, partition: number) => InputPartition | undefined
+  /** Where its sinks write. */
+  readonly collector: RecordCollector
   readonly clock: Clock
   readonly maxTaskIdleMs: number
   readonly errorHandler: ErrorHandler

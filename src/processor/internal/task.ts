@@ -18,6 +18,7 @@ import type { TaskServices } from './context.js'
 import { SinkNode, SourceNode, UserProcessorNode } from './nodes.js'
 import type { ProcessorNode } from './nodes.js'
 import { PartitionQueue } from './partition-queue.js'
+import type { InputPartition } from '../record-io.js'
 import type { Punctuation } from './punctuation.js'
 import { TaskSchedules } from './task-schedules.js'
 import { TaskStores } from './task-stores.js'
@@ -49,7 +50,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
   private keyed: KeyedTaskState | undefined
 
   constructor(private readonly config: TaskConfig) {
-    const { subtopology, partition, topics, checkpoint } = config
+    const { subtopology, partition, inputs, collector, checkpoint } = config
     this.taskId = new TaskIdImpl(subtopology.id, partition)
     this.errors = new TaskErrors(this.taskId.toString(), this.metrics, config.errorHandler)
     this.streamTime = checkpoint?.streamTime ?? UNKNOWN
@@ -72,10 +73,10 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
         const source = new SourceNode(def.name, def.keySerde, def.valueSerde)
         node = source
         for (const topic of def.topics) {
-          const log = topics.partitions(topic)[partition]
-          if (log === undefined) throw new PunctualError('INVALID_TOPOLOGY', `task ${this.taskId}: topic "${topic}" has no partition ${partition}`)
-          const start = checkpoint?.positions[`${topic}:${partition}`] ?? log.startOffset()
-          this.queues.push(new PartitionQueue(log, source, this.reportBadInput, start))
+          const input = inputs(topic, partition)
+          if (input === undefined) throw new PunctualError('INVALID_TOPOLOGY', `task ${this.taskId}: topic "${topic}" has no partition ${partition}`)
+          const start = checkpoint?.positions[`${topic}:${partition}`] ?? input.startOffset()
+          this.queues.push(new PartitionQueue(input, source, this.reportBadInput, start))
         }
       } else if (def.kind === 'processor' && def.keyed) {
         const keyed = this.keyedState()
@@ -88,7 +89,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
         user.context = new ProcessorContextImpl(this, user, def.stores)
         node = user
       } else {
-        node = new SinkNode(def.name, def.topic, def.keySerde, def.valueSerde, def.partitioner, topics)
+        node = new SinkNode(def.name, def.topic, def.keySerde, def.valueSerde, def.partitioner, collector)
       }
       if (def.kind !== 'source') for (const p of def.parents) (byName.get(p) as ProcessorNode).addChild(node)
       byName.set(def.name, node)
@@ -238,8 +239,8 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
   }
 
   /** Input partitions with the offset every record before which is done with. */
-  committedPositions(): Array<{ queue: PartitionQueue; offset: number }> {
-    return this.queues.map((queue) => ({ queue, offset: queue.committableOffset() }))
+  committedPositions(): Array<{ input: InputPartition; offset: number }> {
+    return this.queues.map((queue) => ({ input: queue.input, offset: queue.committableOffset() }))
   }
 
   close(): void {
