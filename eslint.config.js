@@ -31,8 +31,14 @@ export default tseslint.config(
     'src/log (partitioned topics) uses only the public processor API (records, serdes), errors and util.',
     ['**/processor/internal/*'],
   ),
-  forbid(['src/{processor,keyed,windows,suppress,dsl}/**'], ['log', ...ABOVE_ENGINE], 'The engine does not know the runtimes, the test kit, the command line or where records are kept: tasks read through InputPartition and write through RecordCollector (processor/record-io.ts).'),
-  forbid(['src/state/**'], ABOVE_ENGINE, 'The engine does not know the runtimes, the test kit or the command line.'),
+  forbid(['src/processor/**'], ['log', ...ABOVE_ENGINE], 'The engine does not know the runtimes, the test kit, the command line or where records are kept: tasks read through InputPartition and write through RecordCollector (processor/record-io.ts).'),
+  forbid(
+    ['src/{keyed,windows,suppress,dsl}/**'],
+    ['log', ...ABOVE_ENGINE],
+    'Keyed state, windows, suppression and the DSL build on the public processor API; the task that runs them (processor/internal) uses them, not the other way round.',
+    ['**/processor/internal/*'],
+  ),
+  forbid(['src/state/**'], ABOVE_ENGINE, 'The engine does not know the runtimes, the test kit or the command line.', ['**/processor/internal/*']),
   forbid(
     ['src/processor/api.ts', 'src/processor/serdes.ts'],
     ['log', ...ABOVE_ENGINE],

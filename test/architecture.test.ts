@@ -13,12 +13,18 @@ async function restricted(filePath: string, code: string): Promise<string[]> {
 
 describe('layers enforced by lint', () => {
   it('refuses an engine module importing a runtime, the test kit or the command line', async () => {
-    assert.match((await restricted('src/keyed/x.ts', "import { EmbeddedRuntime } from '../runtime/embedded-runtime.js'\nexport const r = EmbeddedRuntime\n"))[0] ?? '', /engine does not know the runtimes/)
+    assert.equal((await restricted('src/keyed/x.ts', "import { EmbeddedRuntime } from '../runtime/embedded-runtime.js'\nexport const r = EmbeddedRuntime\n")).length, 1)
+    assert.equal((await restricted('src/state/x.ts', "import { EmbeddedRuntime } from '../runtime/embedded-runtime.js'\nexport const r = EmbeddedRuntime\n")).length, 1)
     assert.match((await restricted('src/processor/internal/x.ts', "import { TopologyTestDriver } from '../../testing/test-driver.js'\nexport const d = TopologyTestDriver\n"))[0] ?? '', /engine does not know/)
   })
 
   it('refuses a task reading the embedded log: it reads through InputPartition', async () => {
     assert.match((await restricted('src/processor/internal/x.ts', "import { PartitionLog } from '../../log/partition-log.js'\nexport const l = PartitionLog\n"))[0] ?? '', /InputPartition/)
+  })
+
+  it('refuses keyed state, windows and suppression importing the task that runs them', async () => {
+    assert.match((await restricted('src/keyed/x.ts', "import { StreamTask } from '../processor/internal/task.js'\nexport const t = StreamTask\n"))[0] ?? '', /processor\/internal\) uses them/)
+    assert.equal((await restricted('src/suppress/x.ts', "import { ProcessorNode } from '../processor/internal/nodes.js'\nexport const n = ProcessorNode\n")).length, 1)
   })
 
   it('refuses time and util importing the layers above them, and the topics importing state', async () => {

@@ -1,11 +1,9 @@
 import { PunctualError } from '../errors.js'
 import type { StoreKey } from '../processor/api.js'
 import type { DropReason } from '../processor/errors.js'
-import type { StateDescriptor, StateKind, TimeDomain } from './api.js'
-import type { KeyedProcessorNode, KeyedTaskServices } from './keyed-node.js'
-import { stateHost } from './keyed-node.js'
+import type { ExpiredEntry, StateDescriptor, StateKind, TimeDomain } from './api.js'
 import { ListStateTable, MapStateTable, ValueStateTable } from './keyed-state.js'
-import type { StateTable } from './keyed-state.js'
+import type { StateHost, StateTable } from './keyed-state.js'
 import { MAX_TIMER_OWNERS } from './timer-records.js'
 import { TimerService } from './timer-service.js'
 import type { TimerRecord, TimerTargets } from './timer-service.js'
@@ -26,12 +24,25 @@ export interface KeyedChanges {
 }
 
 /**
+ * What keyed state and timers need of a keyed processor node (the task's `KeyedProcessorNode`): its name
+ * and timer owner index, its current key, and the callbacks that fire timers and report expiries with
+ * the key set.
+ */
+export interface KeyedNodeHandle {
+  readonly name: string
+  readonly owner: number
+  currentKey(): StoreKey
+  fireTimer(key: StoreKey, timestamp: number, domain: TimeDomain): void
+  expired(entry: ExpiredEntry<StoreKey>): void
+}
+
+/**
  * Everything keyed a task owns: the timer service, the keyed nodes (owners of user timers) and their
  * state tables (owners of TTL timers). It routes fired timers and reports callback errors.
  */
 export class KeyedTaskState implements TimerTargets {
   readonly timerService: TimerService
-  private readonly nodes: KeyedProcessorNode[] = []
+  private readonly nodes: KeyedNodeHandle[] = []
   private readonly tables: StateTable[] = []
   private readonly tableByName = new Map<string, StateTable>()
   private pendingStates: KeyedSnapshot['states']
@@ -51,12 +62,13 @@ export class KeyedTaskState implements TimerTargets {
     return this.nodes.length
   }
 
-  addNode(node: KeyedProcessorNode): void {
+  addNode(node: KeyedNodeHandle): void {
     if (this.nodes.length === MAX_TIMER_OWNERS) throw new PunctualError('INVALID_CONFIG', `keyed processor "${node.name}": a task holds at most ${MAX_TIMER_OWNERS} keyed processors`)
     this.nodes.push(node)
   }
 
-  stateTable(node: KeyedProcessorNode, descriptor: StateDescriptor<StateKind, unknown>, task: KeyedTaskServices): StateTable {
+  /** Registers (or finds) a state of `node`; `ttlNow` tells the time of a TTL's domain. */
+  stateTable(node: KeyedNodeHandle, descriptor: StateDescriptor<StateKind, unknown>, ttlNow: (domain: TimeDomain) => number): StateTable {
     const where = `keyed processor "${node.name}" state "${descriptor.name}"`
     if (typeof descriptor.name !== 'string' || descriptor.name.length === 0) {
       throw new PunctualError('INVALID_CONFIG', `keyed processor "${node.name}": a state needs a non-empty name, got ${JSON.stringify(descriptor.name)}`)
@@ -71,7 +83,7 @@ export class KeyedTaskState implements TimerTargets {
     }
     const id = this.tables.length
     if (id === MAX_TIMER_OWNERS) throw new PunctualError('INVALID_CONFIG', `${where}: a task holds at most ${MAX_TIMER_OWNERS} keyed states`)
-    const host = stateHost(node, task, () => id, ttl?.domain ?? 'processing')
+    const host = this.stateHost(node, ttlNow, id, ttl?.domain ?? 'processing')
     const table: StateTable =
       descriptor.kind === 'value'
         ? new ValueStateTable(id, descriptor.name, 'value', ttl, host)
@@ -117,7 +129,7 @@ export class KeyedTaskState implements TimerTargets {
   }
 
   onUserTimer(owner: number, key: StoreKey, timestamp: number, domain: TimeDomain): void {
-    const node = this.nodes[owner] as KeyedProcessorNode
+    const node = this.nodes[owner] as KeyedNodeHandle
     try {
       node.fireTimer(key, timestamp, domain)
     } catch (err) {
@@ -155,7 +167,19 @@ export class KeyedTaskState implements TimerTargets {
     return { timers, states }
   }
 
-  nodeByName(name: string): KeyedProcessorNode | undefined {
+  nodeByName(name: string): KeyedNodeHandle | undefined {
     return this.nodes.find((n) => n.name === name)
+  }
+
+  /** What a state table of `node` needs: its current key, the time of its TTL's domain, its TTL timers. */
+  private stateHost(node: KeyedNodeHandle, ttlNow: (domain: TimeDomain) => number, owner: number, domain: TimeDomain): StateHost {
+    const timers = this.timerService
+    return {
+      currentKey: () => node.currentKey(),
+      ttlNow: () => ttlNow(domain),
+      registerTtlTimer: (key, at) => timers.registerTtl(domain, owner, key, at),
+      deleteTtlTimer: (key, at) => timers.deleteTtl(domain, owner, key, at),
+      expired: (entry) => node.expired(entry),
+    }
   }
 }

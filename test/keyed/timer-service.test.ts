@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { TimerService } from '../../src/keyed/timer-service.js'
 import { KeyedTaskState } from '../../src/keyed/keyed-task-state.js'
-import type { KeyedProcessorNode, KeyedTaskServices } from '../../src/keyed/keyed-node.js'
+import type { KeyedNodeHandle } from '../../src/keyed/keyed-task-state.js'
 import { StateDescriptors } from '../../src/keyed/api.js'
 
 describe('TimerService with large queues (sorted runs)', () => {
@@ -77,15 +77,15 @@ describe('TimerService with large queues (sorted runs)', () => {
 describe('KeyedTaskState', () => {
   it('refuses a keyed processor past the 65,536 a task can hold (timer owners are 16-bit), naming it', () => {
     const state = new KeyedTaskState(() => {}, () => {}, undefined)
-    for (let i = 0; i < 65_536; i++) state.addNode({ name: `p${i}` } as KeyedProcessorNode)
-    assert.throws(() => state.addNode({ name: 'one-too-many' } as KeyedProcessorNode), /keyed processor "one-too-many": a task holds at most 65536 keyed processors/)
+    for (let i = 0; i < 65_536; i++) state.addNode({ name: `p${i}` } as KeyedNodeHandle)
+    assert.throws(() => state.addNode({ name: 'one-too-many' } as KeyedNodeHandle), /keyed processor "one-too-many": a task holds at most 65536 keyed processors/)
   })
 
   it('refuses a keyed state past the 65,536 a task can hold (TTL timer owners are 16-bit), naming it', () => {
     const state = new KeyedTaskState(() => {}, () => {}, undefined)
-    const node = { name: 'p' } as KeyedProcessorNode
-    const task = {} as KeyedTaskServices
-    for (let i = 0; i < 65_536; i++) state.stateTable(node, StateDescriptors.value(`s${i}`), task)
-    assert.throws(() => state.stateTable(node, StateDescriptors.value('one-too-many'), task), /keyed processor "p" state "one-too-many": a task holds at most 65536 keyed states/)
+    const node = { name: 'p' } as KeyedNodeHandle
+    const ttlNow = (): number => 0
+    for (let i = 0; i < 65_536; i++) state.stateTable(node, StateDescriptors.value(`s${i}`), ttlNow)
+    assert.throws(() => state.stateTable(node, StateDescriptors.value('one-too-many'), ttlNow), /keyed processor "p" state "one-too-many": a task holds at most 65536 keyed states/)
   })
 })

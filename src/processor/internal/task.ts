@@ -2,8 +2,8 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { PunctualError } from '../../errors.js'
 import type { KeyedProcessorSupplier, StateDescriptor, StateKind, TimeDomain } from '../../keyed/api.js'
-import { KeyedProcessorNode } from '../../keyed/keyed-node.js'
-import type { KeyedTaskServices } from '../../keyed/keyed-node.js'
+import { KeyedProcessorNode } from './keyed-node.js'
+import type { KeyedTaskServices } from './keyed-node.js'
 import type { StateTable } from '../../keyed/keyed-state.js'
 import { KeyedTaskState } from '../../keyed/keyed-task-state.js'
 import type { KeyedChanges } from '../../keyed/keyed-task-state.js'
@@ -222,7 +222,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
   }
 
   stateTable(node: KeyedProcessorNode, descriptor: StateDescriptor<StateKind, unknown>): StateTable {
-    return this.keyedState().stateTable(node, descriptor, this)
+    return this.keyedState().stateTable(node, descriptor, (domain) => this.ttlNow(domain))
   }
 
   ttlNow(domain: TimeDomain): number {

@@ -1,9 +1,9 @@
-import { PunctualError } from '../errors.js'
-import type { StoreKey, StreamRecord } from '../processor/api.js'
-import { ProcessorContextImpl } from '../processor/internal/context.js'
-import type { TaskServices } from '../processor/internal/context.js'
-import { markFailedNode } from '../processor/internal/node-failure.js'
-import { ProcessorNode } from '../processor/internal/nodes.js'
+import { PunctualError } from '../../errors.js'
+import type { StoreKey, StreamRecord } from '../api.js'
+import { ProcessorContextImpl } from './context.js'
+import type { TaskServices } from './context.js'
+import { markFailedNode } from './node-failure.js'
+import { ProcessorNode } from './nodes.js'
 import type {
   ExpiredEntry,
   KeyedProcessor,
@@ -18,9 +18,10 @@ import type {
   TimerService,
   ValueState,
   ValueStateDescriptor,
-} from './api.js'
-import type { StateHost, StateTable } from './keyed-state.js'
-import type { TimerService as TaskTimerService } from './timer-service.js'
+} from '../../keyed/api.js'
+import type { KeyedNodeHandle } from '../../keyed/keyed-task-state.js'
+import type { StateTable } from '../../keyed/keyed-state.js'
+import type { TimerService as TaskTimerService } from '../../keyed/timer-service.js'
 
 /** What a keyed node needs from its task, beyond what every processor gets. */
 export interface KeyedTaskServices extends TaskServices {
@@ -33,7 +34,7 @@ export interface KeyedTaskServices extends TaskServices {
 const isStoreKey = (k: unknown): k is StoreKey => typeof k === 'string' || typeof k === 'number' || typeof k === 'bigint' || typeof k === 'boolean'
 
 /** A keyed processor in a task: it sets the current key around `process`, `onTimer` and `onExpire`. */
-export class KeyedProcessorNode extends ProcessorNode {
+export class KeyedProcessorNode extends ProcessorNode implements KeyedNodeHandle {
   private key: StoreKey | undefined
   readonly context: KeyedContextImpl
 
@@ -171,16 +172,5 @@ class KeyedContextImpl extends ProcessorContextImpl implements KeyedProcessorCon
       throw new PunctualError('INVALID_ARGUMENT', `keyed processor "${this.keyedNode.name}": ${call} needs an integer epoch millisecond >= 0, got ${String(timestamp)}`)
     }
     return timestamp
-  }
-}
-
-/** Adapts a keyed node and its task to what a state table needs. */
-export function stateHost(node: KeyedProcessorNode, task: KeyedTaskServices, owner: () => number, domain: TimeDomain): StateHost {
-  return {
-    currentKey: () => node.currentKey(),
-    ttlNow: () => task.ttlNow(domain),
-    registerTtlTimer: (key, at) => task.timerService.registerTtl(domain, owner(), key, at),
-    deleteTtlTimer: (key, at) => task.timerService.deleteTtl(domain, owner(), key, at),
-    expired: (entry) => node.expired(entry),
   }
 }
