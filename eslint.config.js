@@ -38,7 +38,7 @@ export default tseslint.config(
     'Keyed state, windows, suppression and the DSL build on the public processor API; the task that runs them (processor/internal) uses them, not the other way round.',
     ['**/processor/internal/*'],
   ),
-  forbid(['src/state/**'], ABOVE_ENGINE, 'The engine does not know the runtimes, the test kit or the command line.', ['**/processor/internal/*']),
+  forbid(['src/state/**'], ['log', ...ABOVE_ENGINE], 'State stores and checkpoints know neither the runtimes nor where topics are kept (the embedded runtime puts its log beside the checkpoints).', ['**/processor/internal/*']),
   forbid(
     ['src/processor/api.ts', 'src/processor/serdes.ts'],
     ['log', ...ABOVE_ENGINE],

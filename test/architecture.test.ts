@@ -31,6 +31,7 @@ describe('layers enforced by lint', () => {
     assert.equal((await restricted('src/time/x.ts', "import { Topology } from '../processor/topology.js'\nexport const t = Topology\n")).length, 1)
     assert.equal((await restricted('src/util/x.ts', "import { systemClock } from '../time/clock.js'\nexport const c = systemClock\n")).length, 1)
     assert.equal((await restricted('src/log/x.ts', "import { Stores } from '../state/stores.js'\nexport const s = Stores\n")).length, 1)
+    assert.equal((await restricted('src/state/x.ts', "import { DurableLog } from '../log/durable-log.js'\nexport const l = DurableLog\n")).length, 1)
   })
 
   it('refuses the public processor API importing what runs it', async () => {

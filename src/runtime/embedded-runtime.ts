@@ -1,5 +1,6 @@
 import { rmSync } from 'node:fs'
 import { PunctualError } from '../errors.js'
+import { DurableLog } from '../log/durable-log.js'
 import { TopicRegistry } from '../log/topics.js'
 import { sumMetrics } from '../metrics.js'
 import type { MetricsSnapshot } from '../metrics.js'
@@ -166,7 +167,9 @@ export class EmbeddedRuntime {
       if (!this.ownsStateDir) {
         const store = CheckpointStore.open(this.config.stateDir)
         this.committer = new Committer(store, this.config.changelog)
-        this.durableTopics = new DurableTopics(store.log, this.topics, this.retention)
+        // The topics live in the checkpoints' environment, so a commit writes both in one transaction.
+        const log = new DurableLog(store.database('log-records', { encoding: 'binary' }), store.database('log-ranges'))
+        this.durableTopics = new DurableTopics(log, this.topics, this.retention)
         this.durableTopics.restore(this.committer.restoredPositions())
       }
       this.tasks.push(

@@ -1,13 +1,12 @@
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
 import { open } from 'lmdb'
-import type { Database, RootDatabase } from 'lmdb'
+import type { Database, Key, RootDatabase } from 'lmdb'
 import { PunctualError } from '../errors.js'
 import type { KeyedChanges, KeyedSnapshot } from '../keyed/keyed-task-state.js'
 import type { StateKind } from '../keyed/api.js'
 import type { TimerRecord } from '../keyed/timer-service.js'
 import type { StoreKey } from '../processor/api.js'
-import { DurableLog } from '../log/durable-log.js'
 import { keyPart } from './key-part.js'
 import type { StoreDisk } from './persistent-store.js'
 
@@ -25,7 +24,8 @@ type KeyPart = string | number | boolean
  * Task checkpoints in the state directory (`<stateDir>/checkpoints`, lmdb), written in one transaction
  * per commit: stream time and punctuation last-fire times (what `onMissed: 'fireOnce'` needs), and the
  * changes to keyed state, timers and stores since the previous commit (incremental: a commit writes what
- * changed, not everything), and, through `DurableLog` in the same environment, the topics' records.
+ * changed, not everything). Other databases in the same environment (`database`) commit in the same
+ * transactions: the embedded runtime keeps its topics' records there.
  */
 export class CheckpointStore {
   private constructor(
@@ -37,9 +37,15 @@ export class CheckpointStore {
      * decodes them with no record structure per entry (that was a third of a commit's time).
      */
     private readonly keyed: Database<unknown, KeyPart[]>,
-    /** The runtime's topics, committed in the same transactions. */
-    readonly log: DurableLog,
   ) {}
+
+  /**
+   * A named database in the checkpoints' environment: what is written to it inside `save`'s `alsoWrite`
+   * commits (or not) with the checkpoints.
+   */
+  database<V = unknown, K extends Key = Key>(name: string, options: { encoding?: 'binary' } = {}): Database<V, K> {
+    return this.env.openDB<V, K>({ name, ...options })
+  }
 
   static open(stateDir: string): CheckpointStore {
     try {
@@ -59,7 +65,6 @@ export class CheckpointStore {
         env,
         env.openDB<DurableTaskState, string>({ name: 'tasks' }),
         env.openDB<unknown, KeyPart[]>({ name: 'keyed' }),
-        new DurableLog(env.openDB({ name: 'log-records', encoding: 'binary' }), env.openDB({ name: 'log-ranges' })),
       )
     } catch (err) {
       throw new PunctualError('STATE_DIR', `state directory ${stateDir}: the checkpoint store cannot be opened (${(err as Error).message}); refusing to start rather than reset it`, { cause: err })
