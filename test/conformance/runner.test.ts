@@ -32,13 +32,13 @@ const wallScenario = {
 }
 
 describe('punctual scenario run', () => {
-  it('passes every shared punctuate scenario with --check', async () => {
+  it('passes every punctuate scenario of conformance/scenarios with --check', async () => {
     const r = await cli('scenario', 'run', SCENARIOS, '--check', '--kinds', 'punctuate')
     assert.equal(r.code, 0, r.out.join('\n'))
     assert.match(r.out.at(-1) ?? '', /^5 passed, 0 failed, \d+ skipped$/)
   })
 
-  it('passes every shared keyed-timers scenario with --check', async () => {
+  it('passes every keyed-timers scenario of conformance/scenarios with --check', async () => {
     const r = await cli('scenario', 'run', SCENARIOS, '--check', '--kinds', 'keyed-timers')
     assert.equal(r.code, 0, r.out.join('\n'))
     assert.match(r.out.at(-1) ?? '', /^3 passed, 0 failed, \d+ skipped$/)
@@ -94,7 +94,7 @@ describe('punctual scenario run', () => {
     }
   })
 
-  it('passes every shared scenario with --check', async () => {
+  it('passes every scenario of conformance/scenarios with --check', async () => {
     const r = await cli('scenario', 'run', SCENARIOS, '--check')
     assert.equal(r.code, 0, r.out.join('\n'))
     assert.equal(r.out.at(-1), '24 passed, 0 failed')
