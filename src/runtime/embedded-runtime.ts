@@ -20,7 +20,8 @@ import { Committer } from './committer.js'
 import { DurableTopics } from './durable-topics.js'
 import { releaseConsumed, taskReadPositions } from './log-retention.js'
 import { Subscriptions } from './subscriptions.js'
-import { createTasks } from './task-factory.js'
+import { taskDefinitions } from './task-factory.js'
+import { TaskManager } from './task-manager.js'
 import { TaskLoop } from './task-loop.js'
 import type { RecordListener, SubscribeFrom } from './subscriptions.js'
 import { validateRuntimeConfig } from './config.js'
@@ -61,6 +62,8 @@ export class EmbeddedRuntime {
   private durableTopics: DurableTopics | undefined
   /** Per topic, how long a durable run keeps records after their commit. */
   private readonly retention = new Map<string, number>()
+  /** Creates and closes tasks as they are assigned and revoked; made at start. */
+  private taskManager: TaskManager | undefined
 
   constructor(
     private readonly topology: Topology,
@@ -172,18 +175,18 @@ export class EmbeddedRuntime {
         this.durableTopics = new DurableTopics(log, this.topics, this.retention)
         this.durableTopics.restore(this.committer.restoredPositions())
       }
-      this.tasks.push(
-        ...createTasks(this.topology, {
-          topics: this.topics,
-          clock: this.clock,
-          maxTaskIdleMs: this.config.maxTaskIdleMs,
-          errorHandler: this.errorHandler,
-          stateDir: this.config.stateDir,
-          committer: this.committer,
-          onWallClockChange: this.loop.onWallClockChange,
-        }),
-      )
-      for (const task of this.tasks) task.init()
+      const factory = {
+        topics: this.topics,
+        clock: this.clock,
+        maxTaskIdleMs: this.config.maxTaskIdleMs,
+        errorHandler: this.errorHandler,
+        stateDir: this.config.stateDir,
+        committer: this.committer,
+        onWallClockChange: this.loop.onWallClockChange,
+      }
+      this.taskManager = new TaskManager(taskDefinitions(this.topology, this.topics), factory, this.tasks)
+      // One process runs every task.
+      this.taskManager.assign(this.taskManager.allIds())
     } catch (err) {
       this.shutDownOnFailure(err)
       throw err
@@ -226,7 +229,24 @@ export class EmbeddedRuntime {
   }
 
   metrics(): MetricsSnapshot {
-    return sumMetrics(this.tasks.map((t) => t.metrics))
+    return sumMetrics(this.taskManager?.metrics() ?? [])
+  }
+
+  /** @internal Commits, then closes tasks while running, as a rebalance that moves them away would. */
+  revokeTasks(ids: readonly string[]): void {
+    this.runningTaskManager('revokeTasks').revoke(ids, () => this.loop.commit())
+  }
+
+  /** @internal Builds, restores and starts tasks while running, as a rebalance that moves them here would. */
+  assignTasks(ids: readonly string[]): void {
+    this.runningTaskManager('assignTasks').assign(ids)
+    this.loop.scheduleRun()
+    this.loop.rearm()
+  }
+
+  private runningTaskManager(call: string): TaskManager {
+    if (this.currentState !== 'RUNNING' || this.taskManager === undefined) throw new PunctualError('ILLEGAL_STATE', `${call}: the runtime is ${this.currentState}, not RUNNING`)
+    return this.taskManager
   }
 
   /** How many commits ran and how long they took (with a state directory they include the lmdb write). */

@@ -2,7 +2,8 @@ import { PunctualError } from '../errors.js'
 import type { TopicRegistry } from '../log/topics.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import { StreamTask } from '../processor/internal/task.js'
-import type { Topology } from '../processor/topology.js'
+import type { TaskCheckpoint } from '../processor/internal/task-config.js'
+import type { Subtopology, Topology } from '../processor/topology.js'
 import type { Clock } from '../time/clock.js'
 import type { Committer } from './committer.js'
 
@@ -17,14 +18,20 @@ export interface TaskFactoryConfig {
   readonly onWallClockChange: () => void
 }
 
+/** A task the topology defines: one input partition of a sub-topology. */
+export interface TaskDefinition {
+  readonly id: string
+  readonly subtopology: Subtopology
+  readonly partition: number
+}
+
 /**
- * One task per input partition of each sub-topology (Kafka Streams' task model), each resuming from its
- * committed checkpoint. Sink topics are created first, so keys are partitioned over their final count;
+ * Every task of a topology over these topics: one per input partition of each sub-topology (Kafka
+ * Streams' task model). Sink topics are created first, so keys are partitioned over their final count;
  * co-partitioned source topics must have equal partition counts.
  */
-export function createTasks(topology: Topology, config: TaskFactoryConfig): StreamTask[] {
-  const { topics, committer } = config
-  const tasks: StreamTask[] = []
+export function taskDefinitions(topology: Topology, topics: TopicRegistry): TaskDefinition[] {
+  const out: TaskDefinition[] = []
   for (const sub of topology.subtopologies()) {
     for (const node of sub.nodes) if (node.kind === 'sink') topics.partitions(node.topic)
     const counts = sub.sourceTopics.map((t) => topics.partitions(t).length)
@@ -35,25 +42,29 @@ export function createTasks(topology: Topology, config: TaskFactoryConfig): Stre
         `sub-topology ${sub.id}: co-partitioned topics must have the same number of partitions, got ${sub.sourceTopics.map((t, i) => `${t}=${counts[i]}`).join(', ')}`,
       )
     }
-    const inMemoryStores = sub.stores.filter((b) => b.persistent !== true).map((b) => b.name)
-    for (let p = 0; p < partitions; p++) {
-      const taskId = `${sub.id}_${p}`
-      tasks.push(
-        new StreamTask({
-          subtopology: sub,
-          partition: p,
-          ...topics.taskIo(),
-          clock: config.clock,
-          maxTaskIdleMs: config.maxTaskIdleMs,
-          errorHandler: config.errorHandler,
-          stateDir: config.stateDir,
-          checkpoint: committer.restored(taskId, inMemoryStores),
-          storeDisk: (store) => committer.storeDisk(taskId, store),
-          trackChanges: committer.tracksChanges,
-          onWallClockChange: config.onWallClockChange,
-        }),
-      )
-    }
+    for (let p = 0; p < partitions; p++) out.push({ id: `${sub.id}_${p}`, subtopology: sub, partition: p })
   }
-  return tasks
+  return out
+}
+
+/**
+ * Builds a task from its last commit (the state directory's, in a durable run) or from `fallback`, the
+ * checkpoint a runtime kept in memory when it revoked the task. It is not initialized yet.
+ */
+export function createTask(def: TaskDefinition, config: TaskFactoryConfig, fallback?: TaskCheckpoint): StreamTask {
+  const { committer } = config
+  const inMemoryStores = def.subtopology.stores.filter((b) => b.persistent !== true).map((b) => b.name)
+  return new StreamTask({
+    subtopology: def.subtopology,
+    partition: def.partition,
+    ...config.topics.taskIo(),
+    clock: config.clock,
+    maxTaskIdleMs: config.maxTaskIdleMs,
+    errorHandler: config.errorHandler,
+    stateDir: config.stateDir,
+    checkpoint: committer.restored(def.id, inMemoryStores) ?? fallback,
+    storeDisk: (store) => committer.storeDisk(def.id, store),
+    trackChanges: committer.tracksChanges,
+    onWallClockChange: config.onWallClockChange,
+  })
 }
