@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the packed package into a fresh app, as a user would (npm pack, npm install the tarball), then
 # type-checks the README's code strictly against the published typings and runs the README's minimal app
-# with `punctual run`. Needs the npm registry for the app's other dependencies.
+# with `punctual run`; the guides' complete examples type-check too. Needs the npm registry for the
+# app's other dependencies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -22,10 +23,15 @@ const blocks = [...readFileSync(process.argv[2], 'utf8').matchAll(/```ts\n([\s\S
 writeFileSync('app.ts', blocks[0])
 const imports = "import { BufferConfig, StreamsBuilder, Suppressed, TimeWindows } from 'punctual'\nimport type { Windowed } from 'punctual'\n"
 writeFileSync('tour.ts', imports + blocks[1] + blocks[2] + '\nconst builder = new StreamsBuilder()\n' + blocks[3])
+// The guides' first blocks are complete programs: each must compile on its own.
+for (const guide of ['punctuations', 'timers-and-ttl', 'windows-and-suppression']) {
+  const text = readFileSync(process.argv[2].replace(/README\.md$/, `docs/${guide}.md`), 'utf8')
+  writeFileSync(`guide-${guide}.ts`, text.match(/```ts\n([\s\S]*?)```/)[1] + '\nexport {}\n')
+}
 JS
 npx tsc -p .
 npx tsx tour.ts
 out="$(npx punctual run app.ts --state-dir ./state 2>/dev/null)"
 [ "$out" = "k HELLO" ] || { echo "the README's app printed '$out', not 'k HELLO'" >&2; exit 1; }
 npx punctual scenario run node_modules/punctual/conformance/scenarios --check | tail -1
-echo "package check: installed from the tarball, README code type-checks and runs"
+echo "package check: installed from the tarball, README and guide code type-checks, the README app runs"
