@@ -32,6 +32,31 @@ function timerDriver(wallClockStartMs = 0) {
   )
 }
 
+
+/** input -> a keyed processor registering, per record, a processing-time timer at `due(value, now)`; `fired` gets each fired timer's time. */
+function processingTimerTopology(due: (value: string, now: number) => number): { topology: Topology; fired: number[] } {
+  const fired: number[] = []
+  const topology = new Topology().addSource('in', 'input').addKeyedProcessor<string, string>(
+    'k',
+    () => {
+      let ctx: KeyedProcessorContext<string>
+      return {
+        init(c) {
+          ctx = c
+        },
+        process(r) {
+          ctx.timers.registerProcessingTimeTimer(due(r.value, ctx.currentSystemTimeMs()))
+        },
+        onTimer(t) {
+          fired.push(t.timestamp)
+        },
+      }
+    },
+    'in',
+  )
+  return { topology, fired }
+}
+
 describe('event-time timers (SEMANTICS 3)', () => {
   it('fire when stream time reaches them, after the record that advanced it', () => {
     const { events, pipe } = timerDriver()
@@ -110,25 +135,7 @@ describe('processing-time timers', () => {
   })
 
   it('on the embedded runtime, registering many arms the one timer once per run, for the earliest', async () => {
-    const fired: number[] = []
-    const topology = new Topology().addSource('in', 'input').addKeyedProcessor<string, string>(
-      'k',
-      () => {
-        let ctx: KeyedProcessorContext<string>
-        return {
-          init(c) {
-            ctx = c
-          },
-          process(r) {
-            ctx.timers.registerProcessingTimeTimer(Number(r.value))
-          },
-          onTimer(t) {
-            fired.push(t.timestamp)
-          },
-        }
-      },
-      'in',
-    )
+    const { topology, fired } = processingTimerTopology((value) => Number(value))
     const clock = new ManualClock(0)
     const armed: number[] = []
     const scheduler = { at: (due: number, cb: () => void) => (armed.push(due), clock.at(due, cb)) }
@@ -144,25 +151,7 @@ describe('processing-time timers', () => {
   })
 
   it('fire on the embedded runtime through its armed timer, with no input', async () => {
-    const fired: number[] = []
-    const topology = new Topology().addSource('in', 'input').addKeyedProcessor<string, string>(
-      'k',
-      () => {
-        let ctx: KeyedProcessorContext<string>
-        return {
-          init(c) {
-            ctx = c
-          },
-          process() {
-            ctx.timers.registerProcessingTimeTimer(ctx.currentSystemTimeMs() + 30)
-          },
-          onTimer(t) {
-            fired.push(t.timestamp)
-          },
-        }
-      },
-      'in',
-    )
+    const { topology, fired } = processingTimerTopology((_value, now) => now + 30)
     const clock = new ManualClock(1000)
     const rt = new EmbeddedRuntime(topology, { applicationId: 'ptimers', clock, logger: silentLogger })
     rt.start()
