@@ -34,7 +34,7 @@ export type { SinkOptions, SourceOptions, StreamPartitioner } from './processor/
 export { ErrorHandlers } from './processor/errors.js'
 export type { DropReason, ErrorContext, ErrorHandler, ErrorHandlerResponse } from './processor/errors.js'
 export { Stores } from './state/stores.js'
-export type { StoreBuilder } from './state/stores.js'
+export type { StoreBuilder, StoreSerdes } from './state/stores.js'
 
 export { StateDescriptors } from './keyed/api.js'
 export type {

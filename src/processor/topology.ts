@@ -162,6 +162,10 @@ export class Topology {
   /** Adds a store and connects it to the named processors (each task gets its own instance). */
   addStateStore<S extends StateStore>(builder: StoreBuilder<S>, ...processorNames: string[]): this {
     if (this.storeBuilders.has(builder.name)) throw topologyError(`state store "${builder.name}" is already added`)
+    // punctual.* names its own parts of a task's changelog (clocks, timers, keyed state).
+    if (typeof builder.name !== 'string' || builder.name.length === 0 || builder.name.startsWith('punctual.')) {
+      throw topologyError(`a state store needs a non-empty name that does not start with "punctual." (reserved), got ${JSON.stringify(builder.name)}`)
+    }
     this.storeBuilders.set(builder.name, builder)
     return this.connectProcessorAndStateStores(builder.name, ...processorNames)
   }

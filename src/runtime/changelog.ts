@@ -1,17 +1,19 @@
-import type { KeyedChanges } from '../keyed/keyed-task-state.js'
-import type { StoreKey } from '../processor/api.js'
-
 /**
- * What one commit changed in one task's state: the change stream a runtime on Kafka sends to compacted
- * changelog topics (one per store, keyed by the store key; a deletion is a tombstone) and restores
- * from. Values are the stores' own saved forms, the same the state directory writes.
+ * One changelog record: a key of one of a task's stores and its value now, serialized; `null` is a
+ * tombstone (the key was deleted). The stores are the task's state stores by name, and punctual's own
+ * parts of a task (see `changelog-records.ts`): its clocks and positions, its timers, each keyed state.
+ * Replaying a task's records in order, the last value per (store, key) winning, rebuilds the task.
  */
+export interface ChangelogRecord {
+  readonly store: string
+  readonly key: Uint8Array
+  readonly value: Uint8Array | null
+}
+
+/** What one commit changed in one task: the records a runtime on Kafka sends to its changelog topics. */
 export interface TaskChangelog {
   readonly taskId: string
-  /** Per store name, the entries that changed, as [key, value now]; undefined means deleted. */
-  readonly stores: ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>
-  /** Keyed state entries (per state and key) and timers (added or removed) that changed. */
-  readonly keyed: KeyedChanges | undefined
+  readonly records: readonly ChangelogRecord[]
 }
 
 /**

@@ -5,7 +5,9 @@ import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import type { CheckpointStore } from '../state/checkpoint-store.js'
 import type { DurableTaskState } from '../state/checkpoint-store.js'
 import type { StoreDisk } from '../state/persistent-store.js'
+import type { StoreBuilder } from '../state/stores.js'
 import type { ChangelogListener, TaskChangelog } from './changelog.js'
+import { TaskChangelogCodec } from './changelog-records.js'
 
 /**
  * Takes the tasks' checkpoints at each commit and, with a checkpoint store (a state directory), writes
@@ -14,6 +16,8 @@ import type { ChangelogListener, TaskChangelog } from './changelog.js'
  */
 export class Committer {
   private readonly checkpoints = new Map<string, TaskCheckpoint>()
+  /** Per sub-topology: its stores' changelog serdes. */
+  private readonly codecs = new Map<number, TaskChangelogCodec>()
   private commits = 0
   private totalMs = 0
   private maxMs = 0
@@ -72,29 +76,38 @@ export class Committer {
     const started = performance.now()
     const keyedChanges = new Map<string, KeyedChanges>()
     const storeChanges = new Map<string, Map<string, Array<[StoreKey, unknown]>>>()
+    const changelog: TaskChangelog[] = []
     for (const task of tasks) {
       const id = task.taskId.toString()
-      this.checkpoints.set(id, task.lightCheckpoint())
+      const previous = this.checkpoints.get(id)
+      const checkpoint = task.lightCheckpoint()
+      this.checkpoints.set(id, checkpoint)
       const changes = task.keyedChanges()
       if (changes !== undefined && (changes.states.length > 0 || changes.timers.length > 0)) keyedChanges.set(id, changes)
       const stores = task.storeChanges()
       if (stores.size > 0) storeChanges.set(id, stores)
+      if (this.changelog !== undefined) {
+        const records = this.codecOf(task).commitRecords(previous, checkpoint, keyedChanges.get(id), stores)
+        if (records.length > 0) changelog.push({ taskId: id, records })
+      }
     }
     this.store?.save(this.checkpoints, keyedChanges, storeChanges, alsoWrite)
-    if (this.changelog !== undefined && (keyedChanges.size > 0 || storeChanges.size > 0)) {
-      const changes: TaskChangelog[] = []
-      for (const task of tasks) {
-        const taskId = task.taskId.toString()
-        const stores = storeChanges.get(taskId)
-        const keyed = keyedChanges.get(taskId)
-        if (stores !== undefined || keyed !== undefined) changes.push({ taskId, stores: stores ?? new Map(), keyed })
-      }
-      this.changelog(changes)
-    }
+    if (changelog.length > 0) this.changelog?.(changelog)
     const ms = performance.now() - started
     this.commits++
     this.totalMs += ms
     if (ms > this.maxMs) this.maxMs = ms
+  }
+
+  /** The codec of a task's changelog records (one per sub-topology). */
+  codecOf(task: StreamTask): TaskChangelogCodec {
+    return this.codecFor(task.taskId.subtopology, task.storeBuilders())
+  }
+
+  codecFor(subtopology: number, stores: readonly StoreBuilder[]): TaskChangelogCodec {
+    let codec = this.codecs.get(subtopology)
+    if (codec === undefined) this.codecs.set(subtopology, (codec = new TaskChangelogCodec(stores)))
+    return codec
   }
 
   /** The last checkpoint of each task. */

@@ -17,6 +17,7 @@ import { StateDirectory } from '../state/state-directory.js'
 import type { Clock } from '../time/clock.js'
 import type { Logger } from '../util/logger.js'
 import { Committer } from './committer.js'
+import type { ChangelogRecord } from './changelog.js'
 import { DurableTopics } from './durable-topics.js'
 import { releaseConsumed, taskReadPositions } from './log-retention.js'
 import { Subscriptions } from './subscriptions.js'
@@ -237,9 +238,13 @@ export class EmbeddedRuntime {
     this.runningTaskManager('revokeTasks').revoke(ids, () => this.loop.commit())
   }
 
-  /** @internal Builds, restores and starts tasks while running, as a rebalance that moves them here would. */
-  assignTasks(ids: readonly string[]): void {
-    this.runningTaskManager('assignTasks').assign(ids)
+  /**
+   * @internal Builds, restores and starts tasks while running, as a rebalance that moves them here would;
+   * from `changelogs(taskId)` when it gives records (what the changelog listener saw), else from what
+   * the runtime kept.
+   */
+  assignTasks(ids: readonly string[], changelogs?: (taskId: string) => Iterable<ChangelogRecord> | undefined): void {
+    this.runningTaskManager('assignTasks').assign(ids, changelogs)
     this.loop.scheduleRun()
     this.loop.rearm()
   }

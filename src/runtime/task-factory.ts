@@ -48,10 +48,10 @@ export function taskDefinitions(topology: Topology, topics: TopicRegistry): Task
 }
 
 /**
- * Builds a task from its last commit (the state directory's, in a durable run) or from `fallback`, the
- * checkpoint a runtime kept in memory when it revoked the task. It is not initialized yet.
+ * Builds a task from `from` (a checkpoint rebuilt from its changelog records) or else from its last
+ * commit in the state directory (a durable run). It is not initialized yet.
  */
-export function createTask(def: TaskDefinition, config: TaskFactoryConfig, fallback?: TaskCheckpoint): StreamTask {
+export function createTask(def: TaskDefinition, config: TaskFactoryConfig, from?: TaskCheckpoint): StreamTask {
   const { committer } = config
   const inMemoryStores = def.subtopology.stores.filter((b) => b.persistent !== true).map((b) => b.name)
   return new StreamTask({
@@ -62,7 +62,7 @@ export function createTask(def: TaskDefinition, config: TaskFactoryConfig, fallb
     maxTaskIdleMs: config.maxTaskIdleMs,
     errorHandler: config.errorHandler,
     stateDir: config.stateDir,
-    checkpoint: committer.restored(def.id, inMemoryStores) ?? fallback,
+    checkpoint: from ?? committer.restored(def.id, inMemoryStores),
     storeDisk: (store) => committer.storeDisk(def.id, store),
     trackChanges: committer.tracksChanges,
     onWallClockChange: config.onWallClockChange,

@@ -1,7 +1,8 @@
 import { PunctualError } from '../errors.js'
 import type { TaskMetrics } from '../metrics.js'
 import type { StreamTask } from '../processor/internal/task.js'
-import type { TaskCheckpoint } from '../processor/internal/task-config.js'
+import type { ChangelogRecord } from './changelog.js'
+import { ChangelogRestorer } from './changelog-records.js'
 import { createTask } from './task-factory.js'
 import type { TaskDefinition, TaskFactoryConfig } from './task-factory.js'
 
@@ -16,10 +17,11 @@ export class TaskManager {
   /** Metrics of tasks no longer active, so counts do not go back when a task leaves. */
   private readonly retired: TaskMetrics[] = []
   /**
-   * Without a state directory, what a revoked task had, kept in memory so that assigning it again
-   * resumes it (a durable run restores from the state directory instead).
+   * Without a state directory, a revoked task's state as changelog records (what its compacted
+   * changelog would hold), so that assigning it again rebuilds it from them (a durable run restores from
+   * the state directory instead).
    */
-  private readonly kept = new Map<string, TaskCheckpoint>()
+  private readonly kept = new Map<string, ChangelogRecord[]>()
   private readonly byId: ReadonlyMap<string, TaskDefinition>
 
   constructor(
@@ -40,12 +42,19 @@ export class TaskManager {
     return this.active.map((t) => t.taskId.toString())
   }
 
-  /** Builds, restores and initializes the given tasks (those already active are left as they are). */
-  assign(ids: readonly string[]): void {
+  /**
+   * Builds, restores and initializes the given tasks (those already active are left as they are). A task
+   * is rebuilt from `changelogs(id)` when that gives records (a changelog it was committed to), else
+   * from its last commit.
+   */
+  assign(ids: readonly string[], changelogs?: (taskId: string) => Iterable<ChangelogRecord> | undefined): void {
     const created: StreamTask[] = []
     for (const id of ids) {
       if (this.find(id) !== undefined) continue
-      const task = createTask(this.definition(id), this.config, this.kept.get(id))
+      const def = this.definition(id)
+      const records = changelogs?.(id) ?? this.kept.get(id)
+      const restored = records === undefined ? undefined : new ChangelogRestorer(this.config.committer.codecFor(def.subtopology.id, def.subtopology.stores)).applyAll(records).checkpoint()
+      const task = createTask(def, this.config, restored)
       this.kept.delete(id)
       created.push(task)
       this.active.push(task)
@@ -62,7 +71,7 @@ export class TaskManager {
     if (tasks.length === 0) return
     commit()
     for (const task of tasks) {
-      if (!this.config.committer.durable) this.kept.set(task.taskId.toString(), task.checkpoint())
+      if (!this.config.committer.durable) this.kept.set(task.taskId.toString(), this.config.committer.codecOf(task).checkpointRecords(task.checkpoint()))
       this.remove(task)
     }
   }

@@ -1,5 +1,6 @@
 import { PunctualError } from '../errors.js'
 import type { KeyValueStore, StateStore, StoreKey } from '../processor/api.js'
+import type { Serde } from '../processor/serdes.js'
 import { PersistentKeyValueStore } from './persistent-store.js'
 import { DURABLE } from './durable.js'
 import type { DurableStore } from './durable.js'
@@ -13,7 +14,19 @@ export interface StoreBuilder<S extends StateStore = StateStore> {
   readonly name: string
   /** The store lives on disk in a durable run (it offers the PERSISTENT capability). */
   readonly persistent?: boolean
+  /** How the store's keys are written to its changelog; without, by type (see `StoreSerdes`). */
+  readonly keySerde?: Serde<unknown> | undefined
+  /** How the store's values are written to its changelog; without, as MessagePack (see `StoreSerdes`). */
+  readonly valueSerde?: Serde<unknown> | undefined
   build(): S
+}
+
+/** The serdes of a key-value store's changelog (Kafka Streams' `Stores.keyValueStoreBuilder(supplier, keySerde, valueSerde)`). */
+export interface StoreSerdes<K, V> {
+  /** Default: the key's type, then its bytes (UTF-8, a double, a bigint's digits). */
+  keySerde?: Serde<K>
+  /** Default: MessagePack, which keeps plain data (objects, arrays, numbers, strings, bigints, bytes, Set, Date) but turns a Map into an object. */
+  valueSerde?: Serde<V>
 }
 
 /** A key-value store in memory, iterated in key order. */
@@ -85,19 +98,32 @@ export const Stores = {
    * A key-value store held in memory. With a state directory, commits save its changes and a restart
    * loads it back whole.
    */
-  inMemoryKeyValueStore<K extends StoreKey, V>(name: string): StoreBuilder<KeyValueStore<K, V>> {
-    return { name, build: () => new InMemoryKeyValueStore<K, V>(name) }
+  inMemoryKeyValueStore<K extends StoreKey, V>(name: string, serdes: StoreSerdes<K, V> = {}): StoreBuilder<KeyValueStore<K, V>> {
+    return { name, ...storeSerdes(name, serdes), build: () => new InMemoryKeyValueStore<K, V>(name) }
   },
   /**
    * A key-value store on disk when the application has a state directory (state may outgrow memory; a
    * restart reads nothing up front), in memory otherwise (the test kit, runs without `stateDir`).
    * `cacheEntries` bounds the entries kept in memory after a read. @default cacheEntries 10 000
    */
-  persistentKeyValueStore<K extends StoreKey, V>(name: string, options: { cacheEntries?: number } = {}): StoreBuilder<KeyValueStore<K, V>> {
+  persistentKeyValueStore<K extends StoreKey, V>(name: string, options: { cacheEntries?: number } & StoreSerdes<K, V> = {}): StoreBuilder<KeyValueStore<K, V>> {
     const cacheEntries = options.cacheEntries ?? 10_000
     if (!Number.isSafeInteger(cacheEntries) || cacheEntries < 0) {
       throw new PunctualError('INVALID_CONFIG', `store "${name}": cacheEntries must be an integer >= 0, got ${JSON.stringify(options.cacheEntries)}`)
     }
-    return { name, persistent: true, build: () => new PersistentKeyValueStore<K, V>(name, cacheEntries) }
+    return { name, persistent: true, ...storeSerdes(name, options), build: () => new PersistentKeyValueStore<K, V>(name, cacheEntries) }
   },
 } as const
+
+function storeSerdes<K, V>(name: string, serdes: StoreSerdes<K, V>): { keySerde?: Serde<unknown>; valueSerde?: Serde<unknown> } {
+  for (const side of ['keySerde', 'valueSerde'] as const) {
+    const serde = serdes[side]
+    if (serde !== undefined && (typeof serde !== 'object' || typeof serde.serialize !== 'function' || typeof serde.deserialize !== 'function')) {
+      throw new PunctualError('INVALID_CONFIG', `store "${name}": ${side} must be a Serde (serialize and deserialize), got ${typeof serde}`)
+    }
+  }
+  return {
+    ...(serdes.keySerde === undefined ? {} : { keySerde: serdes.keySerde as Serde<unknown> }),
+    ...(serdes.valueSerde === undefined ? {} : { valueSerde: serdes.valueSerde as Serde<unknown> }),
+  }
+}

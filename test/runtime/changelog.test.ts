@@ -5,6 +5,8 @@ import type { KeyedProcessorContext, ValueState } from '../../src/index.js'
 import type { TaskChangelog } from '../../src/runtime/changelog.js'
 import { ManualClock } from '../../src/testing/index.js'
 import { countingTopology } from '../helpers/counting.js'
+import { decodeStoreKey, unpackValue } from '../../src/state/changelog-codec.js'
+import { KEYED_STATE_STORE_PREFIX, TIMER_STORE } from '../../src/runtime/changelog-records.js'
 
 describe('changelog listener (the change stream for changelog topics)', () => {
   it('replaying the store changes rebuilds the store, deletions as tombstones', async () => {
@@ -20,11 +22,13 @@ describe('changelog listener (the change stream for changelog topics)', () => {
     for (const commit of commits) {
       for (const task of commit) {
         assert.equal(task.taskId, '0_0')
-        for (const [key, value] of task.stores.get('counts') ?? []) {
-          if (value === undefined) {
+        for (const r of task.records) {
+          if (r.store !== 'counts') continue
+          const key = decodeStoreKey(r.key)
+          if (r.value === null) {
             tombstones++
             table.delete(key)
-          } else table.set(key, value)
+          } else table.set(key, unpackValue(r.value))
         }
       }
     }
@@ -64,10 +68,16 @@ describe('changelog listener (the change stream for changelog topics)', () => {
     clock.advance(1) // a commit
     rt.producer('input').send('b', 'v', 20) // stream time 20 fires a's timer at 11
     await rt.stop()
-    const timers = commits.flatMap((c) => c.keyed?.timers ?? []).map((t) => `${t.added ? '+' : '-'}${String(t.record.key)}@${t.record.timestamp}`)
+    const timers = commits
+      .flatMap((c) => c.records.filter((r) => r.store === TIMER_STORE))
+      .map((r) => {
+        const [, , owner, key, timestamp] = unpackValue(r.key) as [string, string, string, Uint8Array, number]
+        assert.equal(owner, 'k')
+        return `${r.value === null ? '-' : '+'}${String(decodeStoreKey(key))}@${timestamp}`
+      })
     assert.ok(timers.includes('+a@11') && timers.includes('+b@30'), `timers added: ${timers.join(' ')}`)
     assert.ok(timers.indexOf('-a@11') > timers.indexOf('+a@11'), 'the fired timer is removed after it was added')
-    const states = commits.flatMap((c) => c.keyed?.states ?? []).map((s) => `${s.state}:${String(s.key)}`)
+    const states = commits.flatMap((c) => c.records.filter((r) => r.store.startsWith(KEYED_STATE_STORE_PREFIX))).map((r) => `${r.store.slice(KEYED_STATE_STORE_PREFIX.length)}:${String(decodeStoreKey(r.key))}`)
     assert.ok(states.includes('k/seen:a') && states.includes('k/seen:b'), `states: ${states.join(' ')}`)
   })
 

@@ -22,6 +22,7 @@ import type { InputPartition } from '../record-io.js'
 import type { Punctuation } from './punctuation.js'
 import { TaskSchedules } from './task-schedules.js'
 import { TaskStores } from './task-stores.js'
+import type { StoreBuilder } from '../../state/stores.js'
 import { TaskIdImpl } from './task-config.js'
 import type { TaskCheckpoint, TaskConfig } from './task-config.js'
 
@@ -188,6 +189,11 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
     const dir = join(this.config.stateDir, this.taskId.toString())
     mkdirSync(dir, { recursive: true })
     return dir
+  }
+
+  /** The sub-topology's store builders: names, and the serdes of their changelogs. */
+  storeBuilders(): readonly StoreBuilder[] {
+    return this.config.subtopology.stores
   }
 
   /** Stores by name, for the test kit. */

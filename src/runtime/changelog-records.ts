@@ -1,0 +1,180 @@
+import type { KeyedChanges, KeyedSnapshot } from '../keyed/keyed-task-state.js'
+import type { StateKind } from '../keyed/api.js'
+import type { TimerRecord } from '../keyed/timer-service.js'
+import type { StoreKey } from '../processor/api.js'
+import type { TaskCheckpoint } from '../processor/internal/task-config.js'
+import { PunctualError } from '../errors.js'
+import { decodeStoreKey, defaultStoreCodec, encodeStoreKey, packValue, storeCodec, unpackValue } from '../state/changelog-codec.js'
+import type { StoreCodec } from '../state/changelog-codec.js'
+import type { StoreBuilder } from '../state/stores.js'
+import type { ChangelogRecord } from './changelog.js'
+
+/**
+ * punctual's own stores in a task's changelog, beside the task's state stores (whose names cannot start
+ * with `punctual.`):
+ * - `punctual.task`: stream time (`streamTime`), each punctuation's last fire time (`lastFire/<name>`),
+ *   each input's next offset (`position/<topic>:<partition>`); values are numbers.
+ * - `punctual.timers`: one record per pending timer, keyed by (kind, domain, owner, key, timestamp),
+ *   the value its registration sequence number (the firing order of equal timestamps).
+ * - `punctual.state.<processor>/<state>`: one record per key of a keyed state, the value its kind and
+ *   entries with their access times (what TTL needs).
+ */
+export const TASK_STORE = 'punctual.task'
+export const TIMER_STORE = 'punctual.timers'
+export const KEYED_STATE_STORE_PREFIX = 'punctual.state.'
+
+const STREAM_TIME = 'streamTime'
+const LAST_FIRE = 'lastFire/'
+const POSITION = 'position/'
+
+/**
+ * Turns a task's commits and checkpoints into changelog records, and records back into a checkpoint.
+ * One per sub-topology: it knows the serdes of its stores.
+ */
+export class TaskChangelogCodec {
+  private readonly codecs = new Map<string, StoreCodec>()
+
+  constructor(stores: readonly StoreBuilder[]) {
+    for (const s of stores) this.codecs.set(s.name, storeCodec(s.name, s.keySerde, s.valueSerde))
+  }
+
+  /**
+   * The records of one commit: the clocks and positions that differ from `previous` (the last commit's
+   * checkpoint; everything when undefined), then the keyed state, timer and store changes.
+   */
+  commitRecords(
+    previous: TaskCheckpoint | undefined,
+    now: TaskCheckpoint,
+    keyed: KeyedChanges | undefined,
+    stores: ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>,
+  ): ChangelogRecord[] {
+    const out: ChangelogRecord[] = []
+    if (now.streamTime !== previous?.streamTime) out.push(meta(STREAM_TIME, now.streamTime))
+    diffNumbers(LAST_FIRE, previous?.lastFires, now.lastFires, out)
+    diffNumbers(POSITION, previous?.positions, now.positions, out)
+    for (const c of keyed?.states ?? []) {
+      out.push({ store: KEYED_STATE_STORE_PREFIX + c.state, key: encodeStoreKey(c.key), value: c.entries === undefined ? null : packValue([c.kind, c.entries]) })
+    }
+    for (const { added, record } of keyed?.timers ?? []) out.push({ store: TIMER_STORE, key: timerKey(record), value: added ? packValue(record.seq) : null })
+    for (const [name, changes] of stores) {
+      const codec = this.codec(name)
+      for (const [key, value] of changes) out.push({ store: name, key: codec.encodeKey(key), value: value === undefined ? null : codec.encodeValue(value) })
+    }
+    return out
+  }
+
+  /** A whole checkpoint as records: what the compacted changelog of the task holds. */
+  checkpointRecords(checkpoint: TaskCheckpoint): ChangelogRecord[] {
+    const keyed: KeyedChanges | undefined =
+      checkpoint.keyed === undefined
+        ? undefined
+        : {
+            states: Object.entries(checkpoint.keyed.states).flatMap(([state, { kind, entries }]) => entries.map(([key, e]) => ({ state, kind, key, entries: e }))),
+            timers: checkpoint.keyed.timers.map((record) => ({ added: true, record })),
+          }
+    const stores = new Map(Object.entries(checkpoint.stores ?? {}))
+    return this.commitRecords(undefined, checkpoint, keyed, stores)
+  }
+
+  codec(store: string): StoreCodec {
+    return this.codecs.get(store) ?? defaultStoreCodec
+  }
+}
+
+/**
+ * Rebuilds a task from its changelog records, fed in order, as they arrive: it keeps the last value of
+ * each (store, key), so memory holds the task's state, not its history; `checkpoint()` then decodes it.
+ */
+export class ChangelogRestorer {
+  private readonly latest = new Map<string, Map<string, ChangelogRecord>>()
+  private count = 0
+
+  constructor(private readonly codec: TaskChangelogCodec) {}
+
+  /** Records applied so far. */
+  get applied(): number {
+    return this.count
+  }
+
+  apply(record: ChangelogRecord): void {
+    let store = this.latest.get(record.store)
+    if (store === undefined) this.latest.set(record.store, (store = new Map()))
+    const id = Buffer.from(record.key.buffer, record.key.byteOffset, record.key.byteLength).toString('latin1')
+    if (record.value === null) store.delete(id)
+    else store.set(id, record)
+    this.count++
+  }
+
+  applyAll(records: Iterable<ChangelogRecord>): this {
+    for (const r of records) this.apply(r)
+    return this
+  }
+
+  /** The task's checkpoint as the records applied so far leave it; undefined when they leave nothing. */
+  checkpoint(): TaskCheckpoint | undefined {
+    let streamTime: number | undefined
+    const lastFires: Record<string, number> = {}
+    const positions: Record<string, number> = {}
+    const timers: TimerRecord[] = []
+    const states: Record<string, { kind: StateKind; entries: Array<[StoreKey, unknown]> }> = {}
+    const stores: Record<string, Array<[StoreKey, unknown]>> = {}
+    let any = false
+    for (const [name, records] of this.latest) {
+      if (records.size === 0) continue
+      any = true
+      if (name === TASK_STORE) {
+        for (const r of records.values()) {
+          const key = decodeStoreKey(r.key) as string
+          const value = unpackValue(r.value as Uint8Array) as number
+          if (key === STREAM_TIME) streamTime = value
+          else if (key.startsWith(LAST_FIRE)) lastFires[key.slice(LAST_FIRE.length)] = value
+          else if (key.startsWith(POSITION)) positions[key.slice(POSITION.length)] = value
+          else throw corrupt(name, `unknown key ${JSON.stringify(key)}`)
+        }
+      } else if (name === TIMER_STORE) {
+        for (const r of records.values()) timers.push(decodeTimer(r))
+      } else if (name.startsWith(KEYED_STATE_STORE_PREFIX)) {
+        const state = name.slice(KEYED_STATE_STORE_PREFIX.length)
+        for (const r of records.values()) {
+          const [kind, entries] = unpackValue(r.value as Uint8Array) as [StateKind, unknown]
+          const table = (states[state] ??= { kind, entries: [] })
+          table.entries.push([decodeStoreKey(r.key), entries])
+        }
+      } else {
+        const codec = this.codec.codec(name)
+        const entries: Array<[StoreKey, unknown]> = (stores[name] = [])
+        for (const r of records.values()) entries.push([codec.decodeKey(r.key), codec.decodeValue(r.value as Uint8Array)])
+      }
+    }
+    if (!any) return undefined
+    // Equal timestamps fire in registration order, which the sequence numbers keep.
+    timers.sort((a, b) => a.timestamp - b.timestamp || a.seq - b.seq)
+    const keyed: KeyedSnapshot | undefined = timers.length === 0 && Object.keys(states).length === 0 ? undefined : { timers, states }
+    return { streamTime, lastFires, positions, ...(keyed === undefined ? {} : { keyed }), stores }
+  }
+}
+
+function meta(key: string, value: number | undefined): ChangelogRecord {
+  return { store: TASK_STORE, key: encodeStoreKey(key), value: value === undefined ? null : packValue(value) }
+}
+
+function diffNumbers(prefix: string, before: Readonly<Record<string, number>> | undefined, now: Readonly<Record<string, number>>, out: ChangelogRecord[]): void {
+  for (const [name, value] of Object.entries(now)) if (before?.[name] !== value) out.push(meta(prefix + name, value))
+  if (before !== undefined) for (const name of Object.keys(before)) if (!(name in now)) out.push(meta(prefix + name, undefined))
+}
+
+function timerKey(r: TimerRecord): Uint8Array {
+  return packValue([r.kind, r.domain, r.owner, encodeStoreKey(r.key), r.timestamp])
+}
+
+function decodeTimer(r: ChangelogRecord): TimerRecord {
+  const [kind, domain, owner, key, timestamp] = unpackValue(r.key) as [TimerRecord['kind'], TimerRecord['domain'], string, Uint8Array, number]
+  if ((kind !== 'user' && kind !== 'ttl') || (domain !== 'event' && domain !== 'processing') || typeof owner !== 'string' || typeof timestamp !== 'number') {
+    throw corrupt(TIMER_STORE, 'a timer key is malformed')
+  }
+  return { kind, domain, owner, key: decodeStoreKey(key), timestamp, seq: unpackValue(r.value as Uint8Array) as number }
+}
+
+function corrupt(store: string, why: string): PunctualError {
+  return new PunctualError('DESERIALIZATION', `changelog of ${store}: ${why}`)
+}
