@@ -1,18 +1,16 @@
-import type { KeyedChanges } from '../keyed/keyed-task-state.js'
-import type { StoreKey } from '../processor/api.js'
 import type { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
-import type { CheckpointStore } from '../state/checkpoint-store.js'
-import type { DurableTaskState } from '../state/checkpoint-store.js'
 import type { StoreDisk } from '../state/persistent-store.js'
 import type { StoreBuilder } from '../state/stores.js'
-import type { ChangelogListener, TaskChangelog } from './changelog.js'
+import type { ChangelogListener, ChangelogRecord, TaskChangelog } from './changelog.js'
 import { TaskChangelogCodec } from './changelog-records.js'
+import type { CommitBackend, TaskCommit } from './commit-backend.js'
 
 /**
- * Takes the tasks' checkpoints at each commit and, with a checkpoint store (a state directory), writes
- * what changed since the previous commit in one transaction; hands the same changes to a changelog
- * listener; restores a task's durable part at start. Keeps commit counts and durations.
+ * Collects each task's commit (checkpoint, state changes, their changelog records) the same way for
+ * every runtime, has the commit backend make them durable (none: in memory only), then hands the records
+ * to the changelog listener; restores a task's last commit through the backend. Keeps commit counts and
+ * durations.
  */
 export class Committer {
   private readonly checkpoints = new Map<string, TaskCheckpoint>()
@@ -25,17 +23,17 @@ export class Committer {
   resumed = false
 
   constructor(
-    private store: CheckpointStore | undefined,
+    private backend: CommitBackend | undefined,
     private readonly changelog?: ChangelogListener,
   ) {}
 
   get durable(): boolean {
-    return this.store !== undefined
+    return this.backend !== undefined
   }
 
-  /** Whether tasks must record their state changes (for the store or the changelog). */
+  /** Whether tasks must record their state changes (for the backend or the changelog). */
   get tracksChanges(): boolean {
-    return this.store !== undefined || this.changelog !== undefined
+    return this.backend !== undefined || this.changelog !== undefined
   }
 
   /**
@@ -43,56 +41,40 @@ export class Committer {
    * on disk read their entries there when needed).
    */
   restored(taskId: string, inMemoryStores: readonly string[]): TaskCheckpoint | undefined {
-    const store = this.store
-    if (store === undefined) return undefined
-    const state: DurableTaskState | undefined = store.load(taskId)
-    const keyed = store.loadKeyed(taskId)
-    const stores = store.loadStores(taskId, inMemoryStores)
-    if (state === undefined && keyed === undefined && stores === undefined) return undefined
-    this.resumed = true
-    return {
-      streamTime: state?.streamTime,
-      lastFires: state?.lastFires ?? {},
-      positions: state?.positions ?? {},
-      ...(keyed === undefined ? {} : { keyed }),
-      ...(stores === undefined ? {} : { stores }),
-    }
+    const checkpoint = this.backend?.restore(taskId, inMemoryStores)
+    if (checkpoint !== undefined) this.resumed = true
+    return checkpoint
   }
 
   /** Where a persistent store of a task finds its committed entries (durable runtimes). */
   storeDisk(taskId: string, store: string): StoreDisk | undefined {
-    return this.store?.storeDisk(taskId, store)
+    return this.backend?.storeDisk(taskId, store)
   }
 
-  /** Input positions of every task's last commit, keyed `topic:partition` (the lowest, if tasks share a partition). */
-  restoredPositions(): Map<string, number> {
-    const out = new Map<string, number>()
-    for (const state of this.store?.loadAll() ?? []) for (const [k, v] of Object.entries(state.positions)) out.set(k, Math.min(v, out.get(k) ?? Infinity))
-    return out
-  }
-
-  /** Takes every task's checkpoint and writes the changes, plus what `alsoWrite` writes, in one transaction. */
+  /** Collects every task's commit and has the backend write them, plus what `alsoWrite` writes, atomically. */
   commit(tasks: readonly StreamTask[], alsoWrite?: () => void): void {
     const started = performance.now()
-    const keyedChanges = new Map<string, KeyedChanges>()
-    const storeChanges = new Map<string, Map<string, Array<[StoreKey, unknown]>>>()
-    const changelog: TaskChangelog[] = []
+    const commits: TaskCommit[] = []
     for (const task of tasks) {
-      const id = task.taskId.toString()
-      const previous = this.checkpoints.get(id)
+      const taskId = task.taskId.toString()
+      const previous = this.checkpoints.get(taskId)
       const checkpoint = task.lightCheckpoint()
-      this.checkpoints.set(id, checkpoint)
-      const changes = task.keyedChanges()
-      if (changes !== undefined && (changes.states.length > 0 || changes.timers.length > 0)) keyedChanges.set(id, changes)
+      this.checkpoints.set(taskId, checkpoint)
+      const keyed = task.keyedChanges()
       const stores = task.storeChanges()
-      if (stores.size > 0) storeChanges.set(id, stores)
-      if (this.changelog !== undefined) {
-        const records = this.codecOf(task).commitRecords(previous, checkpoint, keyedChanges.get(id), stores)
-        if (records.length > 0) changelog.push({ taskId: id, records })
-      }
+      const codec = this.codecOf(task)
+      let records: ChangelogRecord[] | undefined
+      commits.push({ taskId, checkpoint, keyed, stores, records: () => (records ??= codec.commitRecords(previous, checkpoint, keyed, stores)) })
     }
-    this.store?.save(this.checkpoints, keyedChanges, storeChanges, alsoWrite)
-    if (changelog.length > 0) this.changelog?.(changelog)
+    this.backend?.commit(commits, alsoWrite)
+    if (this.changelog !== undefined) {
+      const changes: TaskChangelog[] = []
+      for (const c of commits) {
+        const records = c.records()
+        if (records.length > 0) changes.push({ taskId: c.taskId, records })
+      }
+      if (changes.length > 0) this.changelog(changes)
+    }
     const ms = performance.now() - started
     this.commits++
     this.totalMs += ms
@@ -119,9 +101,9 @@ export class Committer {
     return { commits: this.commits, meanMs: this.commits === 0 ? 0 : this.totalMs / this.commits, maxMs: this.maxMs }
   }
 
-  /** Closes the store; later commits only take in-memory checkpoints. */
+  /** Closes the backend; later commits only take in-memory checkpoints. */
   close(): void {
-    this.store?.close()
-    this.store = undefined
+    this.backend?.close()
+    this.backend = undefined
   }
 }

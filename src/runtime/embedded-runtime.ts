@@ -17,6 +17,7 @@ import { StateDirectory } from '../state/state-directory.js'
 import type { Clock } from '../time/clock.js'
 import type { Logger } from '../util/logger.js'
 import { Committer } from './committer.js'
+import { StateDirectoryBackend } from './state-directory-backend.js'
 import type { ChangelogRecord } from './changelog.js'
 import { DurableTopics } from './durable-topics.js'
 import { releaseConsumed, taskReadPositions } from './log-retention.js'
@@ -170,11 +171,12 @@ export class EmbeddedRuntime {
       // Durable only with a state directory the application chose: a temporary one dies with the process.
       if (!this.ownsStateDir) {
         const store = CheckpointStore.open(this.config.stateDir)
-        this.committer = new Committer(store, this.config.changelog)
+        const backend = new StateDirectoryBackend(store)
+        this.committer = new Committer(backend, this.config.changelog)
         // The topics live in the checkpoints' environment, so a commit writes both in one transaction.
         const log = new DurableLog(store.database('log-records', { encoding: 'binary' }), store.database('log-ranges'))
         this.durableTopics = new DurableTopics(log, this.topics, this.retention)
-        this.durableTopics.restore(this.committer.restoredPositions())
+        this.durableTopics.restore(backend.restoredPositions())
       }
       const factory = {
         topics: this.topics,

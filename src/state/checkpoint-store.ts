@@ -144,7 +144,7 @@ export class CheckpointStore {
   save(
     states: ReadonlyMap<string, DurableTaskState>,
     keyedChanges: ReadonlyMap<string, KeyedChanges> = new Map(),
-    storeChanges: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<[StoreKey, unknown]>>> = new Map(),
+    storeChanges: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>> = new Map(),
     alsoWrite?: () => void,
   ): void {
     try {

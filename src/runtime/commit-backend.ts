@@ -1,0 +1,38 @@
+import type { KeyedChanges } from '../keyed/keyed-task-state.js'
+import type { StoreKey } from '../processor/api.js'
+import type { TaskCheckpoint } from '../processor/internal/task-config.js'
+import type { StoreDisk } from '../state/persistent-store.js'
+import type { ChangelogRecord } from './changelog.js'
+
+/**
+ * What one commit of one task holds: its clocks and positions, and what changed in its state since its
+ * previous commit, structured (what a local store writes) and as changelog records (what a changelog
+ * topic takes). The committer collects these the same way for every runtime.
+ */
+export interface TaskCommit {
+  readonly taskId: string
+  /** Stream time, last fire times and input positions (no state: see `keyed` and `stores`). */
+  readonly checkpoint: TaskCheckpoint
+  readonly keyed: KeyedChanges | undefined
+  /** Per store, the entries that changed, as [key, value now]; undefined means deleted. */
+  readonly stores: ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>
+  /** The same commit as changelog records (encoded on the first call). */
+  records(): readonly ChangelogRecord[]
+}
+
+/**
+ * Where a runtime makes commits durable, and reads them back: the embedded runtime's state directory (one
+ * lmdb transaction), or a Kafka transaction of outputs, changelog records and consumed offsets.
+ */
+export interface CommitBackend {
+  /**
+   * Makes every task's commit durable in one atomic step, together with what `alsoWrite` writes (the
+   * runtime's own data, such as the embedded runtime's topics): all or nothing. Throws when it cannot.
+   */
+  commit(commits: readonly TaskCommit[], alsoWrite?: () => void): void
+  /** A task's last committed checkpoint, with the entries of its `inMemoryStores`; undefined if it has none. */
+  restore(taskId: string, inMemoryStores: readonly string[]): TaskCheckpoint | undefined
+  /** Where a persistent store finds its committed entries, when the backend keeps them locally. */
+  storeDisk(taskId: string, store: string): StoreDisk | undefined
+  close(): void
+}

@@ -1,0 +1,57 @@
+import type { KeyedChanges } from '../keyed/keyed-task-state.js'
+import type { StoreKey } from '../processor/api.js'
+import type { TaskCheckpoint } from '../processor/internal/task-config.js'
+import type { CheckpointStore } from '../state/checkpoint-store.js'
+import type { StoreDisk } from '../state/persistent-store.js'
+import type { CommitBackend, TaskCommit } from './commit-backend.js'
+
+/**
+ * The embedded runtime's commit backend: the state directory's checkpoint store, one lmdb transaction
+ * per commit holding every task's checkpoint and state changes and the runtime's topics.
+ */
+export class StateDirectoryBackend implements CommitBackend {
+  /** Every task's last checkpoint: a commit writes them all (a task's stays when it is not running). */
+  private readonly checkpoints = new Map<string, TaskCheckpoint>()
+
+  constructor(private readonly store: CheckpointStore) {}
+
+  commit(commits: readonly TaskCommit[], alsoWrite?: () => void): void {
+    const keyed = new Map<string, KeyedChanges>()
+    const stores = new Map<string, ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>>()
+    for (const c of commits) {
+      this.checkpoints.set(c.taskId, c.checkpoint)
+      if (c.keyed !== undefined && (c.keyed.states.length > 0 || c.keyed.timers.length > 0)) keyed.set(c.taskId, c.keyed)
+      if (c.stores.size > 0) stores.set(c.taskId, c.stores)
+    }
+    this.store.save(this.checkpoints, keyed, stores, alsoWrite)
+  }
+
+  restore(taskId: string, inMemoryStores: readonly string[]): TaskCheckpoint | undefined {
+    const state = this.store.load(taskId)
+    const keyed = this.store.loadKeyed(taskId)
+    const stores = this.store.loadStores(taskId, inMemoryStores)
+    if (state === undefined && keyed === undefined && stores === undefined) return undefined
+    return {
+      streamTime: state?.streamTime,
+      lastFires: state?.lastFires ?? {},
+      positions: state?.positions ?? {},
+      ...(keyed === undefined ? {} : { keyed }),
+      ...(stores === undefined ? {} : { stores }),
+    }
+  }
+
+  storeDisk(taskId: string, store: string): StoreDisk {
+    return this.store.storeDisk(taskId, store)
+  }
+
+  /** Input positions of every task's last commit, keyed `topic:partition` (the lowest, if tasks share a partition). */
+  restoredPositions(): Map<string, number> {
+    const out = new Map<string, number>()
+    for (const state of this.store.loadAll()) for (const [k, v] of Object.entries(state.positions)) out.set(k, Math.min(v, out.get(k) ?? Infinity))
+    return out
+  }
+
+  close(): void {
+    this.store.close()
+  }
+}
