@@ -168,7 +168,12 @@ if (want('restore')) {
   const r = await restoreTime()
   results.restore = r
   rows.push(['durable state: restore 1 M keys (value state) + 1 M timers, one task', `${r.restoreSeconds.toFixed(1)} s`, `written in ${r.firstRunSeconds.toFixed(1)} s by ${r.commits} incremental commits`, ''])
-  rows.push(['durable state: commit latency during that run', `mean ${r.commitMeanMs.toFixed(1)} ms, max ${r.commitMaxMs.toFixed(0)} ms`, 'every 100 ms, changes since the last commit', ''])
+  rows.push([
+    'durable state: commit latency during that run',
+    `mean ${r.commitMeanMs.toFixed(1)} ms, max ${r.commitMaxMs.toFixed(0)} ms`,
+    `until durable; on the event loop mean ${r.commitBlockingMeanMs.toFixed(1)} ms, max ${r.commitBlockingMaxMs.toFixed(0)} ms`,
+    '',
+  ])
 }
 if (want('lateness-commits')) {
   const r = await latenessDuringCommits()
@@ -176,7 +181,7 @@ if (want('lateness-commits')) {
   rows.push([
     'wall-clock punctuation lateness while durable commits write 1 M keys + 1 M timers (100 ms schedule)',
     `p50 ${f(r.p50Ms)} ms, p99 ${f(r.p99Ms)} ms, max ${f(r.maxMs)} ms`,
-    `${r.fires} calls; ${r.commits} commits, mean ${r.commitMeanMs.toFixed(1)} ms, max ${r.commitMaxMs.toFixed(0)} ms`,
+    `${r.fires} calls; ${r.commits} commits, mean ${r.commitMeanMs.toFixed(1)} ms, max ${r.commitMaxMs.toFixed(0)} ms (on the event loop: mean ${r.commitBlockingMeanMs.toFixed(1)} ms, max ${r.commitBlockingMaxMs.toFixed(0)} ms)`,
     '',
   ])
 }

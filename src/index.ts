@@ -67,6 +67,7 @@ export { BufferConfig, Suppressed } from './suppress/config.js'
 export type { BufferConfigMethods, EagerBufferConfig, Sizer, SuppressedCommon, StrictBufferConfig, TimeLimitSuppressed, WaitFrom, WhenFull, WindowClosesSuppressed } from './suppress/config.js'
 
 export { EmbeddedRuntime } from './runtime/embedded-runtime.js'
+export type { CommitStats } from './runtime/committer.js'
 export type { Producer, RecordListener, RuntimeState } from './runtime/embedded-runtime.js'
 export type { SubscribeFrom } from './runtime/subscriptions.js'
 export type { EmbeddedRuntimeConfig, TopicConfig } from './runtime/config.js'

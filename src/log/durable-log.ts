@@ -70,13 +70,14 @@ export class DurableLog {
     return c.records[offset - c.first]
   }
 
-  // The writes below run inside the caller's transaction.
+  // The writes below are queued into the caller's commit: lmdb commits every write queued in one event
+  // turn in one transaction, off the main thread. Reads see the last commit, not these writes.
 
   /** Writes records [from, to) of a partition, read from `source`, appended at wall-clock time `now`. */
   append(topic: string, partition: number, source: RecordSource, from: number, to: number, now: number): void {
     for (let start = from; start < to; start += CHUNK) {
       const end = Math.min(to, start + CHUNK)
-      this.records.putSync([topic, partition, start, end - start, now], encodeRange(source, start, end, topic))
+      void this.records.put([topic, partition, start, end - start, now], encodeRange(source, start, end, topic))
     }
   }
 
@@ -87,7 +88,7 @@ export class DurableLog {
   removeAppendedBy(topic: string, partition: number, appendedBy: number, end: number): number {
     for (const key of this.records.getKeys({ start: [topic, partition], end: [topic, partition, MAX] })) {
       if ((key[4] as number) > appendedBy) return key[2] as number
-      this.records.removeSync(key)
+      void this.records.remove(key)
     }
     this.cached = undefined
     return end
@@ -96,13 +97,13 @@ export class DurableLog {
   /** Deletes the chunks of a partition whose records are all before `offset`. */
   removeBefore(topic: string, partition: number, offset: number): void {
     for (const key of this.records.getKeys({ start: [topic, partition], end: [topic, partition, offset] })) {
-      if ((key[2] as number) + (key[3] as number) <= offset) this.records.removeSync(key)
+      if ((key[2] as number) + (key[3] as number) <= offset) void this.records.remove(key)
     }
     this.cached = undefined
   }
 
   putRanges(topic: string, ranges: DurableTopic): void {
-    this.ranges.putSync(topic, ranges)
+    void this.ranges.put(topic, ranges)
   }
 
   /** Where a range read from `offset` starts: the chunk holding it. */

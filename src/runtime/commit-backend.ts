@@ -27,9 +27,11 @@ export interface TaskCommit {
 export interface CommitBackend {
   /**
    * Makes every task's commit durable in one atomic step, together with what `alsoWrite` writes (the
-   * runtime's own data, such as the embedded runtime's topics): all or nothing. Throws when it cannot.
+   * runtime's own data, such as the embedded runtime's topics): all or nothing. It takes what it needs
+   * from `commits` before it returns (tasks go on changing); the promise settles once the commit is
+   * durable, or rejects when it cannot be. The runtime starts no other commit before it settles.
    */
-  commit(commits: readonly TaskCommit[], alsoWrite?: () => void): void
+  commit(commits: readonly TaskCommit[], alsoWrite?: () => void): Promise<void>
   /** A task's last committed checkpoint, with the entries of its `inMemoryStores`; undefined if it has none. */
   restore(taskId: string, inMemoryStores: readonly string[]): TaskCheckpoint | undefined
   /** Where a persistent store finds its committed entries, when the backend keeps them locally. */

@@ -6,6 +6,16 @@ import type { ChangelogListener, ChangelogRecord, TaskChangelog } from './change
 import { TaskChangelogCodec } from './changelog-records.js'
 import type { CommitBackend, TaskCommit } from './commit-backend.js'
 
+export interface CommitStats {
+  readonly commits: number
+  /** From the start of a commit until it is durable. */
+  readonly meanMs: number
+  readonly maxMs: number
+  /** The part of a commit that runs on the event loop (collecting changes, queuing writes). */
+  readonly blockingMeanMs: number
+  readonly blockingMaxMs: number
+}
+
 /**
  * Collects each task's commit (checkpoint, state changes, their changelog records) the same way for
  * every runtime, has the commit backend make them durable (none: in memory only), then hands the records
@@ -19,6 +29,8 @@ export class Committer {
   private commits = 0
   private totalMs = 0
   private maxMs = 0
+  private blockedTotalMs = 0
+  private blockedMaxMs = 0
   /** Whether any task found committed state. */
   resumed = false
 
@@ -51,8 +63,13 @@ export class Committer {
     return this.backend?.storeDisk(taskId, store)
   }
 
-  /** Collects every task's commit and has the backend write them, plus what `alsoWrite` writes, atomically. */
-  commit(tasks: readonly StreamTask[], alsoWrite?: () => void): void {
+  /**
+   * Collects every task's commit and has the backend write them, plus what `alsoWrite` writes,
+   * atomically. Returns once the commit is taken (the tasks may go on); the promise settles when it is
+   * durable, after the stores and the changelog listener were told. Without a backend it is done on
+   * return (undefined).
+   */
+  commit(tasks: readonly StreamTask[], alsoWrite?: () => void): Promise<void> | undefined {
     const started = performance.now()
     const commits: TaskCommit[] = []
     for (const task of tasks) {
@@ -66,19 +83,37 @@ export class Committer {
       let records: ChangelogRecord[] | undefined
       commits.push({ taskId, checkpoint, keyed, stores, records: () => (records ??= codec.commitRecords(previous, checkpoint, keyed, stores)) })
     }
-    this.backend?.commit(commits, alsoWrite)
-    if (this.changelog !== undefined) {
-      const changes: TaskChangelog[] = []
-      for (const c of commits) {
-        const records = c.records()
-        if (records.length > 0) changes.push({ taskId: c.taskId, records })
-      }
-      if (changes.length > 0) this.changelog(changes)
+    // Encoded now: the listener must see the state as of this commit, not as it is when it is durable.
+    const changes = this.changelog === undefined ? undefined : this.changelogOf(commits)
+    const durable = this.backend?.commit(commits, alsoWrite)
+    const blockedMs = performance.now() - started
+    const done = (): void => {
+      for (const task of tasks) task.changesCommitted()
+      if (changes !== undefined && changes.length > 0) this.changelog?.(changes)
+      this.record(blockedMs, performance.now() - started)
     }
-    const ms = performance.now() - started
+    if (durable === undefined) {
+      done()
+      return undefined
+    }
+    return durable.then(done)
+  }
+
+  private changelogOf(commits: readonly TaskCommit[]): TaskChangelog[] {
+    const changes: TaskChangelog[] = []
+    for (const c of commits) {
+      const records = c.records()
+      if (records.length > 0) changes.push({ taskId: c.taskId, records })
+    }
+    return changes
+  }
+
+  private record(blockedMs: number, durableMs: number): void {
     this.commits++
-    this.totalMs += ms
-    if (ms > this.maxMs) this.maxMs = ms
+    this.totalMs += durableMs
+    if (durableMs > this.maxMs) this.maxMs = durableMs
+    this.blockedTotalMs += blockedMs
+    if (blockedMs > this.blockedMaxMs) this.blockedMaxMs = blockedMs
   }
 
   /** The codec of a task's changelog records (one per sub-topology). */
@@ -97,8 +132,13 @@ export class Committer {
     return this.checkpoints
   }
 
-  stats(): { readonly commits: number; readonly meanMs: number; readonly maxMs: number } {
-    return { commits: this.commits, meanMs: this.commits === 0 ? 0 : this.totalMs / this.commits, maxMs: this.maxMs }
+  /**
+   * Commits so far; how long each took until durable (mean, max), and how long it held the event loop
+   * (collecting the changes and queuing the writes).
+   */
+  stats(): CommitStats {
+    const n = this.commits
+    return { commits: n, meanMs: n === 0 ? 0 : this.totalMs / n, maxMs: this.maxMs, blockingMeanMs: n === 0 ? 0 : this.blockedTotalMs / n, blockingMaxMs: this.blockedMaxMs }
   }
 
   /** Closes the backend; later commits only take in-memory checkpoints. */

@@ -70,7 +70,9 @@ export class DurableTopics {
         if (writeFrom < end) this.log.append(topic, log.partition, log, writeFrom, end, now)
         let start = keepFrom
         // Retention: chunks committed longer ago go, read or not (Kafka deletes unread records too).
-        if (retention !== undefined && start < end) start = Math.max(start, this.log.removeAppendedBy(topic, log.partition, now - retention, end))
+        // The chunks this commit appends are not visible to reads before it is durable, and are newer
+        // than any retention: deleting stops at them.
+        if (retention !== undefined && start < end) start = Math.max(start, this.log.removeAppendedBy(topic, log.partition, now - retention, Math.max(writeFrom, start)))
         if (start !== range.start || end !== range.end) changed = true
         range.start = start
         range.end = end
@@ -92,8 +94,8 @@ export class DurableTopics {
     return this.ranges.get(log)?.end ?? 0
   }
 
-  /** Committed end offsets of a topic's partitions. */
+  /** End offsets of a topic's partitions as of the last durable commit. */
   committedEnds(topic: string): number[] {
-    return this.topics.partitions(topic).map((l) => this.ranges.get(l)?.end ?? 0)
+    return this.topics.partitions(topic).map((l) => l.committedEnd)
   }
 }

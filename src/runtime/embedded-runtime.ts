@@ -17,6 +17,7 @@ import { StateDirectory } from '../state/state-directory.js'
 import type { Clock } from '../time/clock.js'
 import type { Logger } from '../util/logger.js'
 import { Committer } from './committer.js'
+import type { CommitStats } from './committer.js'
 import { StateDirectoryBackend } from './state-directory-backend.js'
 import type { ChangelogRecord } from './changelog.js'
 import { DurableTopics } from './durable-topics.js'
@@ -215,8 +216,8 @@ export class EmbeddedRuntime {
       this.currentState = 'PENDING_SHUTDOWN'
       this.loop.disarm()
       try {
-        if (options.drain ?? true) this.loop.drain()
-        this.loop.commit()
+        if (options.drain ?? true) await this.loop.drain()
+        await this.loop.commitAndWait()
         this.subscriptions.deliver()
         for (const task of this.tasks) task.close()
         this.currentState = 'NOT_RUNNING'
@@ -235,9 +236,15 @@ export class EmbeddedRuntime {
     return sumMetrics(this.taskManager?.metrics() ?? [])
   }
 
-  /** @internal Commits, then closes tasks while running, as a rebalance that moves them away would. */
-  revokeTasks(ids: readonly string[]): void {
-    this.runningTaskManager('revokeTasks').revoke(ids, () => this.loop.commit())
+  /**
+   * @internal Commits, then closes tasks while running, as a rebalance that moves them away would;
+   * resolves once that commit is durable.
+   */
+  async revokeTasks(ids: readonly string[]): Promise<void> {
+    const manager = this.runningTaskManager('revokeTasks')
+    await this.loop.settled()
+    manager.revoke(ids, () => this.loop.commitNow())
+    await this.loop.settled()
   }
 
   /**
@@ -245,10 +252,22 @@ export class EmbeddedRuntime {
    * from `changelogs(taskId)` when it gives records (what the changelog listener saw), else from what
    * the runtime kept.
    */
-  assignTasks(ids: readonly string[], changelogs?: (taskId: string) => Iterable<ChangelogRecord> | undefined): void {
-    this.runningTaskManager('assignTasks').assign(ids, changelogs)
+  async assignTasks(ids: readonly string[], changelogs?: (taskId: string) => Iterable<ChangelogRecord> | undefined): Promise<void> {
+    const manager = this.runningTaskManager('assignTasks')
+    // A task restores from the last durable commit.
+    await this.loop.settled()
+    manager.assign(ids, changelogs)
     this.loop.scheduleRun()
     this.loop.rearm()
+  }
+
+  /**
+   * @internal Resolves once no commit is being written and no processing run is pending: a test on a
+   * manual clock waits for it before moving the clock, so that what fires does not depend on how fast
+   * the disk is.
+   */
+  idle(): Promise<void> {
+    return this.loop.idle()
   }
 
   private runningTaskManager(call: string): TaskManager {
@@ -256,8 +275,11 @@ export class EmbeddedRuntime {
     return this.taskManager
   }
 
-  /** How many commits ran and how long they took (with a state directory they include the lmdb write). */
-  commitStats(): { readonly commits: number; readonly meanMs: number; readonly maxMs: number } {
+  /**
+   * How many commits ran, how long each took until durable (with a state directory, until lmdb committed
+   * it) and how long it held the event loop.
+   */
+  commitStats(): CommitStats {
     return this.committer.stats()
   }
 
@@ -280,13 +302,23 @@ export class EmbeddedRuntime {
     return this.tasks.map((t) => t.taskId.toString())
   }
 
-  /** One commit: task checkpoints and, in a durable run, new records and input positions, in one transaction. */
-  private writeCommit(): void {
+  /**
+   * One commit: task checkpoints and, in a durable run, their changes, new records and input positions,
+   * in one transaction. Once it is durable, memory frees the records every reader has committed past.
+   */
+  private writeCommit(): Promise<void> | undefined {
     const readTo = taskReadPositions(this.tasks, this.subscriptions, this.topics)
     const durable = this.durableTopics
-    this.committer.commit(this.tasks, durable === undefined ? undefined : () => durable.write(readTo, this.clock.now()))
-    durable?.committed()
-    releaseConsumed(readTo, this.subscriptions, this.topics, durable)
+    const written = this.committer.commit(this.tasks, durable === undefined ? undefined : () => durable.write(readTo, this.clock.now()))
+    const release = (): void => {
+      durable?.committed()
+      releaseConsumed(readTo, this.subscriptions, this.topics, durable)
+    }
+    if (written === undefined) {
+      release()
+      return undefined
+    }
+    return written.then(release)
   }
 
   private closeStateDirectory(): void {

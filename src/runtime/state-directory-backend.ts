@@ -15,7 +15,7 @@ export class StateDirectoryBackend implements CommitBackend {
 
   constructor(private readonly store: CheckpointStore) {}
 
-  commit(commits: readonly TaskCommit[], alsoWrite?: () => void): void {
+  commit(commits: readonly TaskCommit[], alsoWrite?: () => void): Promise<void> {
     const keyed = new Map<string, KeyedChanges>()
     const stores = new Map<string, ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>>()
     for (const c of commits) {
@@ -23,7 +23,7 @@ export class StateDirectoryBackend implements CommitBackend {
       if (c.keyed !== undefined && (c.keyed.states.length > 0 || c.keyed.timers.length > 0)) keyed.set(c.taskId, c.keyed)
       if (c.stores.size > 0) stores.set(c.taskId, c.stores)
     }
-    this.store.save(this.checkpoints, keyed, stores, alsoWrite)
+    return this.store.save(this.checkpoints, keyed, stores, alsoWrite)
   }
 
   restore(taskId: string, inMemoryStores: readonly string[]): TaskCheckpoint | undefined {

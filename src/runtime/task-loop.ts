@@ -19,8 +19,11 @@ export interface LoopHost {
   readonly commitMaxRecords: number
   isDurable(): boolean
   isRunning(): boolean
-  /** Writes a commit (checkpoints, durable changes, released records). */
-  writeCommit(): void
+  /**
+   * Takes a commit (checkpoints, state changes, new records) and has it written; the promise settles
+   * when it is durable (then released records are freed). Undefined: done already (nothing durable).
+   */
+  writeCommit(): Promise<void> | undefined
   /** Hands new output to subscribers, after each slice. */
   deliver(): void
   fail(err: unknown): void
@@ -41,6 +44,12 @@ export class TaskLoop {
   private uncommitted = false
   /** Records processed since the last commit (durable mode bounds it with commitMaxRecords). */
   private recordsSinceCommit = 0
+  /** The commit being made durable; no other starts before it settles. */
+  private inFlight: Promise<void> | undefined
+  /** A commit was due while one was in flight: it starts when that one settles. */
+  private commitAgain = false
+  /** Why the last commit failed, for whoever waits on it while the runtime stops. */
+  private commitError: unknown
 
   constructor(private readonly host: LoopHost) {
     this.alarm = new Alarm(host.clock, host.scheduler, this.onAlarm)
@@ -63,16 +72,73 @@ export class TaskLoop {
     setImmediate(this.run)
   }
 
-  /** Commits now and restarts the commit interval. */
+  /**
+   * Takes a commit now and restarts the commit interval; if one is still being made durable, this one
+   * starts when it settles. Processing goes on while a commit is written (its changes were taken), up to
+   * `commitMaxRecords` records in a durable run.
+   */
   commit(): void {
-    this.host.writeCommit()
+    if (this.inFlight !== undefined) {
+      this.commitAgain = true
+      return
+    }
+    const durable = this.host.writeCommit()
     this.uncommitted = false
     this.recordsSinceCommit = 0
     this.nextCommitAt = this.host.clock.now() + this.host.commitIntervalMs
+    if (durable === undefined) return
+    this.inFlight = durable.then(
+      () => {
+        this.inFlight = undefined
+        if (!this.host.isRunning()) return
+        // Read-committed subscribers may see what this commit made durable.
+        this.host.deliver()
+        if (this.commitAgain) {
+          this.commitAgain = false
+          this.commit()
+        }
+        this.scheduleRun()
+        this.rearm()
+      },
+      (err: unknown) => {
+        this.inFlight = undefined
+        this.commitError = err
+        if (this.host.isRunning()) this.host.fail(err)
+      },
+    )
+  }
+
+  /** Resolves once no commit is being written and no run is pending (tests on a manual clock). */
+  async idle(): Promise<void> {
+    for (;;) {
+      await this.settled()
+      if (!this.runScheduled && this.inFlight === undefined) return
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+  }
+
+  /** Takes a commit now; only when none is in flight (after `settled()`), so that it is not deferred. */
+  commitNow(): void {
+    if (this.inFlight !== undefined) throw new Error('commitNow: a commit is in flight; await settled() first')
+    this.commit()
+  }
+
+  /** Resolves when no commit is being written; rejects with the error of one that failed. */
+  async settled(): Promise<void> {
+    while (this.inFlight !== undefined) await this.inFlight
+    if (this.commitError !== undefined) throw this.commitError
+  }
+
+  /** Commits once the commit in flight (if any) settled, and resolves when this one is durable. */
+  async commitAndWait(): Promise<void> {
+    await this.settled()
+    this.commitAgain = false
+    this.commit()
+    await this.settled()
   }
 
   /** Processes everything already written; durable runs commit every commitMaxRecords on the way. */
-  drain(): void {
+  async drain(): Promise<void> {
     const durable = this.host.isDurable()
     const chunk = durable ? this.host.commitMaxRecords : Infinity
     for (let progressed = true; progressed; ) {
@@ -82,7 +148,7 @@ export class TaskLoop {
         if (n === 0) continue
         progressed = true
         this.uncommitted = true
-        if (durable) this.commit()
+        if (durable) await this.commitAndWait()
       }
     }
   }
@@ -90,7 +156,10 @@ export class TaskLoop {
   /** Arms the one real timer for the earliest wall-clock due time (or the next commit). */
   rearm(): void {
     if (!this.host.isRunning()) return
-    this.alarm.armAt(Math.min(this.nextWallClockDue(), this.uncommitted ? this.nextCommitAt : Infinity))
+    // While a commit is in flight the next one waits for it (its settling commits and re-arms), so the
+    // commit interval is not a wake-up then.
+    const commitDue = this.uncommitted && this.inFlight === undefined ? this.nextCommitAt : Infinity
+    this.alarm.armAt(Math.min(this.nextWallClockDue(), commitDue))
   }
 
   disarm(): void {
@@ -119,7 +188,13 @@ export class TaskLoop {
   private runSlice(): boolean {
     const { clock, tasks } = this.host
     const sliceEnd = clock.now() + SLICE_MS
+    const durable = this.host.isDurable()
     for (;;) {
+      // A durable run holds at most commitMaxRecords uncommitted records: wait for the commit in flight.
+      if (durable && this.inFlight !== undefined && this.recordsSinceCommit >= this.host.commitMaxRecords) {
+        this.commitAgain = true
+        return false
+      }
       let more = false
       for (const task of tasks) {
         const n = task.process(BATCH)
@@ -131,7 +206,7 @@ export class TaskLoop {
       }
       const now = clock.now()
       if (now >= this.nextWallClockDue()) this.punctuateWallClock(now)
-      if (this.uncommitted && (now >= this.nextCommitAt || (this.host.isDurable() && this.recordsSinceCommit >= this.host.commitMaxRecords))) this.commit()
+      if (this.uncommitted && (now >= this.nextCommitAt || (durable && this.recordsSinceCommit >= this.host.commitMaxRecords))) this.commit()
       if (!more || now >= sliceEnd) return more
     }
   }

@@ -139,55 +139,73 @@ export class CheckpointStore {
 
   /**
    * Writes every task's state, keyed changes and store changes, and whatever `alsoWrite` writes (the
-   * topics' new records), in one transaction: all or nothing.
+   * topics' new records, with `put`/`remove`, not their Sync forms), in one transaction: all or nothing.
+   * The writes are queued now, on the main thread (lmdb encodes keys and values here), and lmdb commits
+   * them on its write thread; the promise settles when they are committed. Reads see the previous
+   * commit until then.
    */
   save(
     states: ReadonlyMap<string, DurableTaskState>,
     keyedChanges: ReadonlyMap<string, KeyedChanges> = new Map(),
     storeChanges: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>> = new Map(),
     alsoWrite?: () => void,
-  ): void {
+  ): Promise<void> {
     try {
-      this.env.transactionSync(() => {
-        for (const [taskId, state] of states) this.tasks.putSync(taskId, { streamTime: state.streamTime, lastFires: state.lastFires, positions: state.positions })
-        for (const [taskId, changes] of keyedChanges) {
-          for (const c of changes.states) {
-            const k = ['s', taskId, c.state, keyPart(c.key)]
-            if (c.entries === undefined) this.keyed.removeSync(k)
-            else this.keyed.putSync(k, [c.key, c.kind, c.entries])
-          }
-          for (const { added, record: r } of changes.timers) {
-            const k = ['t', taskId, r.kind, r.domain, r.owner, keyPart(r.key), r.timestamp]
-            if (added) this.keyed.putSync(k, [r.key, r.seq])
-            else this.keyed.removeSync(k)
+      // Every write queued in this event turn goes into one lmdb transaction; nothing here may wait.
+      for (const [taskId, state] of states) void this.tasks.put(taskId, { streamTime: state.streamTime, lastFires: state.lastFires, positions: state.positions })
+      for (const [taskId, changes] of keyedChanges) {
+        for (const c of changes.states) {
+          const k = ['s', taskId, c.state, keyPart(c.key)]
+          if (c.entries === undefined) void this.keyed.remove(k)
+          else void this.keyed.put(k, [c.key, c.kind, c.entries])
+        }
+        for (const { added, record: r } of changes.timers) {
+          const k = ['t', taskId, r.kind, r.domain, r.owner, keyPart(r.key), r.timestamp]
+          if (added) void this.keyed.put(k, [r.key, r.seq])
+          else void this.keyed.remove(k)
+        }
+      }
+      for (const [taskId, stores] of storeChanges) {
+        for (const [store, changes] of stores) {
+          for (const [key, value] of changes) {
+            const k = ['kv', taskId, store, keyPart(key)]
+            if (value === undefined) void this.keyed.remove(k)
+            else void this.keyed.put(k, [key, value])
           }
         }
-        for (const [taskId, stores] of storeChanges) {
-          for (const [store, changes] of stores) {
-            for (const [key, value] of changes) {
-              const k = ['kv', taskId, store, keyPart(key)]
-              if (value === undefined) this.keyed.removeSync(k)
-              else this.keyed.putSync(k, [key, value])
-            }
-          }
-        }
-        alsoWrite?.()
-      })
+      }
+      alsoWrite?.()
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code
-      const message = (err as Error).message
-      // lmdb reports a failed write of a full disk as ENOSPC, or as an I/O error; a file size limit as EFBIG.
-      const why =
-        code === 'ENOSPC' || /MDB_MAP_FULL|No space/i.test(message)
-          ? 'the disk or the store is full'
-          : /Input\/output error|too large|EFBIG|EIO/i.test(message)
-            ? `${message} (is the disk full?)`
-            : message
-      throw new PunctualError('STATE_DIR', `cannot write checkpoints: ${why}`, { cause: err, fatal: true })
+      return Promise.reject(writeError(err))
     }
+    // The writes of one batch share one promise; `committed` settles with it (and handles its rejection).
+    return new Promise<void>((resolve, reject) => {
+      this.env.committed.then(
+        () => resolve(),
+        (err: unknown) => {
+          // lmdb rejects a failed batch with a generic error whose `commitError` carries the reason.
+          const detail = (err as { commitError?: Promise<unknown> }).commitError
+          if (detail === undefined) reject(writeError(err))
+          else detail.then(() => reject(writeError(err)), (cause: unknown) => reject(writeError(cause)))
+        },
+      )
+    })
   }
 
   close(): void {
     this.env.close()
   }
+}
+
+function writeError(err: unknown): PunctualError {
+  const code = (err as NodeJS.ErrnoException).code
+  const message = (err as Error).message
+  // lmdb reports a failed write of a full disk as ENOSPC, or as an I/O error; a file size limit as EFBIG.
+  const why =
+    code === 'ENOSPC' || /MDB_MAP_FULL|No space/i.test(message)
+      ? 'the disk or the store is full'
+      : /Input\/output error|too large|EFBIG|EIO/i.test(message)
+        ? `${message} (is the disk full?)`
+        : message
+  return new PunctualError('STATE_DIR', `cannot write checkpoints: ${why}`, { cause: err, fatal: true })
 }

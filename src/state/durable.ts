@@ -6,6 +6,8 @@ export interface DurableStore {
   trackChanges(): void
   /** Changed keys with their values now (undefined: deleted) since the last call. */
   takeChanges(): Array<[StoreKey, unknown]>
+  /** The changes last taken are durable now (a store that reads its committed entries from disk may rely on them). */
+  committed?(): void
   /** All entries, for a full snapshot. */
   entries(): Array<[StoreKey, unknown]>
   restore(entries: ReadonlyArray<[StoreKey, unknown]>): void

@@ -38,6 +38,8 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
   private disk: StoreDisk | undefined
   /** Without a disk: every entry. With one: changes since the last commit. */
   private readonly mem = new Map<K, V | typeof DELETED>()
+  /** With a disk: changes taken by a commit that is not durable yet. */
+  private readonly committing = new Map<K, V | typeof DELETED>()
   /** With a disk: entries read, oldest first, at most cacheEntries. */
   private readonly cache = new Map<K, V>()
   private changed: ChangeSet<K> | undefined
@@ -64,12 +66,21 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
         const v = this.mem.get(k as K)
         return v === DELETED ? undefined : v
       })
-      // Committed: with a disk, the changes now live there (a written value stays cached).
+      // With a disk, the changes are on their way there: reads find them in `committing` until the
+      // commit is durable (reads of the disk see the previous commit until then).
       if (this.disk !== undefined) {
-        for (const [k, v] of this.mem) if (v !== DELETED) this.remember(k, v)
+        for (const [k, v] of this.mem) this.committing.set(k, v)
         this.mem.clear()
       }
       return out
+    },
+    committed: () => {
+      // Durable: the disk has them now. A written value stays cached, unless the key changed again since.
+      for (const [k, v] of this.committing) {
+        if (v === DELETED) this.cache.delete(k)
+        else if (!this.mem.has(k)) this.remember(k, v)
+      }
+      this.committing.clear()
     },
     entries: () => [...this.all()],
     restore: (entries) => {
@@ -78,7 +89,7 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
   }
 
   get(key: K): V | undefined {
-    const v = this.mem.get(key)
+    const v = this.mem.get(key) ?? this.committing.get(key)
     if (v !== undefined) return v === DELETED ? undefined : v
     const disk = this.disk
     if (disk === undefined) return undefined
@@ -94,7 +105,7 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
     if (c !== undefined && !c.has(key)) {
       // Whether the key is on disk matters only if it is deleted again before the commit; rather than
       // read the disk for every put, assume it is (at worst the commit deletes an absent key).
-      const v = this.mem.get(key)
+      const v = this.mem.get(key) ?? this.committing.get(key)
       c.first(key, v !== undefined ? v !== DELETED : this.disk !== undefined)
     }
     this.mem.set(key, value)
@@ -124,8 +135,8 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
       for (const k of [...this.mem.keys()].sort(compareKeys)) yield [k, this.mem.get(k) as V]
       return
     }
-    // Merge the disk's entries with the uncommitted changes (few), both in key order.
-    const changes = [...this.mem.keys()].sort(compareKeys)
+    // Merge the disk's entries with the changes not on disk yet (few), both in key order.
+    const changes = [...new Set([...this.committing.keys(), ...this.mem.keys()])].sort(compareKeys)
     let i = 0
     for (const [dk, dv] of disk.entries()) {
       while (i < changes.length && compareKeys(changes[i] as K, dk) < 0) yield* this.changed_(changes[i++] as K)
@@ -138,17 +149,19 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
   approximateNumEntries(): number {
     if (this.disk === undefined) return this.mem.size
     let n = this.disk.count()
-    for (const v of this.mem.values()) n += v === DELETED ? -1 : 1
+    for (const v of this.committing.values()) n += v === DELETED ? -1 : 1
+    for (const [k, v] of this.mem) if (!this.committing.has(k)) n += v === DELETED ? -1 : 1
     return Math.max(0, n)
   }
 
   close(): void {
     this.mem.clear()
+    this.committing.clear()
     this.cache.clear()
   }
 
   private *changed_(key: K): IterableIterator<[K, V]> {
-    const v = this.mem.get(key)
+    const v = this.mem.get(key) ?? this.committing.get(key)
     if (v !== undefined && v !== DELETED) yield [key, v]
   }
 

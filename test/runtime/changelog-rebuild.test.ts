@@ -117,9 +117,6 @@ function buildTopology(spec: Spec): Topology {
   return t
 }
 
-const turns = async (n = 3): Promise<void> => {
-  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r))
-}
 
 /** Where the tasks move: before step `at`; away for `gapMs` of wall-clock time; rebuilt from what. */
 interface Cut {
@@ -166,21 +163,24 @@ async function run(spec: Spec, steps: readonly Step[], cut: Cut | undefined): Pr
     })
   }
   rt.start()
+  // Between steps: every run done and every commit durable (a durable run writes off the main thread),
+  // so that what the clock fires does not depend on how fast the disk is.
+  const turns = (): Promise<void> => rt.idle()
   const p = rt.producer<string, string>('in')
   let ts = 100
   for (let i = 0; i < steps.length; i++) {
     if (i === cut?.at) {
       await turns()
       const ids = rt.taskIds()
-      rt.revokeTasks(ids)
+      await rt.revokeTasks(ids)
       assert.deepEqual(rt.taskIds(), [])
       if (cut.gapMs > 0) {
         clock.advance(cut.gapMs)
         await turns()
       }
-      if (cut.from === 'stateDir') rt.assignTasks(ids)
+      if (cut.from === 'stateDir') await rt.assignTasks(ids)
       else {
-        rt.assignTasks(ids, (id) => {
+        await rt.assignTasks(ids, (id) => {
           const records = changelog.get(id)
           assert.ok(records !== undefined && records.length > 0, `task ${id} has changelog records`)
           return records

@@ -74,12 +74,12 @@ async function run(stateDir: string | undefined, input: Array<[string, number]>,
   await send(0, third)
   if (move) {
     assert.deepEqual(rt.taskIds(), ['0_0', '0_1'])
-    rt.revokeTasks(['0_1'])
+    await rt.revokeTasks(['0_1'])
     assert.deepEqual(rt.taskIds(), ['0_0'])
   }
   await send(third, 2 * third) // task 0_1's partition waits, unread
   if (move) {
-    rt.assignTasks(['0_1'])
+    await rt.assignTasks(['0_1'])
     assert.deepEqual(rt.taskIds(), ['0_0', '0_1'])
   }
   await send(2 * third, input.length)
@@ -103,11 +103,11 @@ describe('tasks revoked and assigned again while the runtime runs', () => {
     assert.deepEqual(await run(undefined, input, true), expected)
   })
 
-  it('refuses a task the topology does not have, and a move before start', () => {
+  it('refuses a task the topology does not have, and a move before start', async () => {
     const rt = new EmbeddedRuntime(topology(), { applicationId: 'moves-bad', topics: { in: { partitions: 2 } }, logger: silentLogger })
-    assert.throws(() => rt.assignTasks(['0_0']), /assignTasks: the runtime is CREATED, not RUNNING/)
+    await assert.rejects(() => rt.assignTasks(['0_0']), /assignTasks: the runtime is CREATED, not RUNNING/)
     rt.start()
-    assert.throws(() => rt.assignTasks(['9_9']), /task 9_9 is not a task of this topology; its tasks: 0_0, 0_1/)
-    return rt.stop()
+    await assert.rejects(() => rt.assignTasks(['9_9']), /task 9_9 is not a task of this topology; its tasks: 0_0, 0_1/)
+    await rt.stop()
   })
 })

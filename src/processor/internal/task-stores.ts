@@ -55,6 +55,11 @@ export class TaskStores {
     return out
   }
 
+  /** The changes last taken are durable. */
+  committed(): void {
+    for (const store of this.stores.values()) durableStore(store)?.committed?.()
+  }
+
   close(): void {
     for (const s of this.stores.values()) s.close()
   }

@@ -206,6 +206,11 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
     return { ...this.lightCheckpoint(), ...(this.keyed === undefined ? {} : { keyed: this.keyed.snapshot() }), stores: this.stores.snapshot() }
   }
 
+  /** The changes last taken (`storeChanges`, `keyedChanges`) are durable now. */
+  changesCommitted(): void {
+    if (this.state !== 'closed') this.stores.committed()
+  }
+
   /** Changed store entries since the last call (durable mode), by store name. */
   storeChanges(): Map<string, Array<[StoreKey, unknown]>> {
     return this.stores.changes()
