@@ -153,7 +153,10 @@ export class ValueStateTable<T> extends StateTable implements ValueState<T> {
   }
 
   restore(entries: ReadonlyArray<[StoreKey, unknown]>): void {
-    for (const [k, c] of entries) this.cells.set(k, { ...(c as Cell<T>) })
+    for (const [k, c] of entries) {
+      const saved = c as Cell<T>
+      this.cells.set(k, { v: saved.v, a: saved.a })
+    }
   }
 }
 
@@ -237,7 +240,7 @@ export class MapStateTable<UK extends StoreKey, UV> extends StateTable implement
   }
 
   restore(entries: ReadonlyArray<[StoreKey, unknown]>): void {
-    for (const [k, list] of entries) this.maps.set(k, new Map((list as Array<[UK, Cell<UV>]>).map(([mk, c]) => [mk, { ...c }])))
+    for (const [k, list] of entries) this.maps.set(k, new Map((list as Array<[UK, Cell<UV>]>).map(([mk, c]) => [mk, { v: c.v, a: c.a }])))
   }
 }
 
@@ -306,6 +309,6 @@ export class ListStateTable<T> extends StateTable implements ListState<T> {
   }
 
   restore(entries: ReadonlyArray<[StoreKey, unknown]>): void {
-    for (const [k, l] of entries) this.lists.set(k, (l as Array<Cell<T>>).map((c) => ({ ...c })))
+    for (const [k, l] of entries) this.lists.set(k, (l as Array<Cell<T>>).map((c) => ({ v: c.v, a: c.a })))
   }
 }

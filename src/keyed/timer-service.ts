@@ -57,11 +57,16 @@ export class TimerService {
   trackChanges(): void {
     if (this.changes !== undefined) return
     this.changes = []
+    this.listen(true)
+  }
+
+  /** Starts (or stops) telling `changes` of the registrations each queue accepts; flushes them first. */
+  private listen(on: boolean): void {
     for (const kind of ['user', 'ttl'] as const) {
       for (const domain of ['event', 'processing'] as const) {
         const queue = (kind === 'user' ? this.user : this.ttl)[domain]
         queue.flush()
-        queue.listen((owner, key, timestamp, seq) => void this.changes?.push({ added: true, kind, domain, owner, key, timestamp, seq }))
+        queue.listen(on ? (owner, key, timestamp, seq) => void this.changes?.push({ added: true, kind, domain, owner, key, timestamp, seq }) : undefined)
       }
     }
   }
@@ -161,12 +166,21 @@ export class TimerService {
   }
 
   /** Restores a snapshot; owners are matched by name, and registration order is kept. */
+  /**
+   * Puts back committed timers, in firing order (timestamp, then sequence). They are not changes: with
+   * change tracking, the queues stop listening meanwhile, so an empty queue appends them unindexed and
+   * indexes them all at once, in batches, when it listens again.
+   */
   restore(records: readonly TimerRecord[], userOwner: (name: string) => number, ttlOwner: (name: string) => number): void {
+    const tracking = this.changes !== undefined
+    if (tracking) this.listen(false)
     for (const r of records) {
       const queues = r.kind === 'user' ? this.user : this.ttl
-      queues[r.domain].add(r.kind === 'user' ? userOwner(r.owner) : ttlOwner(r.owner), r.key, r.timestamp, r.seq)
+      queues[r.domain].enqueue(r.kind === 'user' ? userOwner(r.owner) : ttlOwner(r.owner), r.key, r.timestamp, r.seq)
       if (r.seq >= this.seq) this.seq = r.seq + 1
     }
+    if (tracking) this.listen(true)
+    else for (const queues of [this.user, this.ttl]) for (const q of Object.values(queues)) q.flush()
   }
 }
 
