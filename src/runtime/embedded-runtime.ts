@@ -25,6 +25,7 @@ import { releaseConsumed, taskReadPositions } from './log-retention.js'
 import { Subscriptions } from './subscriptions.js'
 import { taskDefinitions } from './task-factory.js'
 import { TaskManager } from './task-manager.js'
+import type { RestoreProgress } from './task-manager.js'
 import { TaskLoop } from './task-loop.js'
 import type { RecordListener, SubscribeFrom } from './subscriptions.js'
 import { validateRuntimeConfig } from './config.js'
@@ -87,6 +88,7 @@ export class EmbeddedRuntime {
       isDurable: () => this.committer.durable,
       isRunning: () => this.currentState === 'RUNNING',
       writeCommit: () => this.writeCommit(),
+      restoreStep: (max) => this.taskManager?.restoreStep(max) ?? false,
       deliver: () => this.subscriptions.deliver(),
       fail: (err) => this.fail(err),
     })
@@ -187,6 +189,7 @@ export class EmbeddedRuntime {
         stateDir: this.config.stateDir,
         committer: this.committer,
         onWallClockChange: this.loop.onWallClockChange,
+        onRestored: (taskId: string, records: number) => this.logger.info({ taskId, records }, 'task restored from its changelog; processing'),
       }
       this.taskManager = new TaskManager(taskDefinitions(this.topology, this.topics), factory, this.tasks)
       // One process runs every task.
@@ -259,6 +262,7 @@ export class EmbeddedRuntime {
     manager.assign(ids, changelogs)
     this.loop.scheduleRun()
     this.loop.rearm()
+    await manager.restored(ids)
   }
 
   /**
@@ -268,6 +272,11 @@ export class EmbeddedRuntime {
    */
   idle(): Promise<void> {
     return this.loop.idle()
+  }
+
+  /** @internal The tasks restoring from changelog records, and how far each has come. */
+  restoreProgress(): RestoreProgress[] {
+    return this.taskManager?.restoreProgress() ?? []
   }
 
   private runningTaskManager(call: string): TaskManager {

@@ -16,6 +16,8 @@ export interface TaskFactoryConfig {
   /** Restored checkpoints and store disks, and whether tasks record their changes. */
   readonly committer: Committer
   readonly onWallClockChange: () => void
+  /** Told when a task finished restoring from changelog records (how many it read). */
+  readonly onRestored?: (taskId: string, records: number) => void
 }
 
 /** A task the topology defines: one input partition of a sub-topology. */

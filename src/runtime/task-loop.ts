@@ -7,6 +7,8 @@ import type { Scheduler } from '../time/scheduler.js'
 const BATCH = 256
 /** Longest stretch of processing before the loop yields to the event loop (timers, I/O). */
 const SLICE_MS = 5
+/** Changelog records a run reads into restoring tasks before it processes (about a millisecond's work). */
+const RESTORE_BATCH = 1000
 
 /** What the loop needs from the runtime that owns it. */
 export interface LoopHost {
@@ -24,6 +26,8 @@ export interface LoopHost {
    * when it is durable (then released records are freed). Undefined: done already (nothing durable).
    */
   writeCommit(): Promise<void> | undefined
+  /** Reads up to `maxRecords` changelog records into restoring tasks; returns whether any is still restoring. */
+  restoreStep(maxRecords: number): boolean
   /** Hands new output to subscribers, after each slice. */
   deliver(): void
   fail(err: unknown): void
@@ -172,7 +176,9 @@ export class TaskLoop {
     this.inRun = true
     let more: boolean
     try {
-      more = this.runSlice()
+      // Restoring tasks take a bounded step per run, so the active ones go on processing meanwhile.
+      const restoring = this.host.restoreStep(RESTORE_BATCH)
+      more = this.runSlice() || restoring
       this.host.deliver()
     } catch (err) {
       this.host.fail(err)

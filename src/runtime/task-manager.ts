@@ -3,12 +3,31 @@ import type { TaskMetrics } from '../metrics.js'
 import type { StreamTask } from '../processor/internal/task.js'
 import type { ChangelogRecord } from './changelog.js'
 import { ChangelogRestorer } from './changelog-records.js'
+import { recordsSource } from './changelog-source.js'
+import type { ChangelogSource } from './changelog-source.js'
 import { createTask } from './task-factory.js'
 import type { TaskDefinition, TaskFactoryConfig } from './task-factory.js'
 
+/** How far a task's restore from its changelog has come. */
+export interface RestoreProgress {
+  readonly taskId: string
+  readonly restored: number
+  /** Records still to read, when the source knows. */
+  readonly remaining: number | undefined
+}
+
+/** A task being rebuilt from its changelog: records read so far, folded into its last state. */
+interface Restoring {
+  readonly def: TaskDefinition
+  readonly source: ChangelogSource
+  readonly restorer: ChangelogRestorer
+}
+
 /**
  * The runtime's active tasks, as assignment changes them (Kafka Streams' TaskManager). A task assigned
- * is built from its last commit, restored before it processes anything, and initialized; a task revoked
+ * is built from its last commit, restored before it processes anything, and initialized: from the state
+ * directory at once, or, from changelog records, in steps the runtime takes between processing slices
+ * (`restoreStep`), reporting progress, while the other tasks go on; a task revoked
  * is committed (by the runtime, with every other task) and closed. The embedded runtime assigns every
  * task at start. A task lost (closed without a commit) needs its uncommitted output taken back, which
  * the embedded log cannot do yet: there is no `lose`.
@@ -22,6 +41,10 @@ export class TaskManager {
    * the state directory instead).
    */
   private readonly kept = new Map<string, ChangelogRecord[]>()
+  /** Tasks restoring from changelog records, in assignment order. */
+  private readonly restoring = new Map<string, Restoring>()
+  /** Who waits for a restoring task to become active. */
+  private readonly waiting = new Map<string, Array<() => void>>()
   private readonly byId: ReadonlyMap<string, TaskDefinition>
 
   constructor(
@@ -43,23 +66,67 @@ export class TaskManager {
   }
 
   /**
-   * Builds, restores and initializes the given tasks (those already active are left as they are). A task
-   * is rebuilt from `changelogs(id)` when that gives records (a changelog it was committed to), else
-   * from its last commit.
+   * Assigns the given tasks (those active or restoring are left as they are). A task with changelog
+   * records (`changelogs(id)`, or what this manager kept when it revoked it) restores from them in
+   * `restoreStep`s; the others are built from their last commit, restored and initialized now.
    */
   assign(ids: readonly string[], changelogs?: (taskId: string) => Iterable<ChangelogRecord> | undefined): void {
     const created: StreamTask[] = []
     for (const id of ids) {
-      if (this.find(id) !== undefined) continue
+      if (this.find(id) !== undefined || this.restoring.has(id)) continue
       const def = this.definition(id)
       const records = changelogs?.(id) ?? this.kept.get(id)
-      const restored = records === undefined ? undefined : new ChangelogRestorer(this.config.committer.codecFor(def.subtopology.id, def.subtopology.stores)).applyAll(records).checkpoint()
-      const task = createTask(def, this.config, restored)
       this.kept.delete(id)
+      if (records !== undefined) {
+        const codec = this.config.committer.codecFor(def.subtopology.id, def.subtopology.stores)
+        this.restoring.set(id, { def, source: recordsSource(records), restorer: new ChangelogRestorer(codec) })
+        continue
+      }
+      const task = createTask(def, this.config)
       created.push(task)
       this.active.push(task)
     }
     for (const task of created) task.init()
+  }
+
+  /**
+   * Reads up to `maxRecords` changelog records into the restoring tasks, oldest assignment first; a task
+   * whose source is exhausted is built from them, initialized and becomes active. Returns whether any
+   * task is still restoring.
+   */
+  restoreStep(maxRecords: number): boolean {
+    let budget = maxRecords
+    for (const [id, r] of this.restoring) {
+      if (budget <= 0) break
+      const batch = r.source.read(budget)
+      for (const record of batch) r.restorer.apply(record)
+      budget -= batch.length
+      const left = r.source.remaining()
+      if (left !== 0 && (left !== undefined || batch.length > 0)) continue
+      this.restoring.delete(id)
+      const task = createTask(r.def, this.config, r.restorer.checkpoint())
+      this.active.push(task)
+      task.init()
+      this.config.onRestored?.(id, r.restorer.applied)
+      for (const resolve of this.waiting.get(id) ?? []) resolve()
+      this.waiting.delete(id)
+    }
+    return this.restoring.size > 0
+  }
+
+  /** Resolves when none of the given tasks is restoring any more. */
+  restored(ids: readonly string[]): Promise<void> {
+    const pending = ids.filter((id) => this.restoring.has(id))
+    return Promise.all(pending.map((id) => new Promise<void>((resolve) => {
+      const list = this.waiting.get(id)
+      if (list === undefined) this.waiting.set(id, [resolve])
+      else list.push(resolve)
+    }))).then(() => undefined)
+  }
+
+  /** The tasks restoring from changelog records, and how far each has come. */
+  restoreProgress(): RestoreProgress[] {
+    return [...this.restoring].map(([taskId, r]) => ({ taskId, restored: r.restorer.applied, remaining: r.source.remaining() }))
   }
 
   /**

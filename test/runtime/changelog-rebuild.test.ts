@@ -186,6 +186,8 @@ async function run(spec: Spec, steps: readonly Step[], cut: Cut | undefined): Pr
           return records
         })
       }
+      // What came due while the tasks were away fires now, before the next record.
+      await turns()
     }
     const step = steps[i]!
     ts = Math.max(0, ts + step.dt)
