@@ -251,6 +251,19 @@ export class EmbeddedRuntime {
   }
 
   /**
+   * @internal Closes tasks without a commit while running, as when another process takes them over
+   * after this one stopped answering; a durable run only. Assigned again, they resume from their last
+   * commit: their state is exact, and output written since that commit is written again (the embedded
+   * log cannot take it back: at least once).
+   */
+  async loseTasks(ids: readonly string[]): Promise<void> {
+    const manager = this.runningTaskManager('loseTasks')
+    if (!this.committer.durable) throw new PunctualError('ILLEGAL_STATE', 'loseTasks: without a state directory a task has no commit to resume from; revoke it instead')
+    await this.loop.settled()
+    manager.lose(ids)
+  }
+
+  /**
    * @internal Builds, restores and starts tasks while running, as a rebalance that moves them here would;
    * from `changelogs(taskId)` when it gives records (what the changelog listener saw), else from what
    * the runtime kept.

@@ -29,8 +29,7 @@ interface Restoring {
  * directory at once, or, from changelog records, in steps the runtime takes between processing slices
  * (`restoreStep`), reporting progress, while the other tasks go on; a task revoked
  * is committed (by the runtime, with every other task) and closed. The embedded runtime assigns every
- * task at start. A task lost (closed without a commit) needs its uncommitted output taken back, which
- * the embedded log cannot do yet: there is no `lose`.
+ * task at start. A task lost is closed without a commit (`lose`).
  */
 export class TaskManager {
   /** Metrics of tasks no longer active, so counts do not go back when a task leaves. */
@@ -140,6 +139,20 @@ export class TaskManager {
     for (const task of tasks) {
       if (!this.config.committer.durable) this.kept.set(task.taskId.toString(), this.config.committer.codecOf(task).checkpointRecords(task.checkpoint()))
       this.remove(task)
+    }
+  }
+
+  /**
+   * Closes the given tasks without a commit, as when another process took them over (Kafka Streams' lost
+   * tasks): what they did since their last commit is dropped, and assigning them again restores them
+   * from that commit. Only a runtime whose commits are durable can lose a task.
+   */
+  lose(ids: readonly string[]): void {
+    for (const id of ids) {
+      this.kept.delete(id)
+      const task = this.find(id)
+      if (task !== undefined) this.remove(task)
+      this.restoring.delete(id)
     }
   }
 

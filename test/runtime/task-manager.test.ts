@@ -154,4 +154,53 @@ describe('tasks revoked and assigned again while the runtime runs', () => {
     assert.deepEqual(counted, [[mine[7], 2]])
     await rt.stop()
   })
+
+  it('a lost task (closed without a commit) resumes from its last commit: exact state, its output since then again', async () => {
+    const run = async (lose: boolean): Promise<Array<[string, number]>> => {
+      const clock = new ManualClock(0)
+      const counted: Array<[string, number]> = []
+      const rt = new EmbeddedRuntime(countingTopology('in', (key, n) => void counted.push([key, n])), {
+        applicationId: 'lose',
+        stateDir: join(mkdtempSync(join(tmpdir(), 'punctual-lose-')), 'state'),
+        topics: { in: { partitions: 2 } },
+        commitIntervalMs: 10,
+        clock,
+        scheduler: clock,
+        logger: silentLogger,
+      })
+      rt.start()
+      const p = rt.producer<string, string>('in')
+      const send = async (from: number, to: number): Promise<void> => {
+        for (let i = from; i < to; i++) p.send(`k${i % 7}`, 'v', i)
+        await rt.idle()
+      }
+      await send(0, 30)
+      clock.advance(10) // a commit: counts of 30 records
+      await rt.idle()
+      await send(30, 50) // not committed
+      if (lose) {
+        await rt.loseTasks(['0_1'])
+        assert.deepEqual(rt.taskIds(), ['0_0'])
+        await send(50, 60) // 0_1's share waits
+        await rt.assignTasks(['0_1'])
+        await rt.idle()
+      } else await send(50, 60)
+      await rt.stop()
+      return counted
+    }
+    const expected = await run(false)
+    const got = await run(true)
+    const last = (counts: Array<[string, number]>): Map<string, number> => new Map(counts)
+    assert.deepEqual(last(got), last(expected), 'every key ends with the count of an uninterrupted run')
+    const seen = new Set(got.map(([k, n]) => `${k}=${n}`))
+    for (const [k, n] of expected) assert.ok(seen.has(`${k}=${n}`), `${k}=${n} was reported`)
+    assert.ok(got.length > expected.length, `the lost task's output since its last commit came again (${got.length} reports, ${expected.length} uninterrupted)`)
+  })
+
+  it('refuses to lose a task without a state directory', async () => {
+    const rt = new EmbeddedRuntime(topology(), { applicationId: 'lose-mem', topics: { in: { partitions: 2 } }, logger: silentLogger })
+    rt.start()
+    await assert.rejects(() => rt.loseTasks(['0_1']), /loseTasks: without a state directory a task has no commit to resume from; revoke it instead/)
+    await rt.stop()
+  })
 })
