@@ -8,8 +8,21 @@ import type { ChangelogRecord } from './changelog.js'
 export interface ChangelogSource {
   /** Records not read yet, when known (restore progress). */
   remaining(): number | undefined
-  /** Up to `max` records, in order; an empty array once there are none left. */
+  /**
+   * Up to `max` records, in order: those it holds now. Empty with records remaining means none has
+   * arrived yet (a source that fetches); empty with none remaining (or, when it cannot tell, empty) means
+   * the changelog is read.
+   */
   read(max: number): readonly ChangelogRecord[]
+  /**
+   * For a source whose records arrive asynchronously: resolves when `read` may return records again, so
+   * that a restore waiting for them does not poll. Absent: records are always there to read.
+   */
+  whenReadable?(): Promise<void>
+}
+
+export function isChangelogSource(x: unknown): x is ChangelogSource {
+  return typeof x === 'object' && x !== null && typeof (x as ChangelogSource).read === 'function' && typeof (x as ChangelogSource).remaining === 'function'
 }
 
 /** A source over records already in memory. */

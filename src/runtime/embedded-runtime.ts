@@ -20,6 +20,7 @@ import { Committer } from './committer.js'
 import type { CommitStats } from './committer.js'
 import { StateDirectoryBackend } from './state-directory-backend.js'
 import type { ChangelogRecord } from './changelog.js'
+import type { ChangelogSource } from './changelog-source.js'
 import { DurableTopics } from './durable-topics.js'
 import { releaseConsumed, taskReadPositions } from './log-retention.js'
 import { Subscriptions } from './subscriptions.js'
@@ -88,7 +89,7 @@ export class EmbeddedRuntime {
       isDurable: () => this.committer.durable,
       isRunning: () => this.currentState === 'RUNNING',
       writeCommit: () => this.writeCommit(),
-      restoreStep: (max) => this.taskManager?.restoreStep(max) ?? false,
+      restoreStep: (max, wake) => this.taskManager?.restoreStep(max, wake) ?? false,
       deliver: () => this.subscriptions.deliver(),
       fail: (err) => this.fail(err),
     })
@@ -268,7 +269,7 @@ export class EmbeddedRuntime {
    * from `changelogs(taskId)` when it gives records (what the changelog listener saw), else from what
    * the runtime kept.
    */
-  async assignTasks(ids: readonly string[], changelogs?: (taskId: string) => Iterable<ChangelogRecord> | undefined): Promise<void> {
+  async assignTasks(ids: readonly string[], changelogs?: (taskId: string) => ChangelogSource | Iterable<ChangelogRecord> | undefined): Promise<void> {
     const manager = this.runningTaskManager('assignTasks')
     // A task restores from the last durable commit.
     await this.loop.settled()

@@ -26,8 +26,11 @@ export interface LoopHost {
    * when it is durable (then released records are freed). Undefined: done already (nothing durable).
    */
   writeCommit(): Promise<void> | undefined
-  /** Reads up to `maxRecords` changelog records into restoring tasks; returns whether any is still restoring. */
-  restoreStep(maxRecords: number): boolean
+  /**
+   * Reads up to `maxRecords` changelog records into restoring tasks; returns whether another step would
+   * read more now (a source still fetching calls `wake` when it has records).
+   */
+  restoreStep(maxRecords: number, wake: () => void): boolean
   /** Hands new output to subscribers, after each slice. */
   deliver(): void
   fail(err: unknown): void
@@ -177,7 +180,7 @@ export class TaskLoop {
     let more: boolean
     try {
       // Restoring tasks take a bounded step per run, so the active ones go on processing meanwhile.
-      const restoring = this.host.restoreStep(RESTORE_BATCH)
+      const restoring = this.host.restoreStep(RESTORE_BATCH, this.scheduleRun)
       more = this.runSlice() || restoring
       this.host.deliver()
     } catch (err) {

@@ -3,7 +3,7 @@ import type { TaskMetrics } from '../metrics.js'
 import type { StreamTask } from '../processor/internal/task.js'
 import type { ChangelogRecord } from './changelog.js'
 import { ChangelogRestorer } from './changelog-records.js'
-import { recordsSource } from './changelog-source.js'
+import { isChangelogSource, recordsSource } from './changelog-source.js'
 import type { ChangelogSource } from './changelog-source.js'
 import { createTask } from './task-factory.js'
 import type { TaskDefinition, TaskFactoryConfig } from './task-factory.js'
@@ -21,6 +21,8 @@ interface Restoring {
   readonly def: TaskDefinition
   readonly source: ChangelogSource
   readonly restorer: ChangelogRestorer
+  /** Waiting for its source to have records (`whenReadable`). */
+  waiting: boolean
 }
 
 /**
@@ -43,7 +45,7 @@ export class TaskManager {
   /** Tasks restoring from changelog records, in assignment order. */
   private readonly restoring = new Map<string, Restoring>()
   /** Who waits for a restoring task to become active. */
-  private readonly waiting = new Map<string, Array<() => void>>()
+  private readonly onActive = new Map<string, Array<() => void>>()
   private readonly byId: ReadonlyMap<string, TaskDefinition>
 
   constructor(
@@ -69,7 +71,7 @@ export class TaskManager {
    * records (`changelogs(id)`, or what this manager kept when it revoked it) restores from them in
    * `restoreStep`s; the others are built from their last commit, restored and initialized now.
    */
-  assign(ids: readonly string[], changelogs?: (taskId: string) => Iterable<ChangelogRecord> | undefined): void {
+  assign(ids: readonly string[], changelogs?: (taskId: string) => ChangelogSource | Iterable<ChangelogRecord> | undefined): void {
     const created: StreamTask[] = []
     for (const id of ids) {
       if (this.find(id) !== undefined || this.restoring.has(id)) continue
@@ -78,7 +80,7 @@ export class TaskManager {
       this.kept.delete(id)
       if (records !== undefined) {
         const codec = this.config.committer.codecFor(def.subtopology.id, def.subtopology.stores)
-        this.restoring.set(id, { def, source: recordsSource(records), restorer: new ChangelogRestorer(codec) })
+        this.restoring.set(id, { def, source: isChangelogSource(records) ? records : recordsSource(records), restorer: new ChangelogRestorer(codec), waiting: false })
         continue
       }
       const task = createTask(def, this.config)
@@ -90,37 +92,54 @@ export class TaskManager {
 
   /**
    * Reads up to `maxRecords` changelog records into the restoring tasks, oldest assignment first; a task
-   * whose source is exhausted is built from them, initialized and becomes active. Returns whether any
-   * task is still restoring.
+   * whose changelog is read is built from them, initialized and becomes active. A source with nothing to
+   * read yet is left until it says it has (`wake` is called then). Returns whether another step would
+   * read anything now.
    */
-  restoreStep(maxRecords: number): boolean {
+  restoreStep(maxRecords: number, wake: () => void): boolean {
     let budget = maxRecords
+    let more = false
     for (const [id, r] of this.restoring) {
-      if (budget <= 0) break
+      if (r.waiting) continue
+      if (budget <= 0) {
+        more = true
+        break
+      }
       const batch = r.source.read(budget)
       for (const record of batch) r.restorer.apply(record)
       budget -= batch.length
       const left = r.source.remaining()
-      if (left !== 0 && (left !== undefined || batch.length > 0)) continue
+      if (left !== 0 && (left !== undefined || batch.length > 0)) {
+        if (batch.length > 0 || r.source.whenReadable === undefined) more = true
+        else {
+          r.waiting = true
+          void r.source.whenReadable().then(() => {
+            r.waiting = false
+            wake()
+          })
+        }
+        continue
+      }
       this.restoring.delete(id)
       const task = createTask(r.def, this.config, r.restorer.checkpoint())
       this.active.push(task)
       task.init()
       this.config.onRestored?.(id, r.restorer.applied)
-      for (const resolve of this.waiting.get(id) ?? []) resolve()
-      this.waiting.delete(id)
+      for (const resolve of this.onActive.get(id) ?? []) resolve()
+      this.onActive.delete(id)
     }
-    return this.restoring.size > 0
+    return more
   }
 
   /** Resolves when none of the given tasks is restoring any more. */
-  restored(ids: readonly string[]): Promise<void> {
-    const pending = ids.filter((id) => this.restoring.has(id))
-    return Promise.all(pending.map((id) => new Promise<void>((resolve) => {
-      const list = this.waiting.get(id)
-      if (list === undefined) this.waiting.set(id, [resolve])
-      else list.push(resolve)
-    }))).then(() => undefined)
+  async restored(ids: readonly string[]): Promise<void> {
+    const active = (id: string): Promise<void> =>
+      new Promise((resolve) => {
+        const list = this.onActive.get(id)
+        if (list === undefined) this.onActive.set(id, [resolve])
+        else list.push(resolve)
+      })
+    await Promise.all(ids.filter((id) => this.restoring.has(id)).map(active))
   }
 
   /** The tasks restoring from changelog records, and how far each has come. */
@@ -153,6 +172,9 @@ export class TaskManager {
       const task = this.find(id)
       if (task !== undefined) this.remove(task)
       this.restoring.delete(id)
+      // Whoever waited for it to become active waits no more: it will not.
+      for (const resolve of this.onActive.get(id) ?? []) resolve()
+      this.onActive.delete(id)
     }
   }
 

@@ -8,6 +8,8 @@ import type { KeyedProcessorContext, ValueState, Windowed } from '../../src/inde
 import { ManualClock, seededRandom } from '../../src/testing/index.js'
 import { partitionForStringKey } from '../../src/log/murmur2.js'
 import { countingTopology } from '../helpers/counting.js'
+import type { ChangelogRecord } from '../../src/runtime/changelog.js'
+import type { ChangelogSource } from '../../src/runtime/changelog-source.js'
 
 /**
  * Windowed counts with final results (a suppression buffer is held across the move), and a keyed
@@ -201,6 +203,63 @@ describe('tasks revoked and assigned again while the runtime runs', () => {
     const rt = new EmbeddedRuntime(topology(), { applicationId: 'lose-mem', topics: { in: { partitions: 2 } }, logger: silentLogger })
     rt.start()
     await assert.rejects(() => rt.loseTasks(['0_1']), /loseTasks: without a state directory a task has no commit to resume from; revoke it instead/)
+    await rt.stop()
+  })
+
+  it('a restore whose records arrive asynchronously waits for them without polling', async () => {
+    const clock = new ManualClock(0)
+    const counted: Array<[string, number]> = []
+    const captured: ChangelogRecord[] = []
+    const rt = new EmbeddedRuntime(countingTopology('in', (key, n) => void counted.push([key, n])), {
+      applicationId: 'restore-async',
+      clock,
+      scheduler: clock,
+      logger: silentLogger,
+      changelog: (commits) => commits.forEach((c) => captured.push(...c.records)),
+    })
+    rt.start()
+    const p = rt.producer<string, string>('in')
+    for (const k of ['a', 'b', 'a']) p.send(k, 'v', 1)
+    await rt.idle()
+    await rt.revokeTasks(['0_0'])
+
+    // The task's changelog, as a fetching source delivers it: nothing, then half, then the rest.
+    let available = 0
+    let position = 0
+    let reads = 0
+    let arrived: (() => void) | undefined
+    const source: ChangelogSource = {
+      remaining: () => captured.length - position,
+      read(max) {
+        reads++
+        const batch = captured.slice(position, Math.min(available, position + max))
+        position += batch.length
+        return batch
+      },
+      whenReadable: () => new Promise<void>((resolve) => (arrived = resolve)),
+    }
+    const arrive = (n: number): void => {
+      available = Math.min(captured.length, available + n)
+      arrived?.()
+    }
+    const turns = async (): Promise<void> => {
+      for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r))
+    }
+    const assigned = rt.assignTasks(['0_0'], () => source)
+    await turns()
+    assert.ok(reads <= 2, `${reads} reads with nothing to read`)
+    assert.deepEqual(rt.restoreProgress(), [{ taskId: '0_0', restored: 0, remaining: captured.length }])
+    arrive(Math.ceil(captured.length / 2))
+    await turns()
+    assert.ok(reads <= 4, `${reads} reads for one arrival`)
+    assert.equal(rt.restoreProgress()[0]!.restored, Math.ceil(captured.length / 2))
+    arrive(captured.length)
+    await assigned
+    assert.deepEqual(rt.taskIds(), ['0_0'])
+    counted.length = 0
+    p.send('a', 'v', 2)
+    await rt.idle()
+    assert.deepEqual(counted, [['a', 3]], 'rebuilt from the records: a was counted twice before')
     await rt.stop()
   })
 })
