@@ -27,6 +27,7 @@ import { Subscriptions } from './subscriptions.js'
 import { taskDefinitions } from './task-factory.js'
 import { TaskManager } from './task-manager.js'
 import type { RestoreProgress } from './task-manager.js'
+import type { RestoreReport } from './task-factory.js'
 import { TaskLoop } from './task-loop.js'
 import type { RecordListener, SubscribeFrom } from './subscriptions.js'
 import { validateRuntimeConfig } from './config.js'
@@ -190,7 +191,8 @@ export class EmbeddedRuntime {
         stateDir: this.config.stateDir,
         committer: this.committer,
         onWallClockChange: this.loop.onWallClockChange,
-        onRestored: (taskId: string, records: number) => this.logger.info({ taskId, records }, 'task restored from its changelog; processing'),
+        onRestored: ({ taskId, from, count, ms }: RestoreReport) =>
+          this.logger.info({ taskId, from, [from === 'changelog' ? 'records' : 'entries']: count, ms: Math.round(ms) }, `task ${taskId} restored from ${from === 'changelog' ? 'its changelog' : 'the state directory'}`),
       }
       this.taskManager = new TaskManager(taskDefinitions(this.topology, this.topics), factory, this.tasks)
       // One process runs every task.

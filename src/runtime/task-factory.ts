@@ -16,8 +16,25 @@ export interface TaskFactoryConfig {
   /** Restored checkpoints and store disks, and whether tasks record their changes. */
   readonly committer: Committer
   readonly onWallClockChange: () => void
-  /** Told when a task finished restoring from changelog records (how many it read). */
-  readonly onRestored?: (taskId: string, records: number) => void
+  /** Told when a task was restored, from its changelog records or the state directory. */
+  readonly onRestored?: (report: RestoreReport) => void
+}
+
+/** How a task's state came back: from where, how much, how long it took. */
+export interface RestoreReport {
+  readonly taskId: string
+  readonly from: 'changelog' | 'stateDirectory'
+  /** Changelog records read, or entries loaded (keyed state keys, timers, store entries). */
+  readonly count: number
+  readonly ms: number
+}
+
+/** Entries a checkpoint holds: keyed state keys, timers and store entries. */
+export function checkpointEntries(checkpoint: TaskCheckpoint): number {
+  let n = checkpoint.keyed?.timers.length ?? 0
+  for (const state of Object.values(checkpoint.keyed?.states ?? {})) n += state.entries.length
+  for (const entries of Object.values(checkpoint.stores ?? {})) n += entries.length
+  return n
 }
 
 /** A task the topology defines: one input partition of a sub-topology. */
@@ -49,13 +66,15 @@ export function taskDefinitions(topology: Topology, topics: TopicRegistry): Task
   return out
 }
 
-/**
- * Builds a task from `from` (a checkpoint rebuilt from its changelog records) or else from its last
- * commit in the state directory (a durable run). It is not initialized yet.
- */
-export function createTask(def: TaskDefinition, config: TaskFactoryConfig, from?: TaskCheckpoint): StreamTask {
-  const { committer } = config
+/** A task's last commit in the state directory (a durable run), with its in-memory stores' entries. */
+export function loadCheckpoint(def: TaskDefinition, config: TaskFactoryConfig): TaskCheckpoint | undefined {
   const inMemoryStores = def.subtopology.stores.filter((b) => b.persistent !== true).map((b) => b.name)
+  return config.committer.restored(def.id, inMemoryStores)
+}
+
+/** Builds a task from a checkpoint (none: fresh). It is not initialized yet. */
+export function createTask(def: TaskDefinition, config: TaskFactoryConfig, checkpoint: TaskCheckpoint | undefined): StreamTask {
+  const { committer } = config
   return new StreamTask({
     subtopology: def.subtopology,
     partition: def.partition,
@@ -64,7 +83,7 @@ export function createTask(def: TaskDefinition, config: TaskFactoryConfig, from?
     maxTaskIdleMs: config.maxTaskIdleMs,
     errorHandler: config.errorHandler,
     stateDir: config.stateDir,
-    checkpoint: from ?? committer.restored(def.id, inMemoryStores),
+    checkpoint,
     storeDisk: (store) => committer.storeDisk(def.id, store),
     trackChanges: committer.tracksChanges,
     onWallClockChange: config.onWallClockChange,

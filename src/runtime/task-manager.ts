@@ -5,7 +5,7 @@ import type { ChangelogRecord } from './changelog.js'
 import { ChangelogRestorer } from './changelog-records.js'
 import { isChangelogSource, recordsSource } from './changelog-source.js'
 import type { ChangelogSource } from './changelog-source.js'
-import { createTask } from './task-factory.js'
+import { checkpointEntries, createTask, loadCheckpoint } from './task-factory.js'
 import type { TaskDefinition, TaskFactoryConfig } from './task-factory.js'
 
 /** How far a task's restore from its changelog has come. */
@@ -21,6 +21,7 @@ interface Restoring {
   readonly def: TaskDefinition
   readonly source: ChangelogSource
   readonly restorer: ChangelogRestorer
+  readonly started: number
   /** Waiting for its source to have records (`whenReadable`). */
   waiting: boolean
 }
@@ -72,7 +73,7 @@ export class TaskManager {
    * `restoreStep`s; the others are built from their last commit, restored and initialized now.
    */
   assign(ids: readonly string[], changelogs?: (taskId: string) => ChangelogSource | Iterable<ChangelogRecord> | undefined): void {
-    const created: StreamTask[] = []
+    const created: Array<{ task: StreamTask; entries: number | undefined; ms: number }> = []
     for (const id of ids) {
       if (this.find(id) !== undefined || this.restoring.has(id)) continue
       const def = this.definition(id)
@@ -80,14 +81,21 @@ export class TaskManager {
       this.kept.delete(id)
       if (records !== undefined) {
         const codec = this.config.committer.codecFor(def.subtopology.id, def.subtopology.stores)
-        this.restoring.set(id, { def, source: isChangelogSource(records) ? records : recordsSource(records), restorer: new ChangelogRestorer(codec), waiting: false })
+        this.restoring.set(id, { def, source: isChangelogSource(records) ? records : recordsSource(records), restorer: new ChangelogRestorer(codec), started: performance.now(), waiting: false })
         continue
       }
-      const task = createTask(def, this.config)
-      created.push(task)
+      const started = performance.now()
+      const checkpoint = loadCheckpoint(def, this.config)
+      const task = createTask(def, this.config, checkpoint)
+      created.push({ task, entries: checkpoint === undefined ? undefined : checkpointEntries(checkpoint), ms: performance.now() - started })
       this.active.push(task)
     }
-    for (const task of created) task.init()
+    // Initialized once all are built (timers go back in init, when their owners have registered).
+    for (const { task, entries, ms } of created) {
+      const started = performance.now()
+      task.init()
+      if (entries !== undefined) this.config.onRestored?.({ taskId: task.taskId.toString(), from: 'stateDirectory', count: entries, ms: ms + performance.now() - started })
+    }
   }
 
   /**
@@ -124,7 +132,7 @@ export class TaskManager {
       const task = createTask(r.def, this.config, r.restorer.checkpoint())
       this.active.push(task)
       task.init()
-      this.config.onRestored?.(id, r.restorer.applied)
+      this.config.onRestored?.({ taskId: id, from: 'changelog', count: r.restorer.applied, ms: performance.now() - r.started })
       for (const resolve of this.onActive.get(id) ?? []) resolve()
       this.onActive.delete(id)
     }

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { BufferConfig, EmbeddedRuntime, Serdes, silentLogger, StateDescriptors, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
+import { BufferConfig, createConsoleLogger, EmbeddedRuntime, Serdes, silentLogger, StateDescriptors, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
 import type { KeyedProcessorContext, ValueState, Windowed } from '../../src/index.js'
 import { ManualClock, seededRandom } from '../../src/testing/index.js'
 import { partitionForStringKey } from '../../src/log/murmur2.js'
@@ -261,5 +261,21 @@ describe('tasks revoked and assigned again while the runtime runs', () => {
     await rt.idle()
     assert.deepEqual(counted, [['a', 3]], 'rebuilt from the records: a was counted twice before')
     await rt.stop()
+  })
+
+  it('logs each task restored, from where, how much and how long', async () => {
+    const stateDir = join(mkdtempSync(join(tmpdir(), 'punctual-restore-log-')), 'state')
+    const first = new EmbeddedRuntime(countingTopology('in'), { applicationId: 'restore-log', stateDir, logger: silentLogger })
+    first.start()
+    for (const k of ['a', 'b', 'c', 'a']) first.producer<string, string>('in').send(k, 'v', 1)
+    await first.stop()
+    const lines: string[] = []
+    const second = new EmbeddedRuntime(countingTopology('in'), { applicationId: 'restore-log', stateDir, logger: createConsoleLogger({ write: (l) => void lines.push(l) }) })
+    second.start()
+    await second.stop()
+    const restored = lines.filter((l) => l.includes('restored from the state directory'))
+    assert.equal(restored.length, 1, lines.join('\n'))
+    assert.match(restored[0]!, /task 0_0 restored from the state directory/)
+    assert.match(restored[0]!, /entries=3\b/, 'three keys in the count store')
   })
 })
