@@ -49,7 +49,7 @@ export class CheckpointStore {
 
   static open(stateDir: string): CheckpointStore {
     try {
-      // noSync: a commit reaches the OS when it returns, so it survives the process being killed; it is
+      // noSync: a commit reaches the OS when its promise settles, so it survives the process being killed; it is
       // not flushed to the device each time (an OS crash or power loss may lose the latest commits).
       const path = join(stateDir, 'checkpoints')
       const env = open({ path, compression: false, noSync: true })
