@@ -169,7 +169,8 @@ export class TimerService {
   /**
    * Puts back committed timers, in firing order (timestamp, then sequence). They are not changes: with
    * change tracking, the queues stop listening meanwhile, so an empty queue appends them unindexed and
-   * indexes them all at once, in batches, when it listens again.
+   * indexes them all at once, in batches, when it listens again (without tracking, when it first needs
+   * to, as with any registration).
    */
   restore(records: readonly TimerRecord[], userOwner: (name: string) => number, ttlOwner: (name: string) => number): void {
     const tracking = this.changes !== undefined
@@ -180,7 +181,6 @@ export class TimerService {
       if (r.seq >= this.seq) this.seq = r.seq + 1
     }
     if (tracking) this.listen(true)
-    else for (const queues of [this.user, this.ttl]) for (const q of Object.values(queues)) q.flush()
   }
 }
 

@@ -87,8 +87,10 @@ export class Committer {
     const changes = this.changelog === undefined ? undefined : this.changelogOf(commits)
     const durable = this.backend?.commit(commits, alsoWrite)
     const blockedMs = performance.now() - started
+    // The tasks whose changes this commit took (the caller's array changes as tasks come and go).
+    const taken = tasks.slice()
     const done = (): void => {
-      for (const task of tasks) task.changesCommitted()
+      for (const task of taken) task.changesCommitted()
       if (changes !== undefined && changes.length > 0) this.changelog?.(changes)
       this.record(blockedMs, performance.now() - started)
     }

@@ -10,20 +10,19 @@ import type { CommitBackend, TaskCommit } from './commit-backend.js'
  * per commit holding every task's checkpoint and state changes and the runtime's topics.
  */
 export class StateDirectoryBackend implements CommitBackend {
-  /** Every task's last checkpoint: a commit writes them all (a task's stays when it is not running). */
-  private readonly checkpoints = new Map<string, TaskCheckpoint>()
-
   constructor(private readonly store: CheckpointStore) {}
 
+  /** Writes the committed tasks' checkpoints and changes (a task not running keeps its last one on disk). */
   commit(commits: readonly TaskCommit[], alsoWrite?: () => void): Promise<void> {
+    const checkpoints = new Map<string, TaskCheckpoint>()
     const keyed = new Map<string, KeyedChanges>()
     const stores = new Map<string, ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>>()
     for (const c of commits) {
-      this.checkpoints.set(c.taskId, c.checkpoint)
+      checkpoints.set(c.taskId, c.checkpoint)
       if (c.keyed !== undefined && (c.keyed.states.length > 0 || c.keyed.timers.length > 0)) keyed.set(c.taskId, c.keyed)
       if (c.stores.size > 0) stores.set(c.taskId, c.stores)
     }
-    return this.store.save(this.checkpoints, keyed, stores, alsoWrite)
+    return this.store.save(checkpoints, keyed, stores, alsoWrite)
   }
 
   restore(taskId: string, inMemoryStores: readonly string[]): TaskCheckpoint | undefined {
