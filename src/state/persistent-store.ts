@@ -1,5 +1,5 @@
 import type { KeyValueStore, StoreKey } from '../processor/api.js'
-import { ChangeSet } from './change-set.js'
+import { ChangeLog } from './change-log.js'
 import { compareStoreKeys as compareKeys } from './key-part.js'
 import { DURABLE } from './durable.js'
 import type { DurableStore } from './durable.js'
@@ -42,7 +42,29 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
   private readonly committing = new Map<K, V | typeof DELETED>()
   /** With a disk: entries read, oldest first, at most cacheEntries. */
   private readonly cache = new Map<K, V>()
-  private changed: ChangeSet<K> | undefined
+  private readonly log = new ChangeLog<K>({
+    saved: (k) => {
+      const v = this.mem.get(k)
+      return v === DELETED ? undefined : v
+    },
+    savedEntries: () => this.all(),
+    load: (k, v) => this.mem.set(k, v as V),
+    taken: () => {
+      // With a disk, the changes are on their way there: reads find them in `committing` until the
+      // commit is durable (reads of the disk see the previous commit until then).
+      if (this.disk === undefined) return
+      for (const [k, v] of this.mem) this.committing.set(k, v)
+      this.mem.clear()
+    },
+    committed: () => {
+      // Durable: the disk has them now. A written value stays cached, unless the key changed again since.
+      for (const [k, v] of this.committing) {
+        if (v === DELETED) this.cache.delete(k)
+        else if (!this.mem.has(k)) this.remember(k, v)
+      }
+      this.committing.clear()
+    },
+  })
 
   constructor(
     readonly name: string,
@@ -55,38 +77,7 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
     },
   }
 
-  readonly [DURABLE]: DurableStore = {
-    trackChanges: () => {
-      this.changed ??= new ChangeSet()
-    },
-    takeChanges: () => {
-      const keys = this.changed
-      if (keys === undefined || keys.size === 0) return []
-      const out = keys.take((k) => {
-        const v = this.mem.get(k as K)
-        return v === DELETED ? undefined : v
-      })
-      // With a disk, the changes are on their way there: reads find them in `committing` until the
-      // commit is durable (reads of the disk see the previous commit until then).
-      if (this.disk !== undefined) {
-        for (const [k, v] of this.mem) this.committing.set(k, v)
-        this.mem.clear()
-      }
-      return out
-    },
-    committed: () => {
-      // Durable: the disk has them now. A written value stays cached, unless the key changed again since.
-      for (const [k, v] of this.committing) {
-        if (v === DELETED) this.cache.delete(k)
-        else if (!this.mem.has(k)) this.remember(k, v)
-      }
-      this.committing.clear()
-    },
-    entries: () => [...this.all()],
-    restore: (entries) => {
-      for (const [k, v] of entries) this.mem.set(k as K, v as V)
-    },
-  }
+  readonly [DURABLE]: DurableStore = this.log
 
   get(key: K): V | undefined {
     const v = this.mem.get(key) ?? this.committing.get(key)
@@ -101,7 +92,7 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
   }
 
   put(key: K, value: V): void {
-    const c = this.changed
+    const c = this.log.changes
     if (c !== undefined && !c.has(key)) {
       // Whether the key is on disk matters only if it is deleted again before the commit; rather than
       // read the disk for every put, assume it is (at worst the commit deletes an absent key).
@@ -120,7 +111,7 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
 
   delete(key: K): V | undefined {
     const existing = this.get(key)
-    const c = this.changed
+    const c = this.log.changes
     if (c !== undefined && !c.has(key)) c.first(key, existing !== undefined)
     if (this.disk === undefined) this.mem.delete(key)
     else this.mem.set(key, DELETED)

@@ -4,7 +4,7 @@ import type { Serde } from '../processor/serdes.js'
 import { PersistentKeyValueStore } from './persistent-store.js'
 import { DURABLE } from './durable.js'
 import type { DurableStore } from './durable.js'
-import { ChangeSet } from './change-set.js'
+import { ChangeLog } from './change-log.js'
 
 export { DURABLE, durableStore } from './durable.js'
 export type { DurableStore } from './durable.js'
@@ -32,20 +32,15 @@ export interface StoreSerdes<K, V> {
 /** A key-value store in memory, iterated in key order. */
 export class InMemoryKeyValueStore<K extends StoreKey, V> implements KeyValueStore<K, V> {
   private readonly map = new Map<K, V>()
-  private changed: ChangeSet<K> | undefined
+  private readonly log = new ChangeLog<K>({
+    saved: (k) => this.map.get(k),
+    savedEntries: () => this.map,
+    load: (k, v) => this.map.set(k, v as V),
+  })
 
   constructor(readonly name: string) {}
 
-  readonly [DURABLE]: DurableStore = {
-    trackChanges: () => {
-      this.changed ??= new ChangeSet()
-    },
-    takeChanges: () => this.changed?.take((k) => this.map.get(k)) ?? [],
-    entries: () => [...this.map],
-    restore: (entries) => {
-      for (const [k, v] of entries) this.map.set(k as K, v as V)
-    },
-  }
+  readonly [DURABLE]: DurableStore = this.log
 
   get(key: K): V | undefined {
     return this.map.get(key)
@@ -70,7 +65,7 @@ export class InMemoryKeyValueStore<K extends StoreKey, V> implements KeyValueSto
   }
 
   private changing(key: K): void {
-    const c = this.changed
+    const c = this.log.changes
     if (c !== undefined && !c.has(key)) c.first(key, this.map.has(key))
   }
 

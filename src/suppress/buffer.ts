@@ -1,7 +1,9 @@
 import type { StoreKey } from '../processor/api.js'
 import { DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
-import { ChangeSet } from '../state/change-set.js'
+import type { ChangeSet } from '../state/change-set.js'
+import { ChangeLog, LoggedField } from '../state/change-log.js'
+import type { StoreContents } from '../state/change-log.js'
 import { PERSISTENT } from '../state/persistent-store.js'
 import type { PersistentCapability, StoreDisk } from '../state/persistent-store.js'
 import { IndexedMinHeap } from '../util/indexed-heap.js'
@@ -29,8 +31,19 @@ export class BufferEntry<K, V> implements HeapElement {
 const older = (a: BufferEntry<unknown, unknown>, b: BufferEntry<unknown, unknown>): boolean =>
   a.orderTime < b.orderTime || (a.orderTime === b.orderTime && a.keyId < b.keyId)
 
-/** What the suppress processor needs of a buffer: in memory, or spilling to disk. */
-export interface SuppressionBuffer<K, V> {
+/** Where a buffer notes the keys it changes: the suppression store's change log. */
+export interface BufferLog {
+  readonly changes: ChangeSet<string> | undefined
+}
+
+/** The log of a buffer not part of a logged store (yet). */
+export const NOT_LOGGED: BufferLog = Object.freeze({ changes: undefined })
+
+/**
+ * What the suppress processor needs of a buffer: in memory, or spilling to disk. Its contents, by key
+ * id, are the suppression store's entries.
+ */
+export interface SuppressionBuffer<K, V> extends StoreContents<string> {
   readonly numRecords: number
   /** Sum of entry sizes. */
   readonly bufferSize: number
@@ -41,8 +54,8 @@ export interface SuppressionBuffer<K, V> {
   minOrderTime(): number
   put(keyId: string, key: K, value: V | null, timestamp: number, orderTime: number, size: number): void
   evictWhile(predicate: (oldest: BufferEntry<K, V>) => boolean, emit: (entry: BufferEntry<K, V>) => void): void
-  /** Change tracking and restore, for the suppression's durable store. */
-  readonly durable: DurableStore
+  /** From now on, note the keys this buffer changes in `log`. */
+  logChangesTo(log: BufferLog): void
   close(): void
 }
 
@@ -55,20 +68,22 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
   private readonly heap = new IndexedMinHeap<BufferEntry<K, V>>(older)
   private readonly byKey = new Map<string, BufferEntry<K, V>>()
   private bytes = 0
-  /** Key ids changed since the last commit, recorded only when durable. */
-  private changed: ChangeSet<string> | undefined
+  private log = NOT_LOGGED
 
-  /** Durable-store capability: the suppression's store commits changed entries and restores them. */
-  readonly durable: DurableStore = {
-    trackChanges: () => {
-      this.changed ??= new ChangeSet()
-    },
-    takeChanges: () => this.changed?.take((id) => snapshotOf(this.byKey.get(id))) ?? [],
-    entries: () => [...this.byKey].map(([id, e]) => [id, snapshotOf(e)]),
-    restore: (entries) => {
-      putSaved(this, entries)
-      this.changed?.clear()
-    },
+  logChangesTo(log: BufferLog): void {
+    this.log = log
+  }
+
+  saved(keyId: string): SavedEntry<K, V> | undefined {
+    return snapshotOf(this.byKey.get(keyId))
+  }
+
+  savedEntries(): Array<[StoreKey, unknown]> {
+    return [...this.byKey].map(([id, e]) => [id, snapshotOf(e)])
+  }
+
+  load(keyId: string, saved: unknown): void {
+    loadSaved(this, keyId, saved)
   }
 
   get numRecords(): number {
@@ -101,7 +116,7 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
   /** Inserts a key, or updates it in place (value, timestamp, order time, size). */
   put(keyId: string, key: K, value: V | null, timestamp: number, orderTime: number, size: number): void {
     const existing = this.byKey.get(keyId)
-    const c = this.changed
+    const c = this.log.changes
     if (c !== undefined && (existing === undefined || existing.noted !== c.epoch)) {
       if (!c.has(keyId)) c.first(keyId, existing !== undefined)
       if (existing !== undefined) existing.noted = c.epoch
@@ -130,7 +145,7 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
     for (let head = this.heap.peek(); head !== undefined && predicate(head); head = this.heap.peek()) {
       this.heap.poll()
       this.byKey.delete(head.keyId)
-      const c = this.changed
+      const c = this.log.changes
       if (c !== undefined && head.noted !== c.epoch && !c.has(head.keyId)) c.first(head.keyId, true)
       this.bytes -= head.size
       emit(head)
@@ -152,13 +167,10 @@ export interface SavedEntry<K, V> {
   readonly size: number
 }
 
-/** Puts saved entries (keyed by key id; other keys are the store's own fields) back into a buffer. */
-export function putSaved<K, V>(buffer: SuppressionBuffer<K, V>, entries: Iterable<readonly [StoreKey, unknown]>): void {
-  for (const [id, v] of entries) {
-    if (typeof id !== 'string') continue
-    const e = v as SavedEntry<K, V>
-    buffer.put(id, e.key, e.value, e.timestamp, e.orderTime, e.size)
-  }
+/** Puts a saved entry back into a buffer. */
+export function loadSaved<K, V>(buffer: SuppressionBuffer<K, V>, keyId: string, saved: unknown): void {
+  const e = saved as SavedEntry<K, V>
+  buffer.put(keyId, e.key, e.value, e.timestamp, e.orderTime, e.size)
 }
 
 export function snapshotOf<K, V>(e: BufferEntry<K, V> | undefined): SavedEntry<K, V> | undefined {
@@ -176,26 +188,41 @@ const CLOSED_EARLY_KEY = -2
  */
 export class SuppressionStore<K, V> {
   private current: SuppressionBuffer<K, V> = new TimeOrderedBuffer<K, V>()
-  private tracking = false
-  private observed = -1
-  private observedChanged = false
-  private closed: Array<[number, string]> = []
-  private closedChanged = false
+  private readonly observed = new LoggedField(STREAM_TIME_KEY, -1)
+  private readonly closed = new LoggedField<Array<[number, string]>>(
+    CLOSED_EARLY_KEY,
+    [],
+    (windows) => (windows.length === 0 ? undefined : windows.slice()),
+    (saved) => (saved as Array<[number, string]>).slice(),
+  )
+  /** The buffer's entries by key id, and the store's own fields. */
+  private readonly log = new ChangeLog<string>(
+    {
+      saved: (id) => this.current.saved(id),
+      savedEntries: () => this.current.savedEntries(),
+      load: (id, saved) => this.current.load(id, saved),
+    },
+    [this.observed, this.closed] as Array<LoggedField<unknown>>,
+  )
   /** A spilling suppression's committed entries, in a durable run (streamed into the buffer in useBuffer). */
   private disk: StoreDisk | undefined
 
-  constructor(readonly name: string) {}
+  constructor(readonly name: string) {
+    this.current.logChangesTo(this.log)
+  }
 
   readonly [PERSISTENT]: PersistentCapability = {
     attach: (disk) => {
       this.disk = disk
       // The store's own fields are small: read them now. Buffered entries wait for the real buffer.
-      const observed = disk.get(STREAM_TIME_KEY)
-      if (observed !== undefined) this.observed = observed as number
-      const closed = disk.get(CLOSED_EARLY_KEY)
-      if (closed !== undefined) this.closed = (closed as Array<[number, string]>).slice()
+      for (const field of [this.observed, this.closed]) {
+        const saved = disk.get(field.key)
+        if (saved !== undefined) field.restore(saved)
+      }
     },
   }
+
+  readonly [DURABLE]: DurableStore = this.log
 
   get buffer(): SuppressionBuffer<K, V> {
     return this.current
@@ -204,65 +231,36 @@ export class SuppressionStore<K, V> {
   /**
    * Replaces the in-memory buffer with `buffer` (a spilling one), moving what was restored into it. In a
    * durable run the committed entries stream from disk one by one, so a buffer larger than memory is
-   * restored within its memory bound.
+   * restored within its memory bound. The moves are not changes: the new buffer joins the log after them.
    */
   useBuffer(buffer: SuppressionBuffer<K, V>): void {
-    if (this.tracking) buffer.durable.trackChanges()
-    if (this.disk !== undefined) {
-      putSaved(buffer, this.disk.entries())
-      buffer.durable.restore([]) // forgets the puts above as changes: they are committed already
-    } else {
-      buffer.durable.restore(this.current.durable.entries())
-    }
+    const moved = this.disk !== undefined ? this.disk.entries() : this.current.savedEntries()
+    for (const [id, saved] of moved) if (typeof id === 'string') buffer.load(id, saved)
+    buffer.logChangesTo(this.log)
     this.current.close()
     this.current = buffer
   }
 
   /** Windows the wall clock closed before stream time did, as (window end, key id), by end. */
   get closedEarly(): Array<[number, string]> {
-    return this.closed
+    return this.closed.value
   }
 
   set closedEarly(windows: Array<[number, string]>) {
-    this.closed = windows
-    this.closedChanged = true
+    this.closed.value = windows
   }
 
   /** Call after changing the `closedEarly` array in place. */
   closedEarlyChanged(): void {
-    this.closedChanged = true
+    this.closed.touch()
   }
 
   get streamTime(): number {
-    return this.observed
+    return this.observed.value
   }
 
   set streamTime(t: number) {
-    this.observed = t
-    this.observedChanged = true
-  }
-
-  readonly [DURABLE]: DurableStore = {
-    trackChanges: () => {
-      this.tracking = true
-      this.current.durable.trackChanges()
-    },
-    takeChanges: () => {
-      const changes = this.current.durable.takeChanges()
-      if (this.observedChanged) changes.push([STREAM_TIME_KEY, this.observed])
-      if (this.closedChanged) changes.push([CLOSED_EARLY_KEY, this.closed.length === 0 ? undefined : this.closed.slice()])
-      this.observedChanged = false
-      this.closedChanged = false
-      return changes
-    },
-    entries: () => [...this.current.durable.entries(), [STREAM_TIME_KEY, this.observed], [CLOSED_EARLY_KEY, this.closed.slice()]],
-    restore: (entries) => {
-      this.current.durable.restore(entries)
-      for (const [k, v] of entries) {
-        if (k === STREAM_TIME_KEY) this.observed = v as number
-        else if (k === CLOSED_EARLY_KEY) this.closed = (v as Array<[number, string]>).slice()
-      }
-    },
+    this.observed.value = t
   }
 
   close(): void {

@@ -2,12 +2,10 @@ import { mkdirSync, rmSync } from 'node:fs'
 import { open } from 'lmdb'
 import type { Database, RootDatabase } from 'lmdb'
 import type { StoreKey } from '../processor/api.js'
-import type { DurableStore } from '../state/stores.js'
-import { ChangeSet } from '../state/change-set.js'
 import { SlottedHeap } from '../util/indexed-heap.js'
-import { BufferEntry, putSaved, snapshotOf } from './buffer.js'
+import { BufferEntry, loadSaved, NOT_LOGGED, snapshotOf } from './buffer.js'
 import { SpillIndex, keyIdHash } from './spill-index.js'
-import type { SavedEntry, SuppressionBuffer } from './buffer.js'
+import type { BufferLog, SavedEntry, SuppressionBuffer } from './buffer.js'
 
 /** An entry in memory: a buffer entry that also knows its slots in the oldest- and newest-first heaps. */
 class MemEntry<K, V> extends BufferEntry<K, V> {
@@ -79,25 +77,7 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   /** The smallest spilled (order time, key id), when known. */
   private cachedDiskMin: [number, string] | undefined
   private diskMinKnown = true
-  /** Key ids changed since the last commit, recorded only when durable. */
-  private changed: ChangeSet<string> | undefined
-
-  readonly durable: DurableStore = {
-    trackChanges: () => {
-      this.changed ??= new ChangeSet()
-    },
-    takeChanges: () => this.changed?.take((id) => this.saved(id as string)) ?? [],
-    entries: () => {
-      const out: Array<[StoreKey, unknown]> = [...this.mem].map(([id, e]) => [id, snapshotOf(e)])
-      this.flush()
-      for (const { key, value } of this.entries.getRange({})) out.push([key[1], { ...fromDisk(value), orderTime: key[0] }])
-      return out
-    },
-    restore: (entries) => {
-      putSaved(this, entries)
-      this.changed?.clear()
-    },
-  }
+  private log = NOT_LOGGED
 
   constructor(
     private readonly dir: string,
@@ -149,8 +129,23 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
     return this.mem.get(keyId)?.orderTime ?? this.spilledOrderTime(keyId)
   }
 
+  logChangesTo(log: BufferLog): void {
+    this.log = log
+  }
+
+  savedEntries(): Array<[StoreKey, unknown]> {
+    const out: Array<[StoreKey, unknown]> = [...this.mem].map(([id, e]) => [id, snapshotOf(e)])
+    this.flush()
+    for (const { key, value } of this.entries.getRange({})) out.push([key[1], { ...fromDisk(value), orderTime: key[0] }])
+    return out
+  }
+
+  load(keyId: string, saved: unknown): void {
+    loadSaved(this, keyId, saved)
+  }
+
   /** A key's entry as a commit saves it, wherever it is; undefined when it is not buffered. */
-  private saved(keyId: string): SavedEntry<K, V> | undefined {
+  saved(keyId: string): SavedEntry<K, V> | undefined {
     const inMemory = this.mem.get(keyId)
     if (inMemory !== undefined) return snapshotOf(inMemory)
     const orderTime = this.spilledOrderTime(keyId)
@@ -175,7 +170,7 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
   }
 
   put(keyId: string, key: K, value: V | null, timestamp: number, orderTime: number, size: number): void {
-    const c = this.changed
+    const c = this.log.changes
     if (c !== undefined && !c.has(keyId)) c.first(keyId, this.has(keyId))
     const inMemory = this.mem.get(keyId)
     if (inMemory !== undefined) {
@@ -218,7 +213,7 @@ export class SpillingBuffer<K, V> implements SuppressionBuffer<K, V> {
       const head = this.oldest.peek()
       if (head === undefined || !predicate(head)) return
       this.removeFromMemory(head)
-      const c = this.changed
+      const c = this.log.changes
       if (c !== undefined && !c.has(head.keyId)) c.first(head.keyId, true)
       emit(head)
     }

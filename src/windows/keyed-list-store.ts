@@ -1,7 +1,6 @@
-import type { StoreKey } from '../processor/api.js'
 import { DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
-import { ChangeSet } from '../state/change-set.js'
+import { ChangeLog, LoggedField } from '../state/change-log.js'
 
 /** One key's windows (sessions, sliding windows) in a `KeyedListStore`. */
 export interface KeyedList<K, T> {
@@ -21,11 +20,19 @@ const MAX_START_KEY = -2
  */
 export class KeyedListStore<K, T> {
   private readonly byKey = new Map<string, KeyedList<K, T>>()
-  private observed = -1
-  private changed: ChangeSet<string> | undefined
-  private observedChanged = false
-  private maxStart = -1
-  private maxStartChanged = false
+  private readonly observed = new LoggedField(STREAM_TIME_KEY, -1)
+  private readonly maxStart = new LoggedField(MAX_START_KEY, -1)
+  private readonly log = new ChangeLog<string>(
+    {
+      saved: (id) => this.saved(id),
+      savedEntries: () => [...this.byKey.keys()].map((id) => [id, this.saved(id)]),
+      load: (id, saved) => {
+        const s = saved as { key: K; list: unknown[] }
+        this.byKey.set(id, { key: s.key, list: s.list.map((item) => this.load(s.key, item)) })
+      },
+    },
+    [this.observed, this.maxStart] as Array<LoggedField<unknown>>,
+  )
 
   constructor(
     readonly name: string,
@@ -34,22 +41,20 @@ export class KeyedListStore<K, T> {
   ) {}
 
   get streamTime(): number {
-    return this.observed
+    return this.observed.value
   }
 
   set streamTime(t: number) {
-    this.observed = t
-    this.observedChanged = true
+    this.observed.value = t
   }
 
   /** The largest window start stored so far (-1: none). */
   get maxWindowStart(): number {
-    return this.maxStart
+    return this.maxStart.value
   }
 
   set maxWindowStart(t: number) {
-    this.maxStart = t
-    this.maxStartChanged = true
+    this.maxStart.value = t
   }
 
   get(id: string): KeyedList<K, T> | undefined {
@@ -60,7 +65,7 @@ export class KeyedListStore<K, T> {
     let entry = this.byKey.get(id)
     if (entry === undefined) {
       // A key that is created is not on disk (a key emptied earlier in this interval was noted then).
-      const c = this.changed
+      const c = this.log.changes
       if (c !== undefined && !c.has(id)) c.first(id, false)
       this.byKey.set(id, (entry = { key, list: [] }))
     }
@@ -70,36 +75,12 @@ export class KeyedListStore<K, T> {
   /** Records that a key's windows changed; drops the key when it has none left. */
   touched(id: string): void {
     const entry = this.byKey.get(id)
-    const c = this.changed
+    const c = this.log.changes
     if (c !== undefined && !c.has(id)) c.first(id, entry !== undefined)
     if (entry !== undefined && entry.list.length === 0) this.byKey.delete(id)
   }
 
-  readonly [DURABLE]: DurableStore = {
-    trackChanges: () => {
-      this.changed ??= new ChangeSet()
-    },
-    takeChanges: () => {
-      const out = this.changed?.take((id) => this.saved(id as string)) ?? []
-      if (this.observedChanged) out.push([STREAM_TIME_KEY, this.observed])
-      if (this.maxStartChanged) out.push([MAX_START_KEY, this.maxStart])
-      this.observedChanged = false
-      this.maxStartChanged = false
-      return out
-    },
-    entries: () => [...[...this.byKey.keys()].map((id): [StoreKey, unknown] => [id, this.saved(id)]), [STREAM_TIME_KEY, this.observed], [MAX_START_KEY, this.maxStart]],
-    restore: (entries) => {
-      for (const [k, v] of entries) {
-        if (k === STREAM_TIME_KEY) this.observed = v as number
-        else if (k === MAX_START_KEY) this.maxStart = v as number
-        else {
-          const s = v as { key: K; list: unknown[] }
-          this.byKey.set(k as string, { key: s.key, list: s.list.map((item) => this.load(s.key, item)) })
-        }
-      }
-      this.changed?.clear()
-    },
-  }
+  readonly [DURABLE]: DurableStore = this.log
 
   close(): void {}
 

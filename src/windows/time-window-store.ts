@@ -1,7 +1,8 @@
 import type { StoreKey } from '../processor/api.js'
 import { DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
-import { stampedKeyId, stampKeyId, windowedKeyId } from './key-id.js'
+import { ChangeLog, LoggedField } from '../state/change-log.js'
+import { parseWindowedKeyId, stampedKeyId, stampKeyId, windowedKeyId } from './key-id.js'
 import type { Windowed } from './windows.js'
 
 /** One window of one key. */
@@ -52,17 +53,32 @@ const FINAL_ONLY_KEY = -2
 export class TimeWindowStore<K, VA> {
   private readonly windows = new Map<number, Map<string, WindowCell<K, VA>>>()
   private readonly starts: number[] = []
-  private observed = -1
+  private readonly observed = new LoggedField(STREAM_TIME_KEY, -1)
+  private readonly finalOnly = new LoggedField(
+    FINAL_ONLY_KEY,
+    false,
+    (on) => (on ? true : undefined),
+    (saved) => saved === true,
+  )
   /** The cells of the last start looked up: consecutive records mostly fall in the same window. */
   private lastStart = NaN
   private lastCells: Map<string, WindowCell<K, VA>> | undefined
-  /** Changed cells since the last commit: windowed key id -> [start, key id, on disk at the last commit]. */
-  private changed: Map<string, [number, string, boolean]> | undefined
-  private observedChanged = false
-  private finalOnly = false
-  private finalOnlyChanged = false
-  /** Moves on at every commit (takeChanges). */
-  private epoch = 1
+  /** Changed cells by windowed key id. */
+  private readonly log = new ChangeLog<string>(
+    {
+      saved: (wid) => this.saved(...parseWindowedKeyId(wid)),
+      savedEntries: () => {
+        const out: Array<[StoreKey, unknown]> = []
+        for (const [start, cells] of this.windows) for (const id of cells.keys()) out.push([windowedKeyId(id, start), this.saved(id, start)])
+        return out
+      },
+      load: (_wid, saved) => {
+        const c = saved as SavedCell<K, VA>
+        this.create(c.start, c.id, c.key, c.agg, c.ts)
+      },
+    },
+    [this.observed, this.finalOnly] as Array<LoggedField<unknown>>,
+  )
 
   constructor(
     readonly name: string,
@@ -70,12 +86,11 @@ export class TimeWindowStore<K, VA> {
   ) {}
 
   get streamTime(): number {
-    return this.observed
+    return this.observed.value
   }
 
   set streamTime(t: number) {
-    this.observed = t
-    this.observedChanged = true
+    this.observed.value = t
   }
 
   /**
@@ -83,13 +98,11 @@ export class TimeWindowStore<K, VA> {
    * that last committed: a run that does not must pass the open windows on to its suppression once.
    */
   get finalResultsOnly(): boolean {
-    return this.finalOnly
+    return this.finalOnly.value
   }
 
   set finalResultsOnly(on: boolean) {
-    if (on === this.finalOnly) return
-    this.finalOnly = on
-    this.finalOnlyChanged = true
+    if (on !== this.finalOnly.value) this.finalOnly.value = on
   }
 
   /** Every open window's cells: oldest window first, each in windowed key id order. */
@@ -116,22 +129,22 @@ export class TimeWindowStore<K, VA> {
     stampKeyId(windowed, windowedKeyId(id, start))
     const cell: WindowCell<K, VA> = { key: windowed, agg, ts, noted: 0 }
     this.cellsAt(start).set(id, cell)
-    this.noteChange(cell, start, id, false)
+    this.noteChange(cell, false)
     return cell
   }
 
   /** Records that a cell changed (for the next commit); free unless the store is durable. */
-  touched(cell: WindowCell<K, VA>, start: number, id: string): void {
-    this.noteChange(cell, start, id, true)
+  touched(cell: WindowCell<K, VA>): void {
+    this.noteChange(cell, true)
   }
 
   /** `existed`: whether the cell existed before this change (a window is never created twice). */
-  private noteChange(cell: WindowCell<K, VA>, start: number, id: string, existed: boolean): void {
-    const changed = this.changed
-    if (changed === undefined || cell.noted === this.epoch) return
-    cell.noted = this.epoch
+  private noteChange(cell: WindowCell<K, VA>, existed: boolean): void {
+    const changes = this.log.changes
+    if (changes === undefined || cell.noted === changes.epoch) return
+    cell.noted = changes.epoch
     const wid = stampedKeyId(cell.key) as string
-    if (!changed.has(wid)) changed.set(wid, [start, id, existed])
+    if (!changes.has(wid)) changes.first(wid, existed)
   }
 
   /**
@@ -144,7 +157,7 @@ export class TimeWindowStore<K, VA> {
     while (n < this.starts.length && (this.starts[n] as number) + this.sizeMs <= closeTime) {
       const start = this.starts[n++] as number
       const cells = this.windows.get(start)
-      if (this.changed !== undefined) for (const [id, cell] of cells ?? []) this.touched(cell, start, id)
+      if (this.log.changes !== undefined) for (const cell of cells?.values() ?? []) this.touched(cell)
       this.windows.delete(start)
       if (start === this.lastStart) this.lastStart = NaN
       if (onClose !== undefined && cells !== undefined) onClose(inKeyIdOrder(cells))
@@ -152,54 +165,11 @@ export class TimeWindowStore<K, VA> {
     if (n > 0) this.starts.splice(0, n)
   }
 
-  readonly [DURABLE]: DurableStore = {
-    trackChanges: () => {
-      this.changed ??= new Map()
-    },
-    takeChanges: () => {
-      const out: Array<[StoreKey, unknown]> = []
-      for (const [wid, [start, id, onDisk]] of this.changed ?? []) {
-        const saved = this.saved(start, id)
-        // Created and expired between two commits: nothing to write, nothing to delete.
-        if (saved !== undefined || onDisk) out.push([wid, saved])
-      }
-      this.changed?.clear()
-      this.epoch++
-      if (this.observedChanged) out.push([STREAM_TIME_KEY, this.observed])
-      if (this.finalOnlyChanged) out.push([FINAL_ONLY_KEY, this.finalOnly ? true : undefined])
-      this.observedChanged = false
-      this.finalOnlyChanged = false
-      return out
-    },
-    entries: () => {
-      const out: Array<[StoreKey, unknown]> = []
-      for (const [start, cells] of this.windows) for (const id of cells.keys()) out.push([windowedKeyId(id, start), this.saved(start, id)])
-      out.push([STREAM_TIME_KEY, this.observed])
-      if (this.finalOnly) out.push([FINAL_ONLY_KEY, true])
-      return out
-    },
-    restore: (entries) => {
-      for (const [k, v] of entries) {
-        if (k === STREAM_TIME_KEY) {
-          this.observed = v as number
-          continue
-        }
-        if (k === FINAL_ONLY_KEY) {
-          this.finalOnly = v === true
-          continue
-        }
-        const c = v as SavedCell<K, VA>
-        const cell = this.create(c.start, c.id, c.key, c.agg, c.ts)
-        cell.ts = c.ts
-      }
-      this.changed?.clear()
-      this.epoch++
-    },
-  }
+  readonly [DURABLE]: DurableStore = this.log
 
   close(): void {}
 
-  private saved(start: number, id: string): SavedCell<K, VA> | undefined {
+  private saved(id: string, start: number): SavedCell<K, VA> | undefined {
     const cell = this.get(start, id)
     return cell === undefined ? undefined : { key: cell.key.key, id, start, agg: cell.agg, ts: cell.ts }
   }

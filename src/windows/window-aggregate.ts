@@ -107,7 +107,7 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
       cell = store.create(start, id, record.key, this.aggregation.aggregator(record.key, record.value, this.aggregation.initializer()), ts)
     } else {
       const agg = this.aggregation.aggregator(record.key, record.value, cell.agg)
-      store.touched(cell, start, id)
+      store.touched(cell)
       cell.agg = agg
       if (ts > cell.ts) cell.ts = ts
     }
