@@ -24,6 +24,19 @@ export interface TaskCommit {
  * Where a runtime makes commits durable, and reads them back: the embedded runtime's state directory (one
  * lmdb transaction), or a Kafka transaction of outputs, changelog records and consumed offsets.
  */
+/** A task's last commit, read a bounded number of entries at a time (restoring does not hold the event loop). */
+export interface CheckpointRestore {
+  /** Reads up to `max` entries; returns how many it read. */
+  read(max: number): number
+  readonly done: boolean
+  /** Entries read so far. */
+  readonly count: number
+  /** Entries still to read. */
+  remaining(): number
+  /** The checkpoint read (call once `done`). */
+  checkpoint(): TaskCheckpoint
+}
+
 export interface CommitBackend {
   /**
    * Makes every task's commit durable in one atomic step, together with what `alsoWrite` writes (the
@@ -32,8 +45,11 @@ export interface CommitBackend {
    * durable, or rejects when it cannot be. The runtime starts no other commit before it settles.
    */
   commit(commits: readonly TaskCommit[], alsoWrite?: () => void): Promise<void>
-  /** A task's last committed checkpoint, with the entries of its `inMemoryStores`; undefined if it has none. */
-  restore(taskId: string, inMemoryStores: readonly string[]): TaskCheckpoint | undefined
+  /**
+   * A task's last committed checkpoint, with the entries of its `inMemoryStores`, read in steps;
+   * undefined if it has none.
+   */
+  restore(taskId: string, inMemoryStores: readonly string[]): CheckpointRestore | undefined
   /** Where a persistent store finds its committed entries, when the backend keeps them locally. */
   storeDisk(taskId: string, store: string): StoreDisk | undefined
   close(): void

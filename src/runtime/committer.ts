@@ -4,7 +4,7 @@ import type { StoreDisk } from '../state/persistent-store.js'
 import type { StoreBuilder } from '../state/stores.js'
 import type { ChangelogListener, ChangelogRecord, TaskChangelog } from './changelog.js'
 import { TaskChangelogCodec } from './changelog-records.js'
-import type { CommitBackend, TaskCommit } from './commit-backend.js'
+import type { CheckpointRestore, CommitBackend, TaskCommit } from './commit-backend.js'
 
 export interface CommitStats {
   readonly commits: number
@@ -49,13 +49,13 @@ export class Committer {
   }
 
   /**
-   * A task's last committed checkpoint, with the entries of the stores named `inMemoryStores` (stores
-   * on disk read their entries there when needed).
+   * A task's last committed checkpoint, read in steps, with the entries of the stores named
+   * `inMemoryStores` (stores on disk read their entries there when needed); undefined: it has none.
    */
-  restored(taskId: string, inMemoryStores: readonly string[]): TaskCheckpoint | undefined {
-    const checkpoint = this.backend?.restore(taskId, inMemoryStores)
-    if (checkpoint !== undefined) this.resumed = true
-    return checkpoint
+  restoring(taskId: string, inMemoryStores: readonly string[]): CheckpointRestore | undefined {
+    const restore = this.backend?.restore(taskId, inMemoryStores)
+    if (restore !== undefined) this.resumed = true
+    return restore
   }
 
   /** Where a persistent store of a task finds its committed entries (durable runtimes). */

@@ -195,8 +195,9 @@ export class EmbeddedRuntime {
           this.logger.info({ taskId, from, [from === 'changelog' ? 'records' : 'entries']: count, ms: Math.round(ms) }, `task ${taskId} restored from ${from === 'changelog' ? 'its changelog' : 'the state directory'}`),
       }
       this.taskManager = new TaskManager(taskDefinitions(this.topology, this.topics), factory, this.tasks)
-      // One process runs every task.
+      // One process runs every task, restored from the state directory before start returns.
       this.taskManager.assign(this.taskManager.allIds())
+      this.taskManager.restoreNow()
     } catch (err) {
       this.shutDownOnFailure(err)
       throw err
@@ -222,7 +223,11 @@ export class EmbeddedRuntime {
       this.currentState = 'PENDING_SHUTDOWN'
       this.loop.disarm()
       try {
-        if (options.drain ?? true) await this.loop.drain()
+        if (options.drain ?? true) {
+          // Tasks still restoring come back first, so that their records are processed too.
+          await this.taskManager?.finishRestoring()
+          await this.loop.drain()
+        }
         await this.loop.commitAndWait()
         this.subscriptions.deliver()
         for (const task of this.tasks) task.close()
@@ -290,9 +295,15 @@ export class EmbeddedRuntime {
     return this.loop.idle()
   }
 
-  /** @internal The tasks restoring from changelog records, and how far each has come. */
+  /** @internal The tasks restoring (from changelog records or the state directory), and how far each has come. */
   restoreProgress(): RestoreProgress[] {
     return this.taskManager?.restoreProgress() ?? []
+  }
+
+  /** @internal Resolves once no task is restoring (they restore after `start()` returns, between processing slices). */
+  async restored(): Promise<void> {
+    const manager = this.taskManager
+    if (manager !== undefined) await manager.restored(manager.restoringIds())
   }
 
   private runningTaskManager(call: string): TaskManager {

@@ -3,7 +3,7 @@ import type { StoreKey } from '../processor/api.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import type { CheckpointStore } from '../state/checkpoint-store.js'
 import type { StoreDisk } from '../state/persistent-store.js'
-import type { CommitBackend, TaskCommit } from './commit-backend.js'
+import type { CheckpointRestore, CommitBackend, TaskCommit } from './commit-backend.js'
 
 /**
  * The embedded runtime's commit backend: the state directory's checkpoint store, one lmdb transaction
@@ -25,17 +25,30 @@ export class StateDirectoryBackend implements CommitBackend {
     return this.store.save(checkpoints, keyed, stores, alsoWrite)
   }
 
-  restore(taskId: string, inMemoryStores: readonly string[]): TaskCheckpoint | undefined {
-    const state = this.store.load(taskId)
-    const keyed = this.store.loadKeyed(taskId)
-    const stores = this.store.loadStores(taskId, inMemoryStores)
-    if (state === undefined && keyed === undefined && stores === undefined) return undefined
+  restore(taskId: string, inMemoryStores: readonly string[]): CheckpointRestore | undefined {
+    const reader = this.store.readTask(taskId, inMemoryStores)
+    if (reader === undefined) return undefined
     return {
-      streamTime: state?.streamTime,
-      lastFires: state?.lastFires ?? {},
-      positions: state?.positions ?? {},
-      ...(keyed === undefined ? {} : { keyed }),
-      ...(stores === undefined ? {} : { stores }),
+      read: (max) => reader.readSome(max),
+      get done() {
+        return reader.done
+      },
+      get count() {
+        return reader.read
+      },
+      remaining: () => reader.remaining(),
+      checkpoint: (): TaskCheckpoint => {
+        const { state } = reader
+        const keyed = reader.keyed()
+        const stores = reader.stores()
+        return {
+          streamTime: state?.streamTime,
+          lastFires: state?.lastFires ?? {},
+          positions: state?.positions ?? {},
+          ...(keyed === undefined ? {} : { keyed }),
+          ...(stores === undefined ? {} : { stores }),
+        }
+      },
     }
   }
 

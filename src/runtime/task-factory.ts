@@ -29,14 +29,6 @@ export interface RestoreReport {
   readonly ms: number
 }
 
-/** Entries a checkpoint holds: keyed state keys, timers and store entries. */
-export function checkpointEntries(checkpoint: TaskCheckpoint): number {
-  let n = checkpoint.keyed?.timers.length ?? 0
-  for (const state of Object.values(checkpoint.keyed?.states ?? {})) n += state.entries.length
-  for (const entries of Object.values(checkpoint.stores ?? {})) n += entries.length
-  return n
-}
-
 /** A task the topology defines: one input partition of a sub-topology. */
 export interface TaskDefinition {
   readonly id: string
@@ -66,10 +58,9 @@ export function taskDefinitions(topology: Topology, topics: TopicRegistry): Task
   return out
 }
 
-/** A task's last commit in the state directory (a durable run), with its in-memory stores' entries. */
-export function loadCheckpoint(def: TaskDefinition, config: TaskFactoryConfig): TaskCheckpoint | undefined {
-  const inMemoryStores = def.subtopology.stores.filter((b) => b.persistent !== true).map((b) => b.name)
-  return config.committer.restored(def.id, inMemoryStores)
+/** The stores of a task a restore loads into memory (persistent ones read their entries on disk). */
+export function inMemoryStores(def: TaskDefinition): string[] {
+  return def.subtopology.stores.filter((b) => b.persistent !== true).map((b) => b.name)
 }
 
 /** Builds a task from a checkpoint (none: fresh). It is not initialized yet. */

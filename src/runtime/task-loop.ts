@@ -99,7 +99,12 @@ export class TaskLoop {
         this.inFlight = undefined
         if (!this.host.isRunning()) return
         // Read-committed subscribers may see what this commit made durable.
-        this.host.deliver()
+        try {
+          this.host.deliver()
+        } catch (err) {
+          this.host.fail(err)
+          return
+        }
         if (this.commitAgain) {
           this.commitAgain = false
           this.commit()

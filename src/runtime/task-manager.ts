@@ -5,22 +5,30 @@ import type { ChangelogRecord } from './changelog.js'
 import { ChangelogRestorer } from './changelog-records.js'
 import { isChangelogSource, recordsSource } from './changelog-source.js'
 import type { ChangelogSource } from './changelog-source.js'
-import { checkpointEntries, createTask, loadCheckpoint } from './task-factory.js'
+import { createTask, inMemoryStores } from './task-factory.js'
 import type { TaskDefinition, TaskFactoryConfig } from './task-factory.js'
+import { changelogRestore, checkpointRestore } from './task-restore.js'
+import type { TaskRestore } from './task-restore.js'
 
-/** How far a task's restore from its changelog has come. */
+/** Entries a restore reads per step while a stopping runtime finishes it. */
+const FINISH_BATCH = 10_000
+
+/** How far a task's restore has come. */
 export interface RestoreProgress {
   readonly taskId: string
+  readonly from: 'changelog' | 'stateDirectory'
+  /** Changelog records, or state directory entries (keyed state keys, timers, store entries), read. */
   readonly restored: number
-  /** Records still to read, when the source knows. */
+  /** Still to read, when known. */
   readonly remaining: number | undefined
 }
 
-/** A task being rebuilt from its changelog: records read so far, folded into its last state. */
+/** A task being restored: what it is read from, and how far. */
 interface Restoring {
   readonly def: TaskDefinition
-  readonly source: ChangelogSource
-  readonly restorer: ChangelogRestorer
+  readonly restore: TaskRestore
+  /** The records this manager kept for the task (given back if it is revoked before it is restored). */
+  readonly kept: ChangelogRecord[] | undefined
   readonly started: number
   /** Waiting for its source to have records (`whenReadable`). */
   waiting: boolean
@@ -28,11 +36,12 @@ interface Restoring {
 
 /**
  * The runtime's active tasks, as assignment changes them (Kafka Streams' TaskManager). A task assigned
- * is built from its last commit, restored before it processes anything, and initialized: from the state
- * directory at once, or, from changelog records, in steps the runtime takes between processing slices
- * (`restoreStep`), reporting progress, while the other tasks go on; a task revoked
- * is committed (by the runtime, with every other task) and closed. The embedded runtime assigns every
- * task at start. A task lost is closed without a commit (`lose`).
+ * is restored before it processes anything: from its changelog records or its last commit in the state
+ * directory, in bounded steps the runtime takes between processing slices (`restoreStep`), reporting
+ * progress, while the other tasks go on; then it is built and initialized. A task with nothing to
+ * restore starts at once. A task revoked is committed (by the runtime, with every other task) and
+ * closed. The embedded runtime assigns every task at start. A task lost is closed without a commit
+ * (`lose`).
  */
 export class TaskManager {
   /** Metrics of tasks no longer active, so counts do not go back when a task leaves. */
@@ -43,8 +52,15 @@ export class TaskManager {
    * the state directory instead).
    */
   private readonly kept = new Map<string, ChangelogRecord[]>()
-  /** Tasks restoring from changelog records, in assignment order. */
+  /** Tasks restoring, in assignment order. */
   private readonly restoring = new Map<string, Restoring>()
+  /** Assignment order of each task assigned (see `activate`). */
+  private readonly order = new Map<string, number>()
+  private assigned = 0
+  /** The `wake` of the last restore step: a source that becomes readable calls it. */
+  private wake: () => void = () => {}
+  /** Who waits for a waiting source to become readable (`finishRestoring`). */
+  private readonly readable: Array<() => void> = []
   /** Who waits for a restoring task to become active. */
   private readonly onActive = new Map<string, Array<() => void>>()
   private readonly byId: ReadonlyMap<string, TaskDefinition>
@@ -69,42 +85,46 @@ export class TaskManager {
 
   /**
    * Assigns the given tasks (those active or restoring are left as they are). A task with changelog
-   * records (`changelogs(id)`, or what this manager kept when it revoked it) restores from them in
-   * `restoreStep`s; the others are built from their last commit, restored and initialized now.
+   * records (`changelogs(id)`, or what this manager kept when it revoked it) restores from them, a task
+   * with a commit in the state directory from that, both in `restoreStep`s; the others start now.
    */
   assign(ids: readonly string[], changelogs?: (taskId: string) => ChangelogSource | Iterable<ChangelogRecord> | undefined): void {
-    const created: Array<{ task: StreamTask; entries: number | undefined; ms: number }> = []
+    const fresh: StreamTask[] = []
     for (const id of ids) {
       if (this.find(id) !== undefined || this.restoring.has(id)) continue
       const def = this.definition(id)
-      const records = changelogs?.(id) ?? this.kept.get(id)
+      this.order.set(id, this.assigned++)
+      const kept = this.kept.get(id)
+      const records = changelogs?.(id) ?? kept
       this.kept.delete(id)
+      let restore: TaskRestore | undefined
       if (records !== undefined) {
         const codec = this.config.committer.codecFor(def.subtopology.id, def.subtopology.stores)
-        this.restoring.set(id, { def, source: isChangelogSource(records) ? records : recordsSource(records), restorer: new ChangelogRestorer(codec), started: performance.now(), waiting: false })
+        restore = changelogRestore(isChangelogSource(records) ? records : recordsSource(records), new ChangelogRestorer(codec))
+      } else {
+        const fromDisk = this.config.committer.restoring(id, inMemoryStores(def))
+        if (fromDisk !== undefined) restore = checkpointRestore(fromDisk)
+      }
+      if (restore !== undefined) {
+        this.restoring.set(id, { def, restore, kept: records === kept ? kept : undefined, started: performance.now(), waiting: false })
         continue
       }
-      const started = performance.now()
-      const checkpoint = loadCheckpoint(def, this.config)
-      const task = createTask(def, this.config, checkpoint)
-      created.push({ task, entries: checkpoint === undefined ? undefined : checkpointEntries(checkpoint), ms: performance.now() - started })
-      this.active.push(task)
+      const task = createTask(def, this.config, undefined)
+      fresh.push(task)
+      this.activate(task)
     }
     // Initialized once all are built (timers go back in init, when their owners have registered).
-    for (const { task, entries, ms } of created) {
-      const started = performance.now()
-      task.init()
-      if (entries !== undefined) this.config.onRestored?.({ taskId: task.taskId.toString(), from: 'stateDirectory', count: entries, ms: ms + performance.now() - started })
-    }
+    for (const task of fresh) task.init()
   }
 
   /**
-   * Reads up to `maxRecords` changelog records into the restoring tasks, oldest assignment first; a task
-   * whose changelog is read is built from them, initialized and becomes active. A source with nothing to
-   * read yet is left until it says it has (`wake` is called then). Returns whether another step would
-   * read anything now.
+   * Reads up to `maxRecords` changelog records or state directory entries into the restoring tasks,
+   * oldest assignment first; a task read to its end is built, initialized and becomes active. A source
+   * with nothing to read yet is left until it says it has (`wake` is called then). Returns whether
+   * another step would read anything now.
    */
   restoreStep(maxRecords: number, wake: () => void): boolean {
+    this.wake = wake
     let budget = maxRecords
     let more = false
     for (const [id, r] of this.restoring) {
@@ -113,30 +133,50 @@ export class TaskManager {
         more = true
         break
       }
-      const batch = r.source.read(budget)
-      for (const record of batch) r.restorer.apply(record)
-      budget -= batch.length
-      const left = r.source.remaining()
-      if (left !== 0 && (left !== undefined || batch.length > 0)) {
-        if (batch.length > 0 || r.source.whenReadable === undefined) more = true
+      const read = r.restore.step(budget)
+      budget -= read
+      if (!r.restore.done) {
+        const whenReadable = r.restore.whenReadable
+        if (read > 0 || whenReadable === undefined) more = true
         else {
           r.waiting = true
-          void r.source.whenReadable().then(() => {
+          void whenReadable().then(() => {
             r.waiting = false
-            wake()
+            this.wake()
+            this.readable.forEach((resolve) => resolve())
+            this.readable.length = 0
           })
         }
         continue
       }
       this.restoring.delete(id)
-      const task = createTask(r.def, this.config, r.restorer.checkpoint())
-      this.active.push(task)
+      const task = createTask(r.def, this.config, r.restore.checkpoint())
+      this.activate(task)
       task.init()
-      this.config.onRestored?.({ taskId: id, from: 'changelog', count: r.restorer.applied, ms: performance.now() - r.started })
-      for (const resolve of this.onActive.get(id) ?? []) resolve()
-      this.onActive.delete(id)
+      this.config.onRestored?.({ taskId: id, from: r.restore.from, count: r.restore.count, ms: performance.now() - r.started })
+      this.activated(id)
     }
     return more
+  }
+
+  /**
+   * Restores now, to their end, the tasks whose sources have every record at hand (the state directory,
+   * records in memory); those waiting for records go on in later steps. The embedded runtime's start.
+   */
+  restoreNow(): void {
+    while (this.restoreStep(FINISH_BATCH, this.wake));
+  }
+
+  /** Restores every restoring task to its end (a runtime stopping with a drain). */
+  async finishRestoring(): Promise<void> {
+    while (this.restoring.size > 0) {
+      if (this.restoreStep(FINISH_BATCH, this.wake)) {
+        await new Promise((resolve) => setImmediate(resolve))
+      } else if (this.restoring.size > 0) {
+        // Every restoring task waits for its source.
+        await new Promise<void>((resolve) => this.readable.push(resolve))
+      }
+    }
   }
 
   /** Resolves when none of the given tasks is restoring any more. */
@@ -150,9 +190,14 @@ export class TaskManager {
     await Promise.all(ids.filter((id) => this.restoring.has(id)).map(active))
   }
 
-  /** The tasks restoring from changelog records, and how far each has come. */
+  /** The tasks restoring, and how far each has come. */
   restoreProgress(): RestoreProgress[] {
-    return [...this.restoring].map(([taskId, r]) => ({ taskId, restored: r.restorer.applied, remaining: r.source.remaining() }))
+    return [...this.restoring].map(([taskId, r]) => ({ taskId, from: r.restore.from, restored: r.restore.count, remaining: r.restore.remaining() }))
+  }
+
+  /** The tasks restoring. */
+  restoringIds(): string[] {
+    return [...this.restoring.keys()]
   }
 
   /**
@@ -160,6 +205,14 @@ export class TaskManager {
    * commit). Without a state directory their full checkpoints stay in memory for a later assignment.
    */
   revoke(ids: readonly string[], commit: () => void): void {
+    // A task still restoring has nothing to commit: it stops restoring (records kept for it are kept still).
+    for (const id of ids) {
+      const r = this.restoring.get(id)
+      if (r === undefined) continue
+      this.restoring.delete(id)
+      if (r.kept !== undefined) this.kept.set(id, r.kept)
+      this.activated(id)
+    }
     const tasks = ids.map((id) => this.find(id)).filter((t): t is StreamTask => t !== undefined)
     if (tasks.length === 0) return
     commit()
@@ -181,14 +234,30 @@ export class TaskManager {
       if (task !== undefined) this.remove(task)
       this.restoring.delete(id)
       // Whoever waited for it to become active waits no more: it will not.
-      for (const resolve of this.onActive.get(id) ?? []) resolve()
-      this.onActive.delete(id)
+      this.activated(id)
     }
   }
 
   /** The metrics of every task this manager ran, active or not. */
   metrics(): TaskMetrics[] {
     return [...this.retired, ...this.active.map((t) => t.metrics)]
+  }
+
+  /**
+   * Adds a task to the active ones in assignment order, however long its restore took: the order tasks
+   * process in decides how their outputs interleave in a shared topic.
+   */
+  private activate(task: StreamTask): void {
+    const at = this.order.get(task.taskId.toString()) as number
+    let i = this.active.length
+    while (i > 0 && (this.order.get((this.active[i - 1] as StreamTask).taskId.toString()) as number) > at) i--
+    this.active.splice(i, 0, task)
+  }
+
+  /** Tells whoever waits for the task that it is no longer restoring. */
+  private activated(id: string): void {
+    for (const resolve of this.onActive.get(id) ?? []) resolve()
+    this.onActive.delete(id)
   }
 
   private remove(task: StreamTask): void {

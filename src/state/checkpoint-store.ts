@@ -87,38 +87,20 @@ export class CheckpointStore {
     return out
   }
 
-  /** Keyed state and timers of a task, as its last commit left them. */
-  loadKeyed(taskId: string): KeyedSnapshot | undefined {
-    const states: Record<string, { kind: StateKind; entries: Array<[StoreKey, unknown]> }> = {}
-    const timers: TimerRecord[] = []
-    for (const { key, value } of this.keyed.getRange({ start: ['s', taskId] })) {
-      if (key[0] !== 's' || key[1] !== taskId) break
-      const [k, kind, entries] = value as [StoreKey, StateKind, unknown]
-      const name = key[2] as string
-      const table = (states[name] ??= { kind, entries: [] })
-      table.entries.push([k, entries])
-    }
-    for (const { key, value } of this.keyed.getRange({ start: ['t', taskId] })) {
-      if (key[0] !== 't' || key[1] !== taskId) break
-      const [k, seq] = value as [StoreKey, number]
-      timers.push({ kind: key[2] as 'user' | 'ttl', domain: key[3] as 'event' | 'processing', owner: key[4] as string, key: k, timestamp: key[6] as number, seq })
-    }
-    if (timers.length === 0 && Object.keys(states).length === 0) return undefined
-    timers.sort((a, b) => a.timestamp - b.timestamp || a.seq - b.seq)
-    return { timers, states }
-  }
-
-  /** Entries of a task's stores, as its last commit left them; only those of `names` (loaded into memory). */
-  loadStores(taskId: string, names: readonly string[]): Record<string, Array<[StoreKey, unknown]>> | undefined {
-    const stores: Record<string, Array<[StoreKey, unknown]>> = {}
-    let any = false
-    for (const name of names) {
-      for (const [key, value] of this.storeDisk(taskId, name).entries()) {
-        ;(stores[name] ??= []).push([key, value])
-        any = true
-      }
-    }
-    return any ? stores : undefined
+  /**
+   * Reads a task's last commit in steps (`TaskCheckpointReader`); undefined when the task has none. Its
+   * small commit record is read now; keyed state, timers and the entries of `inMemoryStores` in steps.
+   */
+  readTask(taskId: string, inMemoryStores: readonly string[]): TaskCheckpointReader | undefined {
+    const state = this.load(taskId)
+    const ranges = [['s', taskId], ['t', taskId], ...inMemoryStores.map((name) => ['kv', taskId, name])].map((prefix) => ({
+      start: prefix,
+      end: [...prefix.slice(0, -1), `${prefix.at(-1) as string}\u0000`],
+    }))
+    // A copy: lmdb's count marks the options object it is given as a count.
+    const total = ranges.reduce((n, range) => n + this.keyed.getKeysCount({ ...range }), 0)
+    if (state === undefined && total === 0) return undefined
+    return new TaskCheckpointReader(this.keyed, ranges, state, total)
   }
 
   /** A store's committed entries, read from disk on demand (persistent stores). */
@@ -133,7 +115,8 @@ export class CheckpointStore {
           yield [k, v]
         }
       },
-      count: () => db.getKeysCount(range),
+      // A copy: lmdb marks the options object it counts with as a count.
+      count: () => db.getKeysCount({ ...range }),
     }
   }
 
@@ -208,4 +191,87 @@ function writeError(err: unknown): PunctualError {
         ? `${message} (is the disk full?)`
         : message
   return new PunctualError('STATE_DIR', `cannot write checkpoints: ${why}`, { cause: err, fatal: true })
+}
+
+type Range = { readonly start: KeyPart[]; readonly end: KeyPart[] }
+
+/**
+ * A task's last commit, read a bounded number of entries at a time, so that a task restoring from the
+ * state directory does not hold the event loop: its keyed state, its timers, then the entries of its
+ * in-memory stores. Each range is read through one lmdb iterator, a snapshot of the commit it started
+ * in (later commits of other tasks do not touch this task's entries).
+ */
+export class TaskCheckpointReader {
+  private readonly states: Record<string, { kind: StateKind; entries: Array<[StoreKey, unknown]> }> = {}
+  private readonly timers: TimerRecord[] = []
+  private readonly storeEntries: Record<string, Array<[StoreKey, unknown]>> = {}
+  private range = 0
+  private iterator: Iterator<{ key: KeyPart[]; value: unknown }> | undefined
+  private count = 0
+
+  constructor(
+    private readonly db: Database<unknown, KeyPart[]>,
+    private readonly ranges: readonly Range[],
+    /** The task's commit record (stream time, last fire times, positions). */
+    readonly state: DurableTaskState | undefined,
+    /** Entries in the ranges when the reader was made. */
+    private readonly total: number,
+  ) {}
+
+  /** Entries read so far. */
+  get read(): number {
+    return this.count
+  }
+
+  remaining(): number {
+    return Math.max(0, this.total - this.count)
+  }
+
+  get done(): boolean {
+    return this.range >= this.ranges.length
+  }
+
+  /** Reads up to `max` entries; returns how many it read. */
+  readSome(max: number): number {
+    let n = 0
+    while (n < max && this.range < this.ranges.length) {
+      this.iterator ??= this.db.getRange(this.ranges[this.range] as Range)[Symbol.iterator]()
+      const next = this.iterator.next()
+      if (next.done === true) {
+        this.iterator = undefined
+        this.range++
+        continue
+      }
+      this.apply(next.value.key, next.value.value)
+      n++
+    }
+    this.count += n
+    return n
+  }
+
+  /** Keyed state and timers as read (timers in firing order); undefined when there are none. */
+  keyed(): KeyedSnapshot | undefined {
+    if (this.timers.length === 0 && Object.keys(this.states).length === 0) return undefined
+    this.timers.sort((a, b) => a.timestamp - b.timestamp || a.seq - b.seq)
+    return { timers: this.timers, states: this.states }
+  }
+
+  /** The in-memory stores' entries as read; undefined when there are none. */
+  stores(): Record<string, Array<[StoreKey, unknown]>> | undefined {
+    return Object.keys(this.storeEntries).length === 0 ? undefined : this.storeEntries
+  }
+
+  private apply(key: KeyPart[], value: unknown): void {
+    if (key[0] === 's') {
+      const [k, kind, entries] = value as [StoreKey, StateKind, unknown]
+      const table = (this.states[key[2] as string] ??= { kind, entries: [] })
+      table.entries.push([k, entries])
+    } else if (key[0] === 't') {
+      const [k, seq] = value as [StoreKey, number]
+      this.timers.push({ kind: key[2] as 'user' | 'ttl', domain: key[3] as 'event' | 'processing', owner: key[4] as string, key: k, timestamp: key[6] as number, seq })
+    } else {
+      const [k, v] = value as [StoreKey, unknown]
+      ;(this.storeEntries[key[2] as string] ??= []).push([k, v])
+    }
+  }
 }

@@ -115,47 +115,52 @@ describe('tasks revoked and assigned again while the runtime runs', () => {
     await rt.stop()
   })
 
-  it('a task restores from its changelog records in steps, reporting progress, while the other tasks go on', async () => {
-    const clock = new ManualClock(0)
-    const counted: Array<[string, number]> = []
-    const rt = new EmbeddedRuntime(countingTopology('in', (key, n) => void counted.push([key, n])), { applicationId: 'restore-steps', topics: { in: { partitions: 2 } }, clock, scheduler: clock, logger: silentLogger })
-    rt.start()
-    const keysOf = (p: number, n: number): string[] => Array.from({ length: 4 * n }, (_, i) => `key-${i}`).filter((k) => partitionForStringKey(k, 2) === p).slice(0, n)
-    const mine = keysOf(1, 4000)
-    const other = keysOf(0, 3)
-    const p = rt.producer<string, string>('in')
-    for (const k of mine) p.send(k, 'v', 1)
-    await rt.idle()
-    await rt.revokeTasks(['0_1'])
-    counted.length = 0
+  for (const from of ['changelog', 'stateDirectory'] as const) {
+    it(`a task restores from ${from === 'changelog' ? 'its changelog records' : 'the state directory'} in steps, reporting progress, while the other tasks go on`, async () => {
+      const clock = new ManualClock(0)
+      const counted: Array<[string, number]> = []
+      const stateDir = from === 'stateDirectory' ? { stateDir: join(mkdtempSync(join(tmpdir(), 'punctual-restore-steps-')), 'state') } : {}
+      const rt = new EmbeddedRuntime(countingTopology('in', (key, n) => void counted.push([key, n])), { applicationId: 'restore-steps', ...stateDir, topics: { in: { partitions: 2 } }, clock, scheduler: clock, logger: silentLogger })
+      rt.start()
+      const keysOf = (p: number, n: number): string[] => Array.from({ length: 4 * n }, (_, i) => `key-${i}`).filter((k) => partitionForStringKey(k, 2) === p).slice(0, n)
+      const mine = keysOf(1, 4000)
+      const other = keysOf(0, 3)
+      const p = rt.producer<string, string>('in')
+      for (const k of mine) p.send(k, 'v', 1)
+      await rt.idle()
+      await rt.revokeTasks(['0_1'])
+      counted.length = 0
 
-    const assigned = rt.assignTasks(['0_1'])
-    for (let i = 0; i < 10 && rt.restoreProgress().length === 0; i++) await Promise.resolve()
-    const progress: Array<{ restored: number; remaining: number | undefined }> = []
-    const countedWhileRestoring: string[] = []
-    for (let turn = 0; rt.restoreProgress().length > 0; turn++) {
-      progress.push(...rt.restoreProgress().map(({ restored, remaining }) => ({ restored, remaining })))
-      if (turn < other.length) p.send(other[turn]!, 'v', 2)
-      await new Promise((r) => setImmediate(r))
-      // Counted in a turn after which 0_1 still restores.
-      if (rt.restoreProgress().length > 0) countedWhileRestoring.push(...counted.splice(0).map(([k]) => k))
-    }
-    await assigned
-    assert.deepEqual(rt.taskIds(), ['0_0', '0_1'])
-    assert.ok(progress.length >= 4, `restored in ${progress.length} steps`)
-    const total = progress[0]!.restored + progress[0]!.remaining!
-    assert.ok(total > mine.length, `${total} records: one per key, and the task's clocks and positions`)
-    for (let i = 1; i < progress.length; i++) {
-      assert.ok(progress[i]!.restored > progress[i - 1]!.restored, 'each step reads more')
-      assert.equal(progress[i]!.restored + progress[i]!.remaining!, total)
-    }
-    assert.deepEqual(countedWhileRestoring, other, 'task 0_0 processed its records while 0_1 restored')
-    // The restored counts go on from where they were.
-    p.send(mine[7]!, 'v', 3)
-    await rt.idle()
-    assert.deepEqual(counted, [[mine[7], 2]])
-    await rt.stop()
-  })
+      const assigned = rt.assignTasks(['0_1'])
+      for (let i = 0; i < 10 && rt.restoreProgress().length === 0; i++) await Promise.resolve()
+      const progress: Array<{ from: string; restored: number; remaining: number | undefined }> = []
+      const countedWhileRestoring: string[] = []
+      for (let turn = 0; rt.restoreProgress().length > 0; turn++) {
+        progress.push(...rt.restoreProgress().map(({ from, restored, remaining }) => ({ from, restored, remaining })))
+        if (turn < other.length) p.send(other[turn]!, 'v', 2)
+        await new Promise((r) => setImmediate(r))
+        // Counted in a turn after which 0_1 still restores.
+        if (rt.restoreProgress().length > 0) countedWhileRestoring.push(...counted.splice(0).map(([k]) => k))
+      }
+      await assigned
+      assert.deepEqual(rt.taskIds(), ['0_0', '0_1'])
+      assert.ok(progress.length >= 4, `restored in ${progress.length} steps`)
+      const total = progress[0]!.restored + progress[0]!.remaining!
+      if (from === 'changelog') assert.ok(total > mine.length, `${total} records: one per key, and the task's clocks and positions`)
+      else assert.equal(total, mine.length, 'one entry per key (the clocks and positions are one record, read at once)')
+      for (let i = 0; i < progress.length; i++) assert.equal(progress[i]!.from, from)
+      for (let i = 1; i < progress.length; i++) {
+        assert.ok(progress[i]!.restored > progress[i - 1]!.restored, 'each step reads more')
+        assert.equal(progress[i]!.restored + progress[i]!.remaining!, total)
+      }
+      assert.deepEqual(countedWhileRestoring, other, 'task 0_0 processed its records while 0_1 restored')
+      // The restored counts go on from where they were.
+      p.send(mine[7]!, 'v', 3)
+      await rt.idle()
+      assert.deepEqual(counted, [[mine[7], 2]])
+      await rt.stop()
+    })
+  }
 
   it('a lost task (closed without a commit) resumes from its last commit: exact state, its output since then again', async () => {
     const run = async (lose: boolean): Promise<Array<[string, number]>> => {
@@ -248,7 +253,7 @@ describe('tasks revoked and assigned again while the runtime runs', () => {
     const assigned = rt.assignTasks(['0_0'], () => source)
     await turns()
     assert.ok(reads <= 2, `${reads} reads with nothing to read`)
-    assert.deepEqual(rt.restoreProgress(), [{ taskId: '0_0', restored: 0, remaining: captured.length }])
+    assert.deepEqual(rt.restoreProgress(), [{ taskId: '0_0', from: 'changelog', restored: 0, remaining: captured.length }])
     arrive(Math.ceil(captured.length / 2))
     await turns()
     assert.ok(reads <= 4, `${reads} reads for one arrival`)
