@@ -48,9 +48,12 @@ export class TimerService {
   /** Recorded only in durable mode (an allocation per change otherwise not made). */
   private changes: TimerChange[] | undefined
 
+  /** The processing-time head last handed to the alarm (`nextProcessingDueToArm`); Infinity: none. */
+  private armedHead = Infinity
+
   constructor(
     private readonly targets: TimerTargets,
-    /** Told when a processing-time timer may have become the earliest (to re-arm the real timer). */
+    /** Told when a processing-time timer is earlier than the head the alarm was armed for (re-arm it). */
     private readonly onProcessingTimerAdded: () => void,
   ) {}
 
@@ -103,8 +106,21 @@ export class TimerService {
    */
   private register(kind: 'user' | 'ttl', domain: TimeDomain, owner: number, key: StoreKey, timestamp: number): void {
     ;(kind === 'user' ? this.user : this.ttl)[domain].enqueue(owner, key, timestamp, this.seq++)
-    // Re-arming reads nextDue, which counts held registrations: a duplicate re-arms for nothing.
-    if (domain === 'processing') this.onProcessingTimerAdded()
+    // Only a timer earlier than the head the alarm was armed for can move the alarm (as Flink re-arms
+    // only when the head gets earlier): the alarm fires for that head at the latest, and re-arms then.
+    if (domain === 'processing' && timestamp < this.armedHead) {
+      this.armedHead = timestamp
+      this.onProcessingTimerAdded()
+    }
+  }
+
+  /**
+   * The earliest processing-time due time, for arming the wall-clock alarm: registrations after this
+   * call tell `onProcessingTimerAdded` only when they are earlier.
+   */
+  nextProcessingDueToArm(): number {
+    this.armedHead = this.nextDue('processing')
+    return this.armedHead
   }
 
   private flush(): void {

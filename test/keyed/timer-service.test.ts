@@ -89,3 +89,28 @@ describe('KeyedTaskState', () => {
     assert.throws(() => state.stateTable(node, StateDescriptors.value('one-too-many'), ttlNow), /keyed processor "p" state "one-too-many": a task holds at most 65536 keyed states/)
   })
 })
+
+describe('TimerService: re-arming the alarm for processing-time timers', () => {
+  it('tells of a processing-time registration only when it is earlier than the head the alarm was armed for', () => {
+    let told = 0
+    const ts = new TimerService({ onUserTimer: () => {}, onTtlTimer: () => {} }, () => void told++)
+    ts.registerUser('processing', 0, 'a', 1000)
+    assert.equal(told, 1, 'the first one: nothing was armed')
+    assert.equal(ts.nextProcessingDueToArm(), 1000)
+    for (let i = 0; i < 100; i++) ts.registerUser('processing', 0, `later-${i}`, 1000 + i)
+    ts.registerTtl('processing', 1, 'ttl', 5000)
+    ts.registerUser('event', 0, 'e', 1)
+    assert.equal(told, 1, 'later ones, and event-time ones, cannot move the alarm')
+    ts.registerUser('processing', 0, 'earlier', 500)
+    assert.equal(told, 2)
+    ts.registerTtl('processing', 1, 'earlier-still', 400)
+    assert.equal(told, 3, 'each new earliest tells, until the alarm is armed again')
+    assert.equal(ts.nextProcessingDueToArm(), 400)
+    ts.registerUser('processing', 0, 'same', 400)
+    assert.equal(told, 3)
+    ts.advance('processing', 1000)
+    assert.equal(ts.nextProcessingDueToArm(), 1001, 'armed again after firing: the head moved on')
+    ts.registerUser('processing', 0, 'between', 1000)
+    assert.equal(told, 4)
+  })
+})

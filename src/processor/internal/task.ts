@@ -147,7 +147,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
 
   /** Earliest wall-clock time this task needs to be woken for (timer, punctuation, end of an idle wait). */
   nextWallClockDue(): number {
-    return Math.min(this.schedules.nextWallDue(), this.keyed?.timerService.nextDue('processing') ?? Infinity, this.chooser.nextIdleDeadline())
+    return Math.min(this.schedules.nextWallDue(), this.keyed?.timerService.nextProcessingDueToArm() ?? Infinity, this.chooser.nextIdleDeadline())
   }
 
   /** Whether a record could be processed now. */
