@@ -162,6 +162,37 @@ describe('tasks revoked and assigned again while the runtime runs', () => {
     })
   }
 
+  it('a task revoked while it restores stops restoring, and keeps its state for the next assignment', async () => {
+    const clock = new ManualClock(0)
+    const counted: Array<[string, number]> = []
+    const rt = new EmbeddedRuntime(countingTopology('in', (key, n) => void counted.push([key, n])), { applicationId: 'restore-revoked', topics: { in: { partitions: 2 } }, clock, scheduler: clock, logger: silentLogger })
+    rt.start()
+    const mine = Array.from({ length: 16_000 }, (_, i) => `key-${i}`)
+      .filter((k) => partitionForStringKey(k, 2) === 1)
+      .slice(0, 4000)
+    const p = rt.producer<string, string>('in')
+    for (const k of mine) p.send(k, 'v', 1)
+    await rt.idle()
+    await rt.revokeTasks(['0_1'])
+
+    const assigned = rt.assignTasks(['0_1'])
+    while (!rt.restoreProgress().some((r) => r.restored > 0)) await new Promise((r) => setImmediate(r))
+    const [progress] = rt.restoreProgress()
+    assert.ok(progress!.remaining! > 0, 'revoked halfway through its restore')
+    await rt.revokeTasks(['0_1'])
+    await assigned // whoever waited for it to become active waits no more
+    assert.deepEqual(rt.taskIds(), ['0_0'])
+    assert.deepEqual(rt.restoreProgress(), [])
+
+    await rt.assignTasks(['0_1'])
+    assert.deepEqual(rt.taskIds(), ['0_0', '0_1'])
+    counted.length = 0
+    p.send(mine[7]!, 'v', 2)
+    await rt.idle()
+    assert.deepEqual(counted, [[mine[7], 2]], 'the count goes on from the state it had before both moves')
+    await rt.stop()
+  })
+
   it('a lost task (closed without a commit) resumes from its last commit: exact state, its output since then again', async () => {
     const run = async (lose: boolean): Promise<Array<[string, number]>> => {
       const clock = new ManualClock(0)
