@@ -168,7 +168,7 @@ export class TimerService {
     return this.ttl[domain].size
   }
 
-  /** Every pending timer, in the time-ordered layout of `timerSortKey`. */
+  /** Every pending timer, in firing order (`compareTimers`). */
   snapshot(userOwners: readonly string[], ttlOwners: readonly string[]): TimerRecord[] {
     const out: TimerRecord[] = []
     const add = (kind: 'user' | 'ttl', domain: TimeDomain, entries: readonly TimerEntry[], names: readonly string[]): void => {
@@ -178,7 +178,7 @@ export class TimerService {
       add('user', domain, this.user[domain].entries(), userOwners)
       add('ttl', domain, this.ttl[domain].entries(), ttlOwners)
     }
-    return out.sort((a, b) => Buffer.compare(timerSortKey(a), timerSortKey(b)))
+    return out.sort(compareTimers)
   }
 
   /** Restores a snapshot; owners are matched by name, and registration order is kept. */
@@ -201,20 +201,11 @@ export class TimerService {
 }
 
 /**
- * Byte key whose order is firing order within a domain: domain, kind (user before TTL), timestamp and
- * registration order as big-endian unsigned 64-bit numbers, then owner and key. The layout an ordered
- * on-disk store (lmdb) keeps timers in.
+ * Firing order within a domain, domains apart: event time first, then user timers before TTL timers,
+ * then timestamp, then registration order (sequence numbers are unique, so nothing else is needed).
  */
-export function timerSortKey(r: TimerRecord): Buffer {
-  const owner = Buffer.from(r.owner, 'utf8')
-  const key = Buffer.from(`${typeof r.key}:${String(r.key)}`, 'utf8')
-  const buf = Buffer.allocUnsafe(18 + 2 + owner.length + key.length)
-  buf.writeUInt8(r.domain === 'event' ? 0 : 1, 0)
-  buf.writeUInt8(r.kind === 'user' ? 0 : 1, 1)
-  buf.writeBigUInt64BE(BigInt(r.timestamp), 2)
-  buf.writeBigUInt64BE(BigInt(r.seq), 10)
-  buf.writeUInt16BE(owner.length, 18)
-  owner.copy(buf, 20)
-  key.copy(buf, 20 + owner.length)
-  return buf
+export function compareTimers(a: TimerRecord, b: TimerRecord): number {
+  if (a.domain !== b.domain) return a.domain === 'event' ? -1 : 1
+  if (a.kind !== b.kind) return a.kind === 'user' ? -1 : 1
+  return a.timestamp - b.timestamp || a.seq - b.seq
 }

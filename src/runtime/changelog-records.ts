@@ -99,7 +99,9 @@ export class ChangelogRestorer {
   apply(record: ChangelogRecord): void {
     let store = this.latest.get(record.store)
     if (store === undefined) this.latest.set(record.store, (store = new Map()))
-    const id = Buffer.from(record.key.buffer, record.key.byteOffset, record.key.byteLength).toString('latin1')
+    const key = record.key
+    // Records' keys are Buffers (ours, and a Kafka client's): no view to make for most.
+    const id = (key instanceof Buffer ? key : Buffer.from(key.buffer, key.byteOffset, key.byteLength)).toString('latin1')
     if (record.value === null) store.delete(id)
     else store.set(id, record)
     this.count++

@@ -2,8 +2,6 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from '../helpers/fc.js'
 import { TimerQueue } from '../../src/keyed/timer-queue.js'
-import { timerSortKey } from '../../src/keyed/timer-service.js'
-import type { TimerRecord } from '../../src/keyed/timer-service.js'
 
 describe('TimerQueue (set-semantic priority queue)', () => {
   it('registering the same (owner, key, timestamp) twice keeps one timer', () => {
@@ -211,24 +209,5 @@ describe('TimerQueue (set-semantic priority queue)', () => {
       assert.ok(t0 < t1 || (t0 === t1 && s0 < s1), `out of order at ${i}: ${t0}/${s0} then ${t1}/${s1}`)
     }
     assert.equal(q.size, 0)
-  })
-})
-
-describe('timerSortKey: the time-ordered layout for an ordered store', () => {
-  it('byte order is firing order: domain, user before TTL, timestamp, registration order', () => {
-    const rec = fc.record({
-      kind: fc.constantFrom<'user' | 'ttl'>('user', 'ttl'),
-      domain: fc.constantFrom<'event' | 'processing'>('event', 'processing'),
-      timestamp: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
-      seq: fc.nat(),
-      owner: fc.constant('p'),
-      key: fc.string(),
-    })
-    fc.assert(
-      fc.property(rec, rec, (a: TimerRecord, b: TimerRecord) => {
-        const byFields = a.domain !== b.domain ? (a.domain === 'event' ? -1 : 1) : a.kind !== b.kind ? (a.kind === 'user' ? -1 : 1) : a.timestamp !== b.timestamp ? Math.sign(a.timestamp - b.timestamp) : Math.sign(a.seq - b.seq)
-        if (byFields !== 0) assert.equal(Math.sign(Buffer.compare(timerSortKey(a), timerSortKey(b))), byFields)
-      }),
-    )
   })
 })

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import fc from '../helpers/fc.js'
 import { TimerService } from '../../src/keyed/timer-service.js'
 import { KeyedTaskState } from '../../src/keyed/keyed-task-state.js'
 import type { KeyedNodeHandle } from '../../src/keyed/keyed-task-state.js'
@@ -112,5 +113,41 @@ describe('TimerService: re-arming the alarm for processing-time timers', () => {
     assert.equal(ts.nextProcessingDueToArm(), 1001, 'armed again after firing: the head moved on')
     ts.registerUser('processing', 0, 'between', 1000)
     assert.equal(told, 4)
+  })
+})
+
+describe('TimerService snapshot', () => {
+  it('lists every pending timer in the order the service fires them, per domain (property)', () => {
+    const registration = fc.record({
+      kind: fc.constantFrom<'user' | 'ttl'>('user', 'ttl'),
+      domain: fc.constantFrom<'event' | 'processing'>('event', 'processing'),
+      key: fc.constantFrom('a', 'b', 'c', 'd', 'e'),
+      timestamp: fc.integer({ min: 1_767_225_600_000, max: 1_767_225_600_020 }),
+    })
+    fc.assert(
+      fc.property(fc.array(registration, { maxLength: 60 }), (registrations) => {
+        const fired: string[] = []
+        const ts = new TimerService(
+          {
+            onUserTimer: (_owner, key, timestamp) => void fired.push(`user ${String(key)}@${timestamp}`),
+            onTtlTimer: (_owner, key, timestamp) => void fired.push(`ttl ${String(key)}@${timestamp}`),
+          },
+          () => {},
+        )
+        for (const r of registrations) {
+          if (r.kind === 'user') ts.registerUser(r.domain, 0, r.key, r.timestamp)
+          else ts.registerTtl(r.domain, 0, r.key, r.timestamp)
+        }
+        const snapshot = ts.snapshot(['p'], ['p/s'])
+        for (const domain of ['event', 'processing'] as const) {
+          fired.length = 0
+          ts.advance(domain, Number.MAX_SAFE_INTEGER)
+          assert.deepEqual(
+            snapshot.filter((r) => r.domain === domain).map((r) => `${r.kind} ${String(r.key)}@${r.timestamp}`),
+            fired,
+          )
+        }
+      }),
+    )
   })
 })
