@@ -82,11 +82,23 @@ export class TaskChangelogCodec {
 }
 
 /**
- * Rebuilds a task from its changelog records, fed in order, as they arrive: it keeps the last value of
- * each (store, key), so memory holds the task's state, not its history; `checkpoint()` then decodes it.
+ * Rebuilds a task from its changelog records, fed in order, as they arrive: each record is decoded and
+ * folded into the task's state at once (the last value of each key wins, a tombstone deletes it), so
+ * memory holds the task's state, not its records or history; `checkpoint()` hands it over.
  */
 export class ChangelogRestorer {
-  private readonly latest = new Map<string, Map<string, ChangelogRecord>>()
+  private streamTime: number | undefined
+  private readonly lastFires = new Map<string, number>()
+  private readonly positions = new Map<string, number>()
+  /** Pending timers by their record key's bytes. */
+  private readonly timers = new Map<string, TimerRecord>()
+  /** Per keyed state (`<processor>/<state>`): its kind and entries by key. */
+  private readonly states = new Map<string, { kind: StateKind; entries: Map<StoreKey, unknown> }>()
+  /** Per state store: entries by their key's bytes (the store's serde decides what keys are equal). */
+  private readonly stores = new Map<string, Map<string, [StoreKey, unknown]>>()
+  /** The keyed state of the last record's store: records of one store mostly come together. */
+  private lastStateStore = ''
+  private lastState: { kind: StateKind; entries: Map<StoreKey, unknown> } | undefined
   private count = 0
 
   constructor(private readonly codec: TaskChangelogCodec) {}
@@ -97,14 +109,26 @@ export class ChangelogRestorer {
   }
 
   apply(record: ChangelogRecord): void {
-    let store = this.latest.get(record.store)
-    if (store === undefined) this.latest.set(record.store, (store = new Map()))
-    const key = record.key
-    // Records' keys are Buffers (ours, and a Kafka client's): no view to make for most.
-    const id = (key instanceof Buffer ? key : Buffer.from(key.buffer, key.byteOffset, key.byteLength)).toString('latin1')
-    if (record.value === null) store.delete(id)
-    else store.set(id, record)
     this.count++
+    const { store, value } = record
+    if (store === TIMER_STORE) {
+      const id = bytesId(record.key)
+      if (value === null) this.timers.delete(id)
+      else this.timers.set(id, decodeTimer(record))
+    } else if (store.startsWith(KEYED_STATE_STORE_PREFIX)) {
+      this.applyKeyed(store, decodeStoreKey(record.key), value)
+    } else if (store === TASK_STORE) {
+      this.applyTask(decodeStoreKey(record.key) as string, value === null ? undefined : (unpackValue(value) as number))
+    } else {
+      let entries = this.stores.get(store)
+      if (entries === undefined) this.stores.set(store, (entries = new Map()))
+      const id = bytesId(record.key)
+      if (value === null) entries.delete(id)
+      else {
+        const codec = this.codec.codec(store)
+        entries.set(id, [codec.decodeKey(record.key), codec.decodeValue(value)])
+      }
+    }
   }
 
   applyAll(records: Iterable<ChangelogRecord>): this {
@@ -114,46 +138,48 @@ export class ChangelogRestorer {
 
   /** The task's checkpoint as the records applied so far leave it; undefined when they leave nothing. */
   checkpoint(): TaskCheckpoint | undefined {
-    let streamTime: number | undefined
-    const lastFires: Record<string, number> = {}
-    const positions: Record<string, number> = {}
-    const timers: TimerRecord[] = []
     const states: Record<string, { kind: StateKind; entries: Array<[StoreKey, unknown]> }> = {}
+    for (const [name, { kind, entries }] of this.states) if (entries.size > 0) states[name] = { kind, entries: [...entries] }
     const stores: Record<string, Array<[StoreKey, unknown]>> = {}
-    let any = false
-    for (const [name, records] of this.latest) {
-      if (records.size === 0) continue
-      any = true
-      if (name === TASK_STORE) {
-        for (const r of records.values()) {
-          const key = decodeStoreKey(r.key) as string
-          const value = unpackValue(r.value as Uint8Array) as number
-          if (key === STREAM_TIME) streamTime = value
-          else if (key.startsWith(LAST_FIRE)) lastFires[key.slice(LAST_FIRE.length)] = value
-          else if (key.startsWith(POSITION)) positions[key.slice(POSITION.length)] = value
-          else throw corrupt(name, `unknown key ${JSON.stringify(key)}`)
-        }
-      } else if (name === TIMER_STORE) {
-        for (const r of records.values()) timers.push(decodeTimer(r))
-      } else if (name.startsWith(KEYED_STATE_STORE_PREFIX)) {
-        const state = name.slice(KEYED_STATE_STORE_PREFIX.length)
-        for (const r of records.values()) {
-          const [kind, entries] = unpackValue(r.value as Uint8Array) as [StateKind, unknown]
-          const table = (states[state] ??= { kind, entries: [] })
-          table.entries.push([decodeStoreKey(r.key), entries])
-        }
-      } else {
-        const codec = this.codec.codec(name)
-        const entries: Array<[StoreKey, unknown]> = (stores[name] = [])
-        for (const r of records.values()) entries.push([codec.decodeKey(r.key), codec.decodeValue(r.value as Uint8Array)])
-      }
-    }
-    if (!any) return undefined
+    for (const [name, entries] of this.stores) if (entries.size > 0) stores[name] = [...entries.values()]
     // Equal timestamps fire in registration order, which the sequence numbers keep.
-    timers.sort((a, b) => a.timestamp - b.timestamp || a.seq - b.seq)
+    const timers = [...this.timers.values()].sort((a, b) => a.timestamp - b.timestamp || a.seq - b.seq)
     const keyed: KeyedSnapshot | undefined = timers.length === 0 && Object.keys(states).length === 0 ? undefined : { timers, states }
-    return { streamTime, lastFires, positions, ...(keyed === undefined ? {} : { keyed }), stores }
+    const any = this.streamTime !== undefined || this.lastFires.size > 0 || this.positions.size > 0 || keyed !== undefined || Object.keys(stores).length > 0
+    if (!any) return undefined
+    return { streamTime: this.streamTime, lastFires: Object.fromEntries(this.lastFires), positions: Object.fromEntries(this.positions), ...(keyed === undefined ? {} : { keyed }), stores }
   }
+
+  private applyKeyed(store: string, key: StoreKey, value: Uint8Array | null): void {
+    let state = store === this.lastStateStore ? this.lastState : this.states.get(store.slice(KEYED_STATE_STORE_PREFIX.length))
+    if (value === null) {
+      state?.entries.delete(key)
+    } else {
+      const [kind, entries] = unpackValue(value) as [StateKind, unknown]
+      if (state === undefined) this.states.set(store.slice(KEYED_STATE_STORE_PREFIX.length), (state = { kind, entries: new Map() }))
+      state.entries.set(key, entries)
+    }
+    this.lastStateStore = state === undefined ? '' : store
+    this.lastState = state
+  }
+
+  private applyTask(key: string, value: number | undefined): void {
+    if (key === STREAM_TIME) this.streamTime = value
+    else if (key.startsWith(LAST_FIRE)) setOrDelete(this.lastFires, key.slice(LAST_FIRE.length), value)
+    else if (key.startsWith(POSITION)) setOrDelete(this.positions, key.slice(POSITION.length), value)
+    else throw corrupt(TASK_STORE, `unknown key ${JSON.stringify(key)}`)
+  }
+}
+
+function setOrDelete(map: Map<string, number>, key: string, value: number | undefined): void {
+  if (value === undefined) map.delete(key)
+  else map.set(key, value)
+}
+
+/** A record key's bytes as a string (one character per byte), to compare keys by their bytes. */
+function bytesId(key: Uint8Array): string {
+  // Records' keys are Buffers (ours, and a Kafka client's): no view to make for most.
+  return (key instanceof Buffer ? key : Buffer.from(key.buffer, key.byteOffset, key.byteLength)).toString('latin1')
 }
 
 function meta(key: string, value: number | undefined): ChangelogRecord {
