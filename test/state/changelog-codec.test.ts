@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import { Serdes, Stores, Topology } from '../../src/index.js'
 import { decodeStoreKey, encodeStoreKey, packValue, unpackValue } from '../../src/state/changelog-codec.js'
-import { ChangelogRestorer, TaskChangelogCodec, TASK_STORE, TIMER_STORE } from '../../src/runtime/changelog-records.js'
+import { ChangelogRestorer, decodeTimer, TaskChangelogCodec, TASK_STORE, TIMER_STORE } from '../../src/runtime/changelog-records.js'
 import type { TaskCheckpoint } from '../../src/processor/internal/task-config.js'
 
 describe('changelog records', () => {
@@ -69,6 +69,30 @@ describe('changelog records', () => {
       keyed: { timers: [checkpoint.keyed!.timers[1]], states: {} },
       stores: { kv: [['b', 2]] },
     })
+  })
+
+  it('a timer record round-trips any owner, key, timestamp and sequence, and malformed bytes are refused', () => {
+    fc.assert(
+      fc.property(
+        fc.record({
+          kind: fc.constantFrom<'user' | 'ttl'>('user', 'ttl'),
+          domain: fc.constantFrom<'event' | 'processing'>('event', 'processing'),
+          owner: fc.string({ unit: 'grapheme', maxLength: 12 }),
+          key: fc.oneof(fc.string({ unit: 'grapheme' }), fc.double({ noNaN: true }), fc.bigInt(), fc.boolean()),
+          timestamp: fc.integer({ min: -1, max: Number.MAX_SAFE_INTEGER }),
+          seq: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+        }),
+        (timer) => {
+          const [record] = new TaskChangelogCodec([]).commitRecords(undefined, { streamTime: undefined, lastFires: {}, positions: {} }, { states: [], timers: [{ added: true, record: timer }] }, new Map())
+          assert.deepEqual(decodeTimer(record!), { ...timer })
+        },
+      ),
+    )
+    const good = new TaskChangelogCodec([]).checkpointRecords({ streamTime: undefined, lastFires: {}, positions: {}, keyed: { timers: [{ kind: 'user', domain: 'event', owner: 'p', key: 'k', timestamp: 5, seq: 1 }], states: {} } })
+    const timer = good.find((r) => r.store === TIMER_STORE)!
+    for (const bad of [{ ...timer, key: Buffer.from([9]) }, { ...timer, key: (timer.key as Buffer).subarray(0, 12) }, { ...timer, value: Buffer.from([1]) }]) {
+      assert.throws(() => new ChangelogRestorer(new TaskChangelogCodec([])).apply(bad), /changelog of punctual\.timers: a timer record is malformed/)
+    }
   })
 
   it('refuses a store name that starts with punctual. (the changelog reserves it)', () => {
