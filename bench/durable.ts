@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { EmbeddedRuntime, PunctuationType, silentLogger, StateDescriptors, Topology } from '../src/index.js'
-import type { KeyedProcessorContext, ValueState } from '../src/index.js'
+import type { KeyedProcessorContext, Logger, ValueState } from '../src/index.js'
 import { percentiles, preciseClock } from './stats.js'
 
 export interface RestoreResult {
@@ -15,6 +15,17 @@ export interface RestoreResult {
   readonly commitBlockingMeanMs: number
   readonly commitBlockingMaxMs: number
   readonly commits: number
+  readonly restoreSeconds: number
+}
+
+export interface ChangelogRestoreResult {
+  readonly keys: number
+  readonly timers: number
+  /** Changelog records the task was rebuilt from. */
+  readonly records: number
+  /** Revoking the task: a commit, then its checkpoint as changelog records. */
+  readonly revokeSeconds: number
+  /** Assigning it again: restored from those records until it processes. */
   readonly restoreSeconds: number
 }
 
@@ -115,4 +126,31 @@ export async function latenessDuringCommits(keys = 1_000_000): Promise<CommitLat
   const stats = rt.commitStats()
   const p = percentiles(lateness)
   return { keys, commits: stats.commits, commitMeanMs: stats.meanMs, commitMaxMs: stats.maxMs, commitBlockingMeanMs: stats.blockingMeanMs, commitBlockingMaxMs: stats.blockingMaxMs, p50Ms: p.p50, p99Ms: p.p99, maxMs: p.max, fires: p.count }
+}
+
+/**
+ * The same task rebuilt from changelog records instead of a state directory, as a task that moves to
+ * another instance is: an in-memory run with `keys` keys and timers revokes the task (which keeps its
+ * checkpoint as changelog records) and assigns it again, timed until it processes.
+ */
+export async function changelogRestoreTime(keys = 1_000_000): Promise<ChangelogRestoreResult> {
+  let records = 0
+  // The runtime logs how many records a restore read.
+  const logger: Logger = {
+    ...silentLogger,
+    info: (fields) => void (typeof fields.records === 'number' && (records = fields.records)),
+    child: () => logger,
+  }
+  const rt = new EmbeddedRuntime(topology(), { applicationId: 'bench-changelog', logger })
+  rt.start()
+  await writeKeys(rt, keys)
+  await rt.idle()
+  let t0 = performance.now()
+  await rt.revokeTasks(['0_0'])
+  const revokeSeconds = (performance.now() - t0) / 1000
+  t0 = performance.now()
+  await rt.assignTasks(['0_0'])
+  const restoreSeconds = (performance.now() - t0) / 1000
+  await rt.stop()
+  return { keys, timers: keys, records, revokeSeconds, restoreSeconds }
 }

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: benchmarks (not tests). Prints a table and writes bench/results.json.
  * Options: --only NAME[,NAME] (timer-memory, lateness-idle, lateness-load, pass-through, timers,
- * windowed-final, spill, buffer-memory, restore, lateness-commits, side-by-side),
+ * windowed-final, spill, buffer-memory, restore, restore-changelog, lateness-commits, side-by-side),
  * --seconds N (lateness run length). Run with --expose-gc (npm run bench does) for memory figures.
  * Each benchmark runs in a process of its own, so that none measures the heap another one left (the
  * timer figures were a quarter lower after the 10 M-timer memory benchmark than on their own).
@@ -15,11 +15,11 @@ import { punctuationLateness } from './punctuation-lateness.js'
 import { passThrough } from './pass-through.js'
 import { timerMemory, timerStreaming, timerThroughput } from './timers.js'
 import { bytesPerBufferedEntry, spillThroughput, windowedFinal } from './windowed.js'
-import { latenessDuringCommits, restoreTime } from './durable.js'
+import { changelogRestoreTime, latenessDuringCommits, restoreTime } from './durable.js'
 import { sideBySide } from './side-by-side.js'
 import { median } from './stats.js'
 
-const ALL = ['timer-memory', 'lateness-idle', 'lateness-load', 'pass-through', 'timers', 'windowed-final', 'spill', 'buffer-memory', 'restore', 'lateness-commits', 'side-by-side']
+const ALL = ['timer-memory', 'lateness-idle', 'lateness-load', 'pass-through', 'timers', 'windowed-final', 'spill', 'buffer-memory', 'restore', 'restore-changelog', 'lateness-commits', 'side-by-side']
 /** `--child`: run what `--only` names and print the rows and results as one JSON line (for the parent). */
 const { values } = parseArgs({ options: { only: { type: 'string' }, seconds: { type: 'string', default: '10' }, child: { type: 'boolean', default: false } } })
 const only = values.only?.split(',')
@@ -172,6 +172,16 @@ if (want('restore')) {
     'durable state: commit latency during that run',
     `mean ${r.commitMeanMs.toFixed(1)} ms, max ${r.commitMaxMs.toFixed(0)} ms`,
     `until durable; on the event loop mean ${r.commitBlockingMeanMs.toFixed(1)} ms, max ${r.commitBlockingMaxMs.toFixed(0)} ms`,
+    '',
+  ])
+}
+if (want('restore-changelog')) {
+  const r = await changelogRestoreTime()
+  results['restore-changelog'] = r
+  rows.push([
+    'the same task rebuilt from its changelog records (as when it moves)',
+    `${r.restoreSeconds.toFixed(1)} s`,
+    `${(r.records / 1e6).toFixed(1)} M records; revoking it (commit, then its checkpoint as records) ${r.revokeSeconds.toFixed(1)} s`,
     '',
   ])
 }
