@@ -7,7 +7,7 @@ import { isChangelogSource, recordsSource } from './changelog-source.js'
 import type { ChangelogSource } from './changelog-source.js'
 import { createTask, inMemoryStores } from './task-factory.js'
 import type { TaskDefinition, TaskFactoryConfig } from './task-factory.js'
-import { changelogRestore, checkpointRestore } from './task-restore.js'
+import { changelogRestore } from './task-restore.js'
 import type { TaskRestore } from './task-restore.js'
 
 /** Entries a restore reads per step while a stopping runtime finishes it. */
@@ -26,6 +26,7 @@ export interface RestoreProgress {
 /** A task being restored: what it is read from, and how far. */
 interface Restoring {
   readonly def: TaskDefinition
+  readonly from: 'changelog' | 'stateDirectory'
   readonly restore: TaskRestore
   /** The records this manager kept for the task (given back if it is revoked before it is restored). */
   readonly kept: ChangelogRecord[] | undefined
@@ -97,16 +98,13 @@ export class TaskManager {
       const kept = this.kept.get(id)
       const records = changelogs?.(id) ?? kept
       this.kept.delete(id)
-      let restore: TaskRestore | undefined
-      if (records !== undefined) {
-        const codec = this.config.committer.codecFor(def.subtopology.id, def.subtopology.stores)
-        restore = changelogRestore(isChangelogSource(records) ? records : recordsSource(records), new ChangelogRestorer(codec))
-      } else {
-        const fromDisk = this.config.committer.restoring(id, inMemoryStores(def))
-        if (fromDisk !== undefined) restore = checkpointRestore(fromDisk)
-      }
+      const restore: TaskRestore | undefined =
+        records !== undefined
+          ? changelogRestore(isChangelogSource(records) ? records : recordsSource(records), new ChangelogRestorer(this.config.committer.codecFor(def.subtopology.id, def.subtopology.stores)))
+          : this.config.committer.restoring(id, inMemoryStores(def))
       if (restore !== undefined) {
-        this.restoring.set(id, { def, restore, kept: records === kept ? kept : undefined, started: performance.now(), waiting: false })
+        const from = records !== undefined ? 'changelog' : 'stateDirectory'
+        this.restoring.set(id, { def, from, restore, kept: records === kept ? kept : undefined, started: performance.now(), waiting: false })
         continue
       }
       const task = createTask(def, this.config, undefined)
@@ -133,14 +131,13 @@ export class TaskManager {
         more = true
         break
       }
-      const read = r.restore.step(budget)
+      const read = r.restore.read(budget)
       budget -= read
       if (!r.restore.done) {
-        const whenReadable = r.restore.whenReadable
-        if (read > 0 || whenReadable === undefined) more = true
+        if (read > 0 || r.restore.whenReadable === undefined) more = true
         else {
           r.waiting = true
-          void whenReadable().then(() => {
+          void r.restore.whenReadable().then(() => {
             r.waiting = false
             this.wake()
             this.readable.forEach((resolve) => resolve())
@@ -153,7 +150,7 @@ export class TaskManager {
       const task = createTask(r.def, this.config, r.restore.checkpoint())
       this.activate(task)
       task.init()
-      this.config.onRestored?.({ taskId: id, from: r.restore.from, count: r.restore.count, ms: performance.now() - r.started })
+      this.config.onRestored?.({ taskId: id, from: r.from, count: r.restore.count, ms: performance.now() - r.started })
       this.activated(id)
     }
     return more
@@ -192,7 +189,7 @@ export class TaskManager {
 
   /** The tasks restoring, and how far each has come. */
   restoreProgress(): RestoreProgress[] {
-    return [...this.restoring].map(([taskId, r]) => ({ taskId, from: r.restore.from, restored: r.restore.count, remaining: r.restore.remaining() }))
+    return [...this.restoring].map(([taskId, r]) => ({ taskId, from: r.from, restored: r.restore.count, remaining: r.restore.remaining() }))
   }
 
   /** The tasks restoring. */
