@@ -8,6 +8,23 @@ interface Cell<T> {
   a: number
 }
 
+/**
+ * A keyed state's committed entries in the state directory, read on demand: a task restored from the
+ * state directory loads a key's entries the first time it is used, not every key up front.
+ */
+export interface KeyedStateDisk {
+  /** One key's entries in saved form (`snapshotKey`'s), or undefined when the key has none. */
+  get(key: StoreKey): unknown
+  /** Every key's entries in saved form. */
+  entries(): Iterable<[StoreKey, unknown]>
+}
+
+/** A keyed state's entries in the state directory: their kind and where to read them. */
+export interface KeyedStateOnDisk {
+  readonly kind: StateKind
+  readonly disk: KeyedStateDisk
+}
+
 /** What a state needs from its keyed node: the current key, the TTL clock and TTL timers. */
 export interface StateHost {
   currentKey(): StoreKey
@@ -30,23 +47,84 @@ export abstract class StateTable {
 
   /** Keys changed since the last `takeChanged()`, recorded only while tracking (durable state). */
   private changedKeys: Set<StoreKey> | undefined
+  /**
+   * With a disk: keys whose entries were removed while the disk may still hold them, so a read must not
+   * fall through to it. A key leaves once a commit that wrote its removal is durable.
+   */
+  private gone: Set<StoreKey> | undefined
+  /** With a disk: the keys gone when the commit in flight took its changes. */
+  private goneAtTake: StoreKey[] = []
+  private disk: KeyedStateDisk | undefined
 
   trackChanges(): void {
     this.changedKeys ??= new Set()
+  }
+
+  /**
+   * From now on, the committed entries are on `disk` and load a key at a time. Every key in memory then
+   * was read from it or changed since; a key not in memory and not gone is as the disk has it.
+   */
+  attach(disk: KeyedStateDisk): void {
+    this.disk = disk
+    this.gone = new Set()
   }
 
   protected changed(key: StoreKey): void {
     this.changedKeys?.add(key)
   }
 
+  /** A key's saved entries from the disk, when it has some and they were not removed since. */
+  protected fromDisk(key: StoreKey): unknown {
+    const disk = this.disk
+    if (disk === undefined || (this.gone as Set<StoreKey>).has(key)) return undefined
+    return disk.get(key)
+  }
+
+  /** A key's entries are removed from memory (with a disk, it may still hold them). */
+  protected removed(key: StoreKey): void {
+    this.gone?.add(key)
+    this.changed(key)
+  }
+
   /** The keys changed since the last call; the set starts empty again. */
   takeChanged(): StoreKey[] {
     const keys = this.changedKeys
-    if (keys === undefined || keys.size === 0) return []
+    if (keys === undefined || keys.size === 0) {
+      this.goneAtTake = []
+      return []
+    }
     const out = [...keys]
     keys.clear()
+    const gone = this.gone
+    if (gone !== undefined) {
+      this.goneAtTake = []
+      for (const k of out) if (gone.has(k)) this.goneAtTake.push(k)
+    }
     return out
   }
+
+  /** The changes last taken are durable: the disk no longer holds the keys they removed. */
+  committed(): void {
+    const gone = this.gone
+    if (gone === undefined) return
+    // A key changed again since the take is written by the next commit; it stays gone until then.
+    for (const k of this.goneAtTake) if (!(this.changedKeys as Set<StoreKey>).has(k)) gone.delete(k)
+    this.goneAtTake = []
+  }
+
+  /** Every key's saved entries: those in memory, and with a disk, those only the disk has. */
+  snapshot(): Array<[StoreKey, unknown]> {
+    const out: Array<[StoreKey, unknown]> = []
+    for (const key of this.keysInMemory()) out.push([key, this.snapshotKey(key)])
+    const disk = this.disk
+    if (disk === undefined) return out
+    const gone = this.gone as Set<StoreKey>
+    for (const [key, entries] of disk.entries()) if (!gone.has(key) && !this.inMemory(key)) out.push([key, entries])
+    return out
+  }
+
+  protected abstract keysInMemory(): Iterable<StoreKey>
+  protected abstract inMemory(key: StoreKey): boolean
 
   /** One key's entries in snapshot form, or undefined when it has none. */
   abstract snapshotKey(key: StoreKey): unknown
@@ -82,9 +160,7 @@ export abstract class StateTable {
 
   /** TTL cleanup for one key at `now`: removes cells whose expiry is <= now. */
   abstract cleanup(key: StoreKey, now: number): void
-  abstract snapshot(): Array<[StoreKey, unknown]>
   abstract restore(entries: ReadonlyArray<[StoreKey, unknown]>): void
-  abstract keyCount(): number
 
   protected report(key: StoreKey, cell: Cell<unknown>, now: number, mapKey?: StoreKey): void {
     const entry: ExpiredEntry<StoreKey> = {
@@ -102,15 +178,26 @@ export abstract class StateTable {
 export class ValueStateTable<T> extends StateTable implements ValueState<T> {
   private readonly cells = new Map<StoreKey, Cell<T>>()
 
+  /** The key's cell, loaded from the disk when it is there and not in memory yet. */
+  private cell(key: StoreKey): Cell<T> | undefined {
+    const cell = this.cells.get(key)
+    if (cell !== undefined) return cell
+    const saved = this.fromDisk(key) as Cell<T> | undefined
+    if (saved === undefined) return undefined
+    const loaded = { v: saved.v, a: saved.a }
+    this.cells.set(key, loaded)
+    return loaded
+  }
+
   value(): T | undefined {
     const key = this.host.currentKey()
-    const cell = this.cells.get(key)
+    const cell = this.cell(key)
     return cell !== undefined && this.visible(key, cell) ? cell.v : undefined
   }
 
   update(value: T): void {
     const key = this.host.currentKey()
-    const cell = this.cells.get(key)
+    const cell = this.cell(key)
     this.changed(key)
     if (cell === undefined) {
       this.cells.set(key, this.newCell(key, value))
@@ -124,18 +211,18 @@ export class ValueStateTable<T> extends StateTable implements ValueState<T> {
 
   clear(): void {
     const key = this.host.currentKey()
-    const cell = this.cells.get(key)
+    const cell = this.cell(key)
     if (cell === undefined) return
     if (this.ttl !== undefined) this.host.deleteTtlTimer(key, cell.a + this.ttl.ttlMs)
     this.cells.delete(key)
-    this.changed(key)
+    this.removed(key)
   }
 
   cleanup(key: StoreKey, now: number): void {
-    const cell = this.cells.get(key)
+    const cell = this.cell(key)
     if (cell === undefined || !this.isExpired(cell, now)) return
     this.cells.delete(key)
-    this.changed(key)
+    this.removed(key)
     this.report(key, cell, now)
   }
 
@@ -144,12 +231,12 @@ export class ValueStateTable<T> extends StateTable implements ValueState<T> {
     return c === undefined ? undefined : { v: c.v, a: c.a }
   }
 
-  keyCount(): number {
-    return this.cells.size
+  protected keysInMemory(): Iterable<StoreKey> {
+    return this.cells.keys()
   }
 
-  snapshot(): Array<[StoreKey, unknown]> {
-    return [...this.cells].map(([k, c]) => [k, { v: c.v, a: c.a }])
+  protected inMemory(key: StoreKey): boolean {
+    return this.cells.has(key)
   }
 
   restore(entries: ReadonlyArray<[StoreKey, unknown]>): void {
@@ -163,21 +250,32 @@ export class ValueStateTable<T> extends StateTable implements ValueState<T> {
 export class MapStateTable<UK extends StoreKey, UV> extends StateTable implements MapState<UK, UV> {
   private readonly maps = new Map<StoreKey, Map<UK, Cell<UV>>>()
 
+  /** The key's map, loaded from the disk when it is there and not in memory yet. */
+  private map(key: StoreKey): Map<UK, Cell<UV>> | undefined {
+    const m = this.maps.get(key)
+    if (m !== undefined) return m
+    const saved = this.fromDisk(key)
+    if (saved === undefined) return undefined
+    const loaded = loadMap<UK, UV>(saved)
+    this.maps.set(key, loaded)
+    return loaded
+  }
+
   get(mapKey: UK): UV | undefined {
     const key = this.host.currentKey()
-    const cell = this.maps.get(key)?.get(mapKey)
+    const cell = this.map(key)?.get(mapKey)
     return cell !== undefined && this.visible(key, cell) ? cell.v : undefined
   }
 
   contains(mapKey: UK): boolean {
     const key = this.host.currentKey()
-    const cell = this.maps.get(key)?.get(mapKey)
+    const cell = this.map(key)?.get(mapKey)
     return cell !== undefined && this.visible(key, cell)
   }
 
   put(mapKey: UK, value: UV): void {
     const key = this.host.currentKey()
-    let m = this.maps.get(key)
+    let m = this.map(key)
     if (m === undefined) this.maps.set(key, (m = new Map()))
     const cell = m.get(mapKey)
     this.changed(key)
@@ -190,17 +288,20 @@ export class MapStateTable<UK extends StoreKey, UV> extends StateTable implement
 
   remove(mapKey: UK): void {
     const key = this.host.currentKey()
-    const m = this.maps.get(key)
+    const m = this.map(key)
     if (m === undefined) return
     m.delete(mapKey)
-    if (m.size === 0) this.maps.delete(key)
-    this.changed(key)
+    if (m.size > 0) this.changed(key)
+    else {
+      this.maps.delete(key)
+      this.removed(key)
+    }
   }
 
   entries(): Array<[UK, UV]> {
     const key = this.host.currentKey()
     const out: Array<[UK, UV]> = []
-    for (const [k, cell] of this.maps.get(key) ?? []) if (this.visible(key, cell)) out.push([k, cell.v])
+    for (const [k, cell] of this.map(key) ?? []) if (this.visible(key, cell)) out.push([k, cell.v])
     return out
   }
 
@@ -211,11 +312,11 @@ export class MapStateTable<UK extends StoreKey, UV> extends StateTable implement
   clear(): void {
     const key = this.host.currentKey()
     this.maps.delete(key)
-    this.changed(key)
+    this.removed(key)
   }
 
   cleanup(key: StoreKey, now: number): void {
-    const m = this.maps.get(key)
+    const m = this.map(key)
     if (m === undefined) return
     for (const [mk, cell] of m) {
       if (!this.isExpired(cell, now)) continue
@@ -223,7 +324,10 @@ export class MapStateTable<UK extends StoreKey, UV> extends StateTable implement
       this.changed(key)
       this.report(key, cell, now, mk)
     }
-    if (m.size === 0) this.maps.delete(key)
+    if (m.size === 0) {
+      this.maps.delete(key)
+      this.removed(key)
+    }
   }
 
   snapshotKey(key: StoreKey): unknown {
@@ -231,32 +335,47 @@ export class MapStateTable<UK extends StoreKey, UV> extends StateTable implement
     return m === undefined ? undefined : [...m].map(([mk, c]) => [mk, { v: c.v, a: c.a }])
   }
 
-  keyCount(): number {
-    return this.maps.size
+  protected keysInMemory(): Iterable<StoreKey> {
+    return this.maps.keys()
   }
 
-  snapshot(): Array<[StoreKey, unknown]> {
-    return [...this.maps].map(([k, m]) => [k, [...m].map(([mk, c]) => [mk, { v: c.v, a: c.a }])])
+  protected inMemory(key: StoreKey): boolean {
+    return this.maps.has(key)
   }
 
   restore(entries: ReadonlyArray<[StoreKey, unknown]>): void {
-    for (const [k, list] of entries) this.maps.set(k, new Map((list as Array<[UK, Cell<UV>]>).map(([mk, c]) => [mk, { v: c.v, a: c.a }])))
+    for (const [k, saved] of entries) this.maps.set(k, loadMap<UK, UV>(saved))
   }
+}
+
+function loadMap<UK, UV>(saved: unknown): Map<UK, Cell<UV>> {
+  return new Map((saved as Array<[UK, Cell<UV>]>).map(([mk, c]) => [mk, { v: c.v, a: c.a }]))
 }
 
 export class ListStateTable<T> extends StateTable implements ListState<T> {
   private readonly lists = new Map<StoreKey, Array<Cell<T>>>()
 
+  /** The key's list, loaded from the disk when it is there and not in memory yet. */
+  private list(key: StoreKey): Array<Cell<T>> | undefined {
+    const l = this.lists.get(key)
+    if (l !== undefined) return l
+    const saved = this.fromDisk(key)
+    if (saved === undefined) return undefined
+    const loaded = loadList<T>(saved)
+    this.lists.set(key, loaded)
+    return loaded
+  }
+
   get(): T[] {
     const key = this.host.currentKey()
     const out: T[] = []
-    for (const cell of this.lists.get(key) ?? []) if (this.visible(key, cell)) out.push(cell.v)
+    for (const cell of this.list(key) ?? []) if (this.visible(key, cell)) out.push(cell.v)
     return out
   }
 
   add(value: T): void {
     const key = this.host.currentKey()
-    let list = this.lists.get(key)
+    let list = this.list(key)
     if (list === undefined) this.lists.set(key, (list = []))
     list.push(this.newCell(key, value))
     this.changed(key)
@@ -264,11 +383,12 @@ export class ListStateTable<T> extends StateTable implements ListState<T> {
 
   update(values: readonly T[]): void {
     const key = this.host.currentKey()
-    this.changed(key)
     if (values.length === 0) {
       this.lists.delete(key)
+      this.removed(key)
       return
     }
+    this.changed(key)
     this.lists.set(
       key,
       values.map((v) => this.newCell(key, v)),
@@ -278,11 +398,11 @@ export class ListStateTable<T> extends StateTable implements ListState<T> {
   clear(): void {
     const key = this.host.currentKey()
     this.lists.delete(key)
-    this.changed(key)
+    this.removed(key)
   }
 
   cleanup(key: StoreKey, now: number): void {
-    const list = this.lists.get(key)
+    const list = this.list(key)
     if (list === undefined) return
     const kept: Array<Cell<T>> = []
     for (const cell of list) {
@@ -290,9 +410,13 @@ export class ListStateTable<T> extends StateTable implements ListState<T> {
       else kept.push(cell)
     }
     if (kept.length === list.length) return
-    if (kept.length === 0) this.lists.delete(key)
-    else this.lists.set(key, kept)
-    this.changed(key)
+    if (kept.length > 0) {
+      this.lists.set(key, kept)
+      this.changed(key)
+    } else {
+      this.lists.delete(key)
+      this.removed(key)
+    }
   }
 
   snapshotKey(key: StoreKey): unknown {
@@ -300,15 +424,19 @@ export class ListStateTable<T> extends StateTable implements ListState<T> {
     return l === undefined ? undefined : l.map((c) => ({ v: c.v, a: c.a }))
   }
 
-  keyCount(): number {
-    return this.lists.size
+  protected keysInMemory(): Iterable<StoreKey> {
+    return this.lists.keys()
   }
 
-  snapshot(): Array<[StoreKey, unknown]> {
-    return [...this.lists].map(([k, l]) => [k, l.map((c) => ({ v: c.v, a: c.a }))])
+  protected inMemory(key: StoreKey): boolean {
+    return this.lists.has(key)
   }
 
   restore(entries: ReadonlyArray<[StoreKey, unknown]>): void {
-    for (const [k, l] of entries) this.lists.set(k, (l as Array<Cell<T>>).map((c) => ({ v: c.v, a: c.a })))
+    for (const [k, saved] of entries) this.lists.set(k, loadList<T>(saved))
   }
+}
+
+function loadList<T>(saved: unknown): Array<Cell<T>> {
+  return (saved as Array<Cell<T>>).map((c) => ({ v: c.v, a: c.a }))
 }

@@ -3,7 +3,7 @@ import type { StoreKey } from '../processor/api.js'
 import type { DropReason } from '../processor/errors.js'
 import type { ExpiredEntry, StateDescriptor, StateKind, TimeDomain } from './api.js'
 import { ListStateTable, MapStateTable, ValueStateTable } from './keyed-state.js'
-import type { StateHost, StateTable } from './keyed-state.js'
+import type { KeyedStateOnDisk, StateHost, StateTable } from './keyed-state.js'
 import { MAX_TIMER_OWNERS } from './timer-records.js'
 import { TimerService } from './timer-service.js'
 import type { TimerRecord, TimerTargets } from './timer-service.js'
@@ -52,6 +52,12 @@ export class KeyedTaskState implements TimerTargets {
     onProcessingTimerAdded: () => void,
     private readonly onError: (reason: DropReason, error: unknown, where: string, processorName?: string) => void,
     restore: KeyedSnapshot | undefined,
+    /**
+     * Where a state's committed entries are, when they stay on disk (a task restored from the state
+     * directory): the state loads a key's entries when it is first used. Undefined when the disk holds
+     * none of its entries.
+     */
+    private readonly stateDisk?: (state: string) => KeyedStateOnDisk | undefined,
   ) {
     this.timerService = new TimerService(this, onProcessingTimerAdded)
     this.pendingStates = restore?.states ?? {}
@@ -95,6 +101,11 @@ export class KeyedTaskState implements TimerTargets {
       if (saved.kind !== descriptor.kind) throw new PunctualError('INVALID_CONFIG', `${where}: the checkpoint holds ${saved.kind} state under this name, not ${descriptor.kind}`)
       table.restore(saved.entries)
     }
+    const onDisk = this.stateDisk?.(fullName)
+    if (onDisk !== undefined) {
+      if (onDisk.kind !== descriptor.kind) throw new PunctualError('INVALID_CONFIG', `${where}: the checkpoint holds ${onDisk.kind} state under this name, not ${descriptor.kind}`)
+      table.attach(onDisk.disk)
+    }
     if (this.tracking) table.trackChanges()
     this.tables.push(table)
     this.tableByName.set(fullName, table)
@@ -120,6 +131,11 @@ export class KeyedTaskState implements TimerTargets {
       record: { kind: c.kind, domain: c.domain, timestamp: c.timestamp, seq: c.seq, owner: (c.kind === 'user' ? nodeNames : tableNames)[c.owner] as string, key: c.key },
     }))
     return { states, timers }
+  }
+
+  /** The changes last taken are durable. */
+  committed(): void {
+    for (const t of this.tables) t.committed()
   }
 
   private tableNames(): string[] {

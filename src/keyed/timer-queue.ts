@@ -283,16 +283,17 @@ export class TimerQueue {
     return true
   }
 
-  /** Removes the timer if pending; returns whether it was. */
-  remove(owner: number, key: StoreKey, timestamp: number): boolean {
+  /** Removes the timer if pending; returns its registration sequence number, or -1 when none was. */
+  remove(owner: number, key: StoreKey, timestamp: number): number {
     this.flush()
     const id = this.index.find(timerHash(owner, key, timestamp), owner, key, timestamp)
-    if (id < 0) return false
+    if (id < 0) return -1
+    const seq = this.records.seq(id)
     // Its index entry goes stale with the state change; the heap drops the DEAD slot later.
     this.records.kill(id)
     this.dead++
     if (this.dead > this.compactMin && this.dead * 2 > this.heap.size + this.runEnd - this.runStart) this.compact()
-    return true
+    return seq
   }
 
   /**

@@ -88,7 +88,8 @@ export class TimerService {
   }
 
   deleteUser(domain: TimeDomain, owner: number, key: StoreKey, timestamp: number): void {
-    if (this.user[domain].remove(owner, key, timestamp)) this.changes?.push({ added: false, kind: 'user', domain, owner, key, timestamp, seq: -1 })
+    const seq = this.user[domain].remove(owner, key, timestamp)
+    if (seq >= 0) this.changes?.push({ added: false, kind: 'user', domain, owner, key, timestamp, seq })
   }
 
   registerTtl(domain: TimeDomain, owner: number, key: StoreKey, timestamp: number): void {
@@ -96,7 +97,8 @@ export class TimerService {
   }
 
   deleteTtl(domain: TimeDomain, owner: number, key: StoreKey, timestamp: number): void {
-    if (this.ttl[domain].remove(owner, key, timestamp)) this.changes?.push({ added: false, kind: 'ttl', domain, owner, key, timestamp, seq: -1 })
+    const seq = this.ttl[domain].remove(owner, key, timestamp)
+    if (seq >= 0) this.changes?.push({ added: false, kind: 'ttl', domain, owner, key, timestamp, seq })
   }
 
   /**

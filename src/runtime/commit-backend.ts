@@ -1,3 +1,4 @@
+import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
 import type { KeyedChanges } from '../keyed/keyed-task-state.js'
 import type { StoreKey } from '../processor/api.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
@@ -52,5 +53,10 @@ export interface CommitBackend {
   restore(taskId: string, inMemoryStores: readonly string[]): CheckpointRestore | undefined
   /** Where a persistent store finds its committed entries, when the backend keeps them locally. */
   storeDisk(taskId: string, store: string): StoreDisk | undefined
+  /**
+   * Where a keyed state finds its committed entries, when the backend keeps them locally and `restore`
+   * left them there (undefined: it holds none of the state's entries).
+   */
+  keyedStateDisk(taskId: string, state: string): KeyedStateOnDisk | undefined
   close(): void
 }

@@ -1,3 +1,4 @@
+import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
 import type { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import type { StoreDisk } from '../state/persistent-store.js'
@@ -61,6 +62,11 @@ export class Committer {
   /** Where a persistent store of a task finds its committed entries (durable runtimes). */
   storeDisk(taskId: string, store: string): StoreDisk | undefined {
     return this.backend?.storeDisk(taskId, store)
+  }
+
+  /** Where a keyed state of a task restored from the backend finds its committed entries, if on disk. */
+  keyedStateDisk(taskId: string, state: string): KeyedStateOnDisk | undefined {
+    return this.backend?.keyedStateDisk(taskId, state)
   }
 
   /**

@@ -1,3 +1,4 @@
+import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
 import type { KeyedChanges } from '../keyed/keyed-task-state.js'
 import type { StoreKey } from '../processor/api.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
@@ -54,6 +55,10 @@ export class StateDirectoryBackend implements CommitBackend {
 
   storeDisk(taskId: string, store: string): StoreDisk {
     return this.store.storeDisk(taskId, store)
+  }
+
+  keyedStateDisk(taskId: string, state: string): KeyedStateOnDisk | undefined {
+    return this.store.keyedStateDisk(taskId, state)
   }
 
   /** Input positions of every task's last commit, keyed `topic:partition` (the lowest, if tasks share a partition). */

@@ -76,6 +76,8 @@ export function createTask(def: TaskDefinition, config: TaskFactoryConfig, check
     stateDir: config.stateDir,
     checkpoint,
     storeDisk: (store) => committer.storeDisk(def.id, store),
+    // Keyed state a restore left on disk (a fresh task has none there: no reads for its new keys).
+    keyedStateDisk: checkpoint === undefined ? undefined : (state) => committer.keyedStateDisk(def.id, state),
     trackChanges: committer.tracksChanges,
     onWallClockChange: config.onWallClockChange,
   })

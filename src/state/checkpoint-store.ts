@@ -5,9 +5,10 @@ import type { Database, Key, RootDatabase } from 'lmdb'
 import { PunctualError } from '../errors.js'
 import type { KeyedChanges, KeyedSnapshot } from '../keyed/keyed-task-state.js'
 import type { StateKind } from '../keyed/api.js'
+import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
 import type { TimerRecord } from '../keyed/timer-service.js'
 import type { StoreKey } from '../processor/api.js'
-import { keyPart } from './key-part.js'
+import { fromKeyPart, keyPart } from './key-part.js'
 import type { StoreDisk } from './persistent-store.js'
 
 /** A task's commit record: stream time, the last fire time of each punctuation, its input positions. */
@@ -40,9 +41,10 @@ export class CheckpointStore {
     private readonly env: RootDatabase,
     private readonly tasks: Database<DurableTaskState, string>,
     /**
-     * ['s', task, state, key] -> [key, kind, entries]; ['t', task, kind, domain, owner, key, timestamp]
-     * -> [key, seq]; ['kv', task, store, key] -> [key, value]. Arrays, not objects: msgpack encodes and
-     * decodes them with no record structure per entry (that was a third of a commit's time).
+     * ['s', task, state, key] -> [key, kind, entries]; ['T', task, group, timestamp, seq, owner, key]
+     * (`timerEntryKey`: no value); ['kv', task, store, key] -> [key, value]. Arrays, not objects:
+     * msgpack encodes and decodes them with no record structure per entry (that was a third of a
+     * commit's time).
      */
     private readonly keyed: Database<unknown, KeyPart[]>,
   ) {}
@@ -69,11 +71,9 @@ export class CheckpointStore {
         env.close()
         throw new Error(`data.mdb is truncated: ${size} bytes, its last commit needs ${(lastPageNumber + 1) * pageSize}`)
       }
-      return new CheckpointStore(
-        env,
-        env.openDB<DurableTaskState, string>({ name: 'tasks' }),
-        env.openDB<unknown, KeyPart[]>(KEYED_DB),
-      )
+      const keyed = env.openDB<unknown, KeyPart[]>(KEYED_DB)
+      migrateTimers(keyed)
+      return new CheckpointStore(env, env.openDB<DurableTaskState, string>({ name: 'tasks' }), keyed)
     } catch (err) {
       throw new PunctualError('STATE_DIR', `state directory ${stateDir}: the checkpoint store cannot be opened (${(err as Error).message}); refusing to start rather than reset it`, { cause: err })
     }
@@ -97,18 +97,40 @@ export class CheckpointStore {
 
   /**
    * Reads a task's last commit in steps (`TaskCheckpointReader`); undefined when the task has none. Its
-   * small commit record is read now; keyed state, timers and the entries of `inMemoryStores` in steps.
+   * small commit record is read now; its timers and the entries of `inMemoryStores` in steps. Keyed
+   * state stays on disk (`keyedStateDisk`).
    */
   readTask(taskId: string, inMemoryStores: readonly string[]): TaskCheckpointReader | undefined {
     const state = this.load(taskId)
-    const ranges = [['s', taskId], ['t', taskId], ...inMemoryStores.map((name) => ['kv', taskId, name])].map((prefix) => ({
-      start: prefix,
-      end: [...prefix.slice(0, -1), `${prefix.at(-1) as string}\u0000`],
-    }))
+    const ranges = [['T', taskId], ...inMemoryStores.map((name) => ['kv', taskId, name])].map(prefixRange)
     // A copy: lmdb's count marks the options object it is given as a count.
     const count = (range: Range): number => this.keyed.getKeysCount({ ...range })
-    if (state === undefined && ranges.every((range) => count({ ...range, limit: 1 } as Range) === 0)) return undefined
+    if (state === undefined && [prefixRange(['s', taskId]), ...ranges].every((range) => count({ ...range, limit: 1 } as Range) === 0)) return undefined
     return new TaskCheckpointReader(this.keyed, ranges, state, () => ranges.reduce((n, range) => n + count(range), 0))
+  }
+
+  /**
+   * A keyed state's committed entries (`<processor>/<state>` of a task), read a key at a time; undefined
+   * when there are none.
+   */
+  keyedStateDisk(taskId: string, state: string): KeyedStateOnDisk | undefined {
+    const db = this.keyed
+    const range = prefixRange(['s', taskId, state])
+    let kind: StateKind | undefined
+    for (const { value } of db.getRange({ ...range, limit: 1 })) kind = (value as SavedKeyedState)[1]
+    if (kind === undefined) return undefined
+    return {
+      kind,
+      disk: {
+        get: (key) => (db.get(['s', taskId, state, keyPart(key)]) as SavedKeyedState | undefined)?.[2],
+        *entries() {
+          for (const { value } of db.getRange(range)) {
+            const [key, , entries] = value as SavedKeyedState
+            yield [key, entries]
+          }
+        },
+      },
+    }
   }
 
   /** A store's committed entries, read from disk on demand (persistent stores). */
@@ -150,9 +172,9 @@ export class CheckpointStore {
           if (c.entries === undefined) void this.keyed.remove(k)
           else void this.keyed.put(k, [c.key, c.kind, c.entries])
         }
-        for (const { added, record: r } of changes.timers) {
-          const k = ['t', taskId, r.kind, r.domain, r.owner, keyPart(r.key), r.timestamp]
-          if (added) void this.keyed.put(k, [r.key, r.seq])
+        for (const { added, record } of changes.timers) {
+          const k = timerEntryKey(taskId, record)
+          if (added) void this.keyed.put(k, null)
           else void this.keyed.remove(k)
         }
       }
@@ -204,17 +226,55 @@ function writeError(err: unknown): PunctualError {
 type Range = { readonly start: KeyPart[]; readonly end: KeyPart[] }
 
 /**
+ * A timer's entry: the whole timer in the key, in firing order within the task (group: event-time user
+ * timers, event-time TTL timers, then the processing-time ones; then timestamp, then registration
+ * sequence), so a restore reads keys only, already in the order the queues take them.
+ */
+function timerEntryKey(taskId: string, r: TimerRecord): KeyPart[] {
+  return ['T', taskId, (r.domain === 'processing' ? 2 : 0) | (r.kind === 'ttl' ? 1 : 0), r.timestamp, r.seq, r.owner, keyPart(r.key)]
+}
+
+function timerFromEntryKey(key: KeyPart[]): TimerRecord {
+  const group = key[2] as number
+  return { kind: (group & 1) === 1 ? 'ttl' : 'user', domain: (group & 2) === 2 ? 'processing' : 'event', timestamp: key[3] as number, seq: key[4] as number, owner: key[5] as string, key: fromKeyPart(key[6] as KeyPart) }
+}
+
+/**
+ * Rewrites timers of the earlier layout (['t', task, kind, domain, owner, key, timestamp] -> [key,
+ * seq], not in firing order) as `timerEntryKey`s, in one transaction, when a state directory has any.
+ */
+function migrateTimers(db: Database<unknown, KeyPart[]>): void {
+  const old = prefixRange(['t'])
+  if (db.getKeysCount({ ...old, limit: 1 }) === 0) return
+  const entries = [...db.getRange(old)].map(({ key, value }) => ({ key, value }))
+  db.transactionSync(() => {
+    for (const { key, value } of entries) {
+      const [k, seq] = value as [StoreKey, number]
+      db.putSync(timerEntryKey(key[1] as string, { kind: key[2] as 'user' | 'ttl', domain: key[3] as 'event' | 'processing', owner: key[4] as string, key: k, timestamp: key[6] as number, seq }), null)
+      db.removeSync(key)
+    }
+  })
+}
+
+/** The keys that start with `prefix` (its last part a string: `\u0000` is the first string after it). */
+function prefixRange(prefix: KeyPart[]): Range {
+  return { start: prefix, end: [...prefix.slice(0, -1), `${prefix.at(-1) as string}\u0000`] }
+}
+
+/** A keyed state entry as written: the key, the state's kind, the key's entries. */
+type SavedKeyedState = [StoreKey, StateKind, unknown]
+
+/**
  * A task's last commit, read a bounded number of entries at a time, so that a task restoring from the
- * state directory does not hold the event loop: its keyed state, its timers, then the entries of its
- * in-memory stores. Each range is read through one lmdb iterator, a snapshot of the commit it started
+ * state directory does not hold the event loop: its timers, then the entries of its in-memory stores
+ * (keyed state stays on disk until used). Each range is read through one lmdb iterator, a snapshot of the commit it started
  * in (later commits of other tasks do not touch this task's entries).
  */
 export class TaskCheckpointReader {
-  private readonly states: Record<string, { kind: StateKind; entries: Array<[StoreKey, unknown]> }> = {}
   private readonly timers: TimerRecord[] = []
   private readonly storeEntries: Record<string, Array<[StoreKey, unknown]>> = {}
   private range = 0
-  private iterator: Iterator<{ key: KeyPart[]; value: unknown }> | undefined
+  private iterator: Iterator<{ key: KeyPart[]; value: unknown }> | Iterator<KeyPart[]> | undefined
   private count = 0
 
   constructor(
@@ -246,43 +306,39 @@ export class TaskCheckpointReader {
   readSome(max: number): number {
     let n = 0
     while (n < max && this.range < this.ranges.length) {
-      this.iterator ??= this.db.getRange(this.ranges[this.range] as Range)[Symbol.iterator]()
+      const range = this.ranges[this.range] as Range
+      // Timers are all key (`timerEntryKey`); store entries are keys and values.
+      const timers = range.start[0] === 'T'
+      this.iterator ??= timers ? this.db.getKeys(range)[Symbol.iterator]() : this.db.getRange(range)[Symbol.iterator]()
       const next = this.iterator.next()
       if (next.done === true) {
         this.iterator = undefined
         this.range++
         continue
       }
-      this.apply(next.value.key, next.value.value)
+      if (timers) this.timers.push(timerFromEntryKey(next.value as KeyPart[]))
+      else {
+        const { key, value } = next.value as { key: KeyPart[]; value: unknown }
+        const [k, v] = value as [StoreKey, unknown]
+        ;(this.storeEntries[key[2] as string] ??= []).push([k, v])
+      }
       n++
     }
     this.count += n
     return n
   }
 
-  /** Keyed state and timers as read (timers in firing order); undefined when there are none. */
+  /**
+   * The timers as read (keyed state stays on disk); undefined when there are none. Each queue's
+   * timers come in its firing order (the order of their entries).
+   */
   keyed(): KeyedSnapshot | undefined {
-    if (this.timers.length === 0 && Object.keys(this.states).length === 0) return undefined
-    this.timers.sort((a, b) => a.timestamp - b.timestamp || a.seq - b.seq)
-    return { timers: this.timers, states: this.states }
+    if (this.timers.length === 0) return undefined
+    return { timers: this.timers, states: {} }
   }
 
   /** The in-memory stores' entries as read; undefined when there are none. */
   stores(): Record<string, Array<[StoreKey, unknown]>> | undefined {
     return Object.keys(this.storeEntries).length === 0 ? undefined : this.storeEntries
-  }
-
-  private apply(key: KeyPart[], value: unknown): void {
-    if (key[0] === 's') {
-      const [k, kind, entries] = value as [StoreKey, StateKind, unknown]
-      const table = (this.states[key[2] as string] ??= { kind, entries: [] })
-      table.entries.push([k, entries])
-    } else if (key[0] === 't') {
-      const [k, seq] = value as [StoreKey, number]
-      this.timers.push({ kind: key[2] as 'user' | 'ttl', domain: key[3] as 'event' | 'processing', owner: key[4] as string, key: k, timestamp: key[6] as number, seq })
-    } else {
-      const [k, v] = value as [StoreKey, unknown]
-      ;(this.storeEntries[key[2] as string] ??= []).push([k, v])
-    }
   }
 }

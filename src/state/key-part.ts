@@ -9,6 +9,16 @@ export function keyPart(key: StoreKey): string | number | boolean {
   return typeof key === 'bigint' ? `\u0000n${key}` : key
 }
 
+const DIGITS = /^-?\d+$/
+
+/**
+ * A store key back from its part of an lmdb key (`keyPart`'s inverse). A string key of the form a bigint
+ * takes (NUL, "n", digits) is the same key as that bigint on disk, and comes back as the bigint.
+ */
+export function fromKeyPart(part: string | number | boolean): StoreKey {
+  return typeof part === 'string' && part.startsWith('\u0000n') && DIGITS.test(part.slice(2)) ? BigInt(part.slice(2)) : part
+}
+
 const rank = (p: string | number | boolean): number => (typeof p === 'boolean' ? 0 : typeof p === 'number' ? 1 : 2)
 
 /** The order of keys on disk: booleans, numbers, then strings by code point (UTF-8 byte order). */

@@ -1,3 +1,4 @@
+import type { KeyedStateOnDisk } from '../../keyed/keyed-state.js'
 import type { KeyedSnapshot } from '../../keyed/keyed-task-state.js'
 import type { StoreDisk } from '../../state/persistent-store.js'
 import type { Clock } from '../../time/clock.js'
@@ -43,6 +44,11 @@ export interface TaskConfig {
   readonly checkpoint?: TaskCheckpoint | undefined
   /** Durable runtimes: where persistent stores find their committed entries. */
   readonly storeDisk?: ((store: string) => StoreDisk | undefined) | undefined
+  /**
+   * A task restored from the state directory: where a keyed state (`<processor>/<state>`) finds its
+   * committed entries, which load a key at a time (undefined: none there).
+   */
+  readonly keyedStateDisk?: ((state: string) => KeyedStateOnDisk | undefined) | undefined
   /** Durable mode: record keyed state and timer changes for incremental commits. */
   readonly trackChanges?: boolean
   /** The application's state directory; each task uses `<stateDir>/<task id>`. */

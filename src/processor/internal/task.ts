@@ -208,7 +208,9 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
 
   /** The changes last taken (`storeChanges`, `keyedChanges`) are durable now. */
   changesCommitted(): void {
-    if (this.state !== 'closed') this.stores.committed()
+    if (this.state === 'closed') return
+    this.stores.committed()
+    this.keyed?.committed()
   }
 
   /** Changed store entries since the last call (durable mode), by store name. */
@@ -275,6 +277,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
         () => this.config.onWallClockChange?.(),
         (reason, error, at, processorName) => this.errors.report(reason, error, processorName === undefined ? { at } : { at, processorName }),
         this.config.checkpoint?.keyed,
+        this.config.keyedStateDisk,
       )
       if (this.config.trackChanges === true) this.keyed.trackChanges()
     }

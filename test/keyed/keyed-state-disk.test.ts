@@ -1,0 +1,139 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { ListStateTable, MapStateTable, ValueStateTable } from '../../src/keyed/keyed-state.js'
+import type { KeyedStateDisk, StateHost } from '../../src/keyed/keyed-state.js'
+import type { StoreKey } from '../../src/processor/api.js'
+
+/** A disk that holds what commits wrote: a commit applies the changes a table took. */
+class FakeDisk implements KeyedStateDisk {
+  readonly data = new Map<StoreKey, unknown>()
+  reads = 0
+  get(key: StoreKey): unknown {
+    this.reads++
+    return this.data.get(key)
+  }
+  entries(): Iterable<[StoreKey, unknown]> {
+    return [...this.data]
+  }
+}
+
+function host(): StateHost & { key: StoreKey } {
+  return {
+    key: 'a',
+    currentKey() {
+      return this.key
+    },
+    ttlNow: () => 0,
+    registerTtlTimer: () => {},
+    deleteTtlTimer: () => {},
+    expired: () => {},
+  }
+}
+
+/** Takes a table's changes as a commit does; `durable()` then writes them to the disk and tells the table. */
+function take(table: ValueStateTable<number> | MapStateTable<string, number> | ListStateTable<number>, disk: FakeDisk): { durable(): void } {
+  const changes = table.takeChanged().map((k) => [k, table.snapshotKey(k)] as const)
+  return {
+    durable() {
+      for (const [k, saved] of changes) {
+        if (saved === undefined) disk.data.delete(k)
+        else disk.data.set(k, saved)
+      }
+      table.committed()
+    },
+  }
+}
+
+describe('keyed state on disk (a task restored from the state directory)', () => {
+  it('loads a key when it is first used, once', () => {
+    const disk = new FakeDisk()
+    disk.data.set('a', { v: 1, a: 0 })
+    const h = host()
+    const table = new ValueStateTable<number>(0, 'v', 'value', undefined, h)
+    table.trackChanges()
+    table.attach(disk)
+    assert.equal(table.value(), 1)
+    assert.equal(table.value(), 1)
+    assert.equal(disk.reads, 1, 'a loaded key is read from memory')
+    h.key = 'b'
+    assert.equal(table.value(), undefined)
+    table.update(5)
+    assert.equal(table.value(), 5)
+    assert.deepEqual(new Map(table.snapshot()), new Map([['a', { v: 1, a: 0 }], ['b', { v: 5, a: 0 }]]))
+  })
+
+  it('a removed key does not come back from the disk, before or after its removal is durable', () => {
+    const disk = new FakeDisk()
+    disk.data.set('a', { v: 1, a: 0 })
+    disk.data.set('b', { v: 2, a: 0 })
+    const h = host()
+    const table = new ValueStateTable<number>(0, 'v', 'value', undefined, h)
+    table.trackChanges()
+    table.attach(disk)
+    table.clear()
+    assert.equal(table.value(), undefined, 'cleared, the disk still holds it')
+    const commit = take(table, disk)
+    assert.equal(table.value(), undefined, 'taken, not durable yet')
+    commit.durable()
+    assert.equal(table.value(), undefined, 'durable: the disk no longer holds it')
+    assert.deepEqual(table.snapshot(), [['b', { v: 2, a: 0 }]], 'the snapshot has what only the disk holds, not what was removed')
+  })
+
+  it('a key removed again after a commit took its removal stays removed until the next commit is durable', () => {
+    const disk = new FakeDisk()
+    disk.data.set('a', { v: 1, a: 0 })
+    const h = host()
+    const table = new ValueStateTable<number>(0, 'v', 'value', undefined, h)
+    table.trackChanges()
+    table.attach(disk)
+    table.clear()
+    const first = take(table, disk)
+    // Before the first commit is durable: the key comes back, the second commit writes it...
+    table.update(7)
+    const second = take(table, disk)
+    // ...and it is removed again, for a third commit to write.
+    table.clear()
+    first.durable()
+    second.durable()
+    assert.deepEqual(disk.data.get('a'), { v: 7, a: 0 }, 'the disk holds the second commit')
+    assert.equal(table.value(), undefined, 'the third removal is not on disk: the disk must not be read')
+    take(table, disk).durable()
+    assert.equal(disk.data.has('a'), false)
+    assert.equal(table.value(), undefined)
+  })
+
+  it('map and list state load a key whole and remove it when its last entry goes', () => {
+    const disk = new FakeDisk()
+    disk.data.set('a', [
+      ['x', { v: 1, a: 0 }],
+      ['y', { v: 2, a: 0 }],
+    ])
+    const h = host()
+    const map = new MapStateTable<string, number>(0, 'm', 'map', undefined, h)
+    map.trackChanges()
+    map.attach(disk)
+    assert.deepEqual(map.entries(), [
+      ['x', 1],
+      ['y', 2],
+    ])
+    map.remove('x')
+    map.remove('y')
+    assert.equal(map.get('x'), undefined)
+    assert.equal(map.isEmpty(), true, 'emptied: the disk is not read again')
+    take(map, disk).durable()
+    assert.equal(disk.data.has('a'), false)
+
+    const listDisk = new FakeDisk()
+    listDisk.data.set('a', [{ v: 3, a: 0 }])
+    const list = new ListStateTable<number>(1, 'l', 'list', undefined, h)
+    list.trackChanges()
+    list.attach(listDisk)
+    list.add(4)
+    assert.deepEqual(list.get(), [3, 4])
+    list.update([])
+    assert.deepEqual(list.get(), [])
+    take(list, listDisk).durable()
+    assert.deepEqual(list.get(), [])
+    assert.equal(listDisk.data.has('a'), false)
+  })
+})
