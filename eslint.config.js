@@ -10,7 +10,7 @@ const forbid = (files, folders, why, extra = []) => ({
   files,
   rules: { 'no-restricted-imports': ['error', { patterns: [{ group: [...folders.map((f) => `**/${f}/*`), ...extra], message: why }] }] },
 })
-const ABOVE_ENGINE = ['runtime', 'testing', 'conformance', 'cli']
+const ABOVE_ENGINE = ['runtime', 'kafka', 'testing', 'conformance', 'cli']
 const ENGINE = ['processor', 'keyed', 'windows', 'suppress', 'dsl', 'state', 'log']
 
 export default tseslint.config(

@@ -27,6 +27,8 @@ export const ERROR_CODES = [
   'SCENARIO_INVALID',
   /** A feature is not supported yet. */
   'UNSUPPORTED',
+  /** An optional dependency a feature needs is not installed (the error names the install command). */
+  'DEPENDENCY_MISSING',
 ] as const
 
 export type ErrorCode = (typeof ERROR_CODES)[number]

@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+// `npm run test:kafka`: the tests under test/kafka-broker against a real Kafka broker. With PUNCTUAL_KAFKA_BOOTSTRAP
+// set they use that broker; otherwise this starts one (scripts/kafka-broker.mjs: Kafka from Maven Central,
+// jars cached outside the clone), runs the tests, and stops it. Extra arguments narrow the files.
+import { spawnSync } from 'node:child_process'
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { startBroker, stopBroker } from './kafka-broker.mjs'
+
+const filters = process.argv.slice(2)
+const files = readdirSync(join('test', 'kafka-broker'))
+  .filter((f) => f.endsWith('.test.ts'))
+  .map((f) => join('test', 'kafka-broker', f))
+  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+  .sort()
+if (files.length === 0) {
+  console.error('no Kafka test files matched')
+  process.exit(1)
+}
+
+let broker
+let bootstrap = process.env.PUNCTUAL_KAFKA_BOOTSTRAP
+if (bootstrap === undefined || bootstrap === '') {
+  const t0 = Date.now()
+  broker = await startBroker()
+  bootstrap = broker.bootstrap
+  console.log(`Kafka broker at ${bootstrap} (started in ${((Date.now() - t0) / 1000).toFixed(1)} s, pid ${broker.pid})`)
+}
+const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', ...files], {
+  stdio: 'inherit',
+  env: { ...process.env, PUNCTUAL_KAFKA_BOOTSTRAP: bootstrap },
+})
+if (broker !== undefined) await stopBroker(broker.dir)
+process.exit(r.status ?? 1)
