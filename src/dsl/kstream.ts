@@ -132,6 +132,7 @@ export class KStream<K, V> {
     const ks = keySerde ?? this.keySerde ?? (Serdes.JSON<K>() as Serde<K>)
     const vs = valueSerde ?? this.valueSerde ?? (Serdes.JSON<V>() as Serde<V>)
     const topic = `${name}-repartition`
+    this.builder.graph.markInternalTopic(topic)
     this.builder.graph.addSink(this.builder.newName('KSTREAM-SINK'), topic, { keySerde: ks, valueSerde: vs }, this.node)
     const source = this.builder.newName('KSTREAM-SOURCE')
     this.builder.graph.addSource(source, topic, { keySerde: ks, valueSerde: vs })

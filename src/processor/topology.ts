@@ -79,6 +79,8 @@ export interface TopicUse {
 export class Topology {
   private readonly nodes = new Map<string, NodeDef>()
   private readonly storeBuilders = new Map<string, StoreBuilder>()
+  /** Topics the topology writes and reads back itself (the DSL's repartition topics). */
+  private readonly internal = new Set<string>()
   private readonly topicToSource = new Map<string, string>()
 
   addSource<K = string, V = string>(name: string, topics: string | readonly string[], options: SourceOptions<K, V> = {}): this {
@@ -250,6 +252,20 @@ export class Topology {
       }
     }
     return { source, sink }
+  }
+
+  /**
+   * @internal Marks `topic` as the topology's own: it writes it and reads it back (a repartition topic).
+   * On Kafka such a topic belongs to the application: named `<applicationId>-<topic>` and created by it.
+   */
+  markInternalTopic(topic: string): this {
+    this.internal.add(topic)
+    return this
+  }
+
+  /** @internal The topics marked as the topology's own. */
+  internalTopics(): ReadonlySet<string> {
+    return this.internal
   }
 
   /** @internal The topics sources read and the topics sinks write, each sorted. */
