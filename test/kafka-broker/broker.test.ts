@@ -17,6 +17,7 @@ describe('the Kafka broker of the tests, through the client', () => {
 
   before(async () => {
     client = await loadKafkaClient()
+    assert.equal(await loadKafkaClient(), client, 'loaded once per process')
     kafka = new client.KafkaJS.Kafka({ kafkaJS: { brokers: [bootstrap], logLevel: client.KafkaJS.logLevel.ERROR } })
   })
 
