@@ -44,14 +44,20 @@ function take(table: ValueStateTable<number> | MapStateTable<string, number> | L
   }
 }
 
+/** A value state with change tracking, on a disk holding `entries`. */
+function valueStateOnDisk(entries: ReadonlyArray<[StoreKey, number]>): { disk: FakeDisk; h: StateHost & { key: StoreKey }; table: ValueStateTable<number> } {
+  const disk = new FakeDisk()
+  for (const [k, v] of entries) disk.data.set(k, { v, a: 0 })
+  const h = host()
+  const table = new ValueStateTable<number>(0, 'v', 'value', undefined, h)
+  table.trackChanges()
+  table.attach(disk)
+  return { disk, h, table }
+}
+
 describe('keyed state on disk (a task restored from the state directory)', () => {
   it('loads a key when it is first used, once', () => {
-    const disk = new FakeDisk()
-    disk.data.set('a', { v: 1, a: 0 })
-    const h = host()
-    const table = new ValueStateTable<number>(0, 'v', 'value', undefined, h)
-    table.trackChanges()
-    table.attach(disk)
+    const { disk, h, table } = valueStateOnDisk([['a', 1]])
     assert.equal(table.value(), 1)
     assert.equal(table.value(), 1)
     assert.equal(disk.reads, 1, 'a loaded key is read from memory')
@@ -63,13 +69,10 @@ describe('keyed state on disk (a task restored from the state directory)', () =>
   })
 
   it('a removed key does not come back from the disk, before or after its removal is durable', () => {
-    const disk = new FakeDisk()
-    disk.data.set('a', { v: 1, a: 0 })
-    disk.data.set('b', { v: 2, a: 0 })
-    const h = host()
-    const table = new ValueStateTable<number>(0, 'v', 'value', undefined, h)
-    table.trackChanges()
-    table.attach(disk)
+    const { disk, table } = valueStateOnDisk([
+      ['a', 1],
+      ['b', 2],
+    ])
     table.clear()
     assert.equal(table.value(), undefined, 'cleared, the disk still holds it')
     const commit = take(table, disk)
@@ -80,12 +83,7 @@ describe('keyed state on disk (a task restored from the state directory)', () =>
   })
 
   it('a key removed again after a commit took its removal stays removed until the next commit is durable', () => {
-    const disk = new FakeDisk()
-    disk.data.set('a', { v: 1, a: 0 })
-    const h = host()
-    const table = new ValueStateTable<number>(0, 'v', 'value', undefined, h)
-    table.trackChanges()
-    table.attach(disk)
+    const { disk, table } = valueStateOnDisk([['a', 1]])
     table.clear()
     const first = take(table, disk)
     // Before the first commit is durable: the key comes back, the second commit writes it...
