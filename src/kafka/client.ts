@@ -7,11 +7,11 @@ export type KafkaClient = typeof ConfluentKafka
 export const KAFKA_CLIENT = '@confluentinc/kafka-javascript'
 
 /**
- * How to install the client. On a machine without internet access its install cannot download the
- * prebuilt binary; `CKJS_LINKING=dynamic` builds the bundled librdkafka against the system's OpenSSL and
- * zlib instead (a C++ toolchain is needed; a few minutes).
+ * How to install the client. Where its install cannot download the prebuilt binary (from GitHub),
+ * `CKJS_LINKING=dynamic` builds the bundled librdkafka against the system's OpenSSL and zlib instead (a
+ * C++ toolchain is needed; a few minutes).
  */
-export const KAFKA_CLIENT_INSTALL = `npm install ${KAFKA_CLIENT} (without internet access: CKJS_LINKING=dynamic npm install ${KAFKA_CLIENT})`
+export const KAFKA_CLIENT_INSTALL = `npm install ${KAFKA_CLIENT} (where its prebuilt binary cannot be downloaded: CKJS_LINKING=dynamic npm install ${KAFKA_CLIENT})`
 
 let loaded: Promise<KafkaClient> | undefined
 
