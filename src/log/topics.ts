@@ -5,14 +5,14 @@ import type { Serde } from '../processor/serdes.js'
 import { store, storedSerde } from '../processor/record-io.js'
 import type { InputPartition, RecordCollector } from '../processor/record-io.js'
 import { PartitionLog } from './partition-log.js'
-import { partitionForKey, partitionForStringKey } from './murmur2.js'
+import { RecordPartitioner } from './partitioner.js'
 
 const BYTES = Serdes.Bytes() as Serde<unknown>
 
 /** A set of in-memory partitioned topics. Both the embedded runtime and the test driver store data here. */
 export class TopicRegistry implements RecordCollector {
   private readonly topics = new Map<string, PartitionLog[]>()
-  private roundRobin = 0
+  private readonly partitioner = new RecordPartitioner()
 
   constructor(
     private readonly defaultPartitions: number,
@@ -72,23 +72,8 @@ export class TopicRegistry implements RecordCollector {
     const logs = this.partitions(topic)
     const storedKey = store(keySerde, topic, key)
     const storedValue = store(valueSerde, topic, value)
-    let p: number
-    if (partition !== undefined) {
-      if (!Number.isInteger(partition) || partition < 0 || partition >= logs.length) {
-        throw new PunctualError('INVALID_CONFIG', `topic "${topic}" has ${logs.length} partitions; partition ${partition} does not exist`)
-      }
-      p = partition
-    } else if (logs.length === 1) {
-      p = 0
-    } else if (typeof key === 'string' && keySerde.name === 'String') {
-      p = partitionForStringKey(key, logs.length)
-    } else if (key !== null) {
-      const bytes = keySerde.inMemoryIdentity === true ? keySerde.serialize(topic, key) : (storedKey as Uint8Array | null)
-      p = bytes === null ? this.roundRobin++ % logs.length : partitionForKey(bytes, logs.length)
-    } else {
-      // Kafka spreads null keys (sticky per batch); round robin is the in-memory equivalent.
-      p = this.roundRobin++ % logs.length
-    }
+    // A key stored typed (an identity serde) is serialized only if partitioning needs its bytes.
+    const p = this.partitioner.choose(topic, logs.length, partition, key, keySerde, keySerde.inMemoryIdentity === true ? undefined : (storedKey as Uint8Array | null))
     ;(logs[p] as PartitionLog).appendFields(storedKey, storedSerde(keySerde), storedValue, storedSerde(valueSerde), timestamp, headers)
     return p
   }
