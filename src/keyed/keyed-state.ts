@@ -197,7 +197,8 @@ export class ValueStateTable<T> extends StateTable implements ValueState<T> {
 
   update(value: T): void {
     const key = this.host.currentKey()
-    const cell = this.cell(key)
+    // Without a TTL the previous cell only matters in memory: a write need not read it from the disk.
+    const cell = this.ttl === undefined ? this.cells.get(key) : this.cell(key)
     this.changed(key)
     if (cell === undefined) {
       this.cells.set(key, this.newCell(key, value))

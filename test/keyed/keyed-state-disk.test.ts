@@ -61,11 +61,14 @@ describe('keyed state on disk (a task restored from the state directory)', () =>
     assert.equal(table.value(), 1)
     assert.equal(table.value(), 1)
     assert.equal(disk.reads, 1, 'a loaded key is read from memory')
+    h.key = 'c'
+    table.update(6)
+    assert.equal(disk.reads, 1, 'a write without a TTL does not read the disk')
     h.key = 'b'
     assert.equal(table.value(), undefined)
     table.update(5)
     assert.equal(table.value(), 5)
-    assert.deepEqual(new Map(table.snapshot()), new Map([['a', { v: 1, a: 0 }], ['b', { v: 5, a: 0 }]]))
+    assert.deepEqual(new Map(table.snapshot()), new Map([['a', { v: 1, a: 0 }], ['b', { v: 5, a: 0 }], ['c', { v: 6, a: 0 }]]))
   })
 
   it('a removed key does not come back from the disk, before or after its removal is durable', () => {
