@@ -184,7 +184,7 @@ export class EmbeddedRuntime {
         this.durableTopics.restore(backend.restoredPositions())
       }
       const factory = {
-        topics: this.topics,
+        io: this.topics.taskIo(),
         clock: this.clock,
         maxTaskIdleMs: this.config.maxTaskIdleMs,
         errorHandler: this.errorHandler,

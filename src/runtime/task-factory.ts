@@ -1,14 +1,22 @@
 import { PunctualError } from '../errors.js'
 import type { TopicRegistry } from '../log/topics.js'
 import type { ErrorHandler } from '../processor/errors.js'
+import type { InputPartition, RecordCollector } from '../processor/record-io.js'
 import { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import type { Subtopology, Topology } from '../processor/topology.js'
 import type { Clock } from '../time/clock.js'
 import type { Committer } from './committer.js'
 
+/** What a runtime gives its tasks to read and write records: its input partitions and a collector. */
+export interface TaskIo {
+  /** A task's input partition (undefined: the runtime does not hold it). */
+  readonly inputs: (topic: string, partition: number) => InputPartition | undefined
+  readonly collector: RecordCollector
+}
+
 export interface TaskFactoryConfig {
-  readonly topics: TopicRegistry
+  readonly io: TaskIo
   readonly clock: Clock
   readonly maxTaskIdleMs: number
   readonly errorHandler: ErrorHandler
@@ -42,9 +50,8 @@ export interface TaskDefinition {
  * co-partitioned source topics must have equal partition counts.
  */
 export function taskDefinitions(topology: Topology, topics: TopicRegistry): TaskDefinition[] {
-  const out: TaskDefinition[] = []
-  for (const sub of topology.subtopologies()) {
-    for (const node of sub.nodes) if (node.kind === 'sink') topics.partitions(node.topic)
+  for (const sub of topology.subtopologies()) for (const node of sub.nodes) if (node.kind === 'sink') topics.partitions(node.topic)
+  return tasksOf(topology, (sub) => {
     const counts = sub.sourceTopics.map((t) => topics.partitions(t).length)
     const partitions = counts[0] ?? 0
     if (counts.some((c) => c !== partitions)) {
@@ -53,7 +60,16 @@ export function taskDefinitions(topology: Topology, topics: TopicRegistry): Task
         `sub-topology ${sub.id}: co-partitioned topics must have the same number of partitions, got ${sub.sourceTopics.map((t, i) => `${t}=${counts[i]}`).join(', ')}`,
       )
     }
-    for (let p = 0; p < partitions; p++) out.push({ id: `${sub.id}_${p}`, subtopology: sub, partition: p })
+    return partitions
+  })
+}
+
+/** The tasks of a topology whose sub-topologies have `partitions(sub)` input partitions each: `<sub>_<partition>`. */
+export function tasksOf(topology: Topology, partitions: (sub: Subtopology) => number): TaskDefinition[] {
+  const out: TaskDefinition[] = []
+  for (const sub of topology.subtopologies()) {
+    const n = partitions(sub)
+    for (let p = 0; p < n; p++) out.push({ id: `${sub.id}_${p}`, subtopology: sub, partition: p })
   }
   return out
 }
@@ -69,7 +85,8 @@ export function createTask(def: TaskDefinition, config: TaskFactoryConfig, check
   return new StreamTask({
     subtopology: def.subtopology,
     partition: def.partition,
-    ...config.topics.taskIo(),
+    inputs: config.io.inputs,
+    collector: config.io.collector,
     clock: config.clock,
     maxTaskIdleMs: config.maxTaskIdleMs,
     errorHandler: config.errorHandler,
