@@ -1,0 +1,124 @@
+import type { ChangelogRecord } from '../runtime/changelog.js'
+import type { ChangelogSource } from '../runtime/changelog-source.js'
+import type { ChangelogTopics } from './changelog-topics.js'
+import type { ConsumedMessage, TopicPartitionRef } from './fetcher.js'
+
+/** What the reader needs of its consumer: assigned by hand (no group), partition EOF events on. */
+export interface RestoreConsumer {
+  assign(partitions: Array<TopicPartitionRef & { offset: number }>): unknown
+  consume(max: number, callback: (err: { message: string; code: number } | null | undefined, messages: ConsumedMessage[]) => void): void
+  on(event: 'partition.eof', listener: (eof: TopicPartitionRef & { offset: number }) => void): unknown
+  queryWatermarkOffsets(topic: string, partition: number, timeout: number, callback: (err: { message: string } | null | undefined, offsets: { lowOffset: number; highOffset: number }) => void): unknown
+  disconnect(callback?: () => void): unknown
+}
+
+/** librdkafka's logical offset "the beginning of the partition". */
+const OFFSET_BEGINNING = -2
+const TIMED_OUT = -185
+const BATCH = 2000
+
+/**
+ * A task's changelog records on Kafka, read from the beginning of its partition of each of its
+ * sub-topology's changelog topics to their end (under read_committed: the last stable offset, so an
+ * open transaction of a crashed instance is not read), as a `ChangelogSource`: the task manager folds
+ * them into the task's state in bounded steps while the other tasks process. The records of different
+ * topics interleave; within a topic they are in offset order, which is all a last-wins fold needs.
+ */
+export class ChangelogReader implements ChangelogSource {
+  private buffer: ChangelogRecord[] = []
+  private next = 0
+  /** Per topic: the end offset when the read started (progress only), and the next offset read. */
+  private readonly ends = new Map<string, number>()
+  private readonly positions = new Map<string, number>()
+  private readonly atEnd = new Set<string>()
+  private waiter: (() => void) | undefined
+  private closed = false
+  private failure: Error | undefined
+
+  constructor(
+    private readonly consumer: RestoreConsumer,
+    private readonly topics: ChangelogTopics,
+    private readonly partition: number,
+    private readonly onError: (err: Error) => void,
+  ) {}
+
+  /** Starts reading (the consumer is connected). */
+  start(): void {
+    const names = this.topics.topics()
+    this.consumer.on('partition.eof', (eof) => {
+      if (eof.partition !== this.partition || !names.includes(eof.topic)) return
+      this.atEnd.add(eof.topic)
+      this.wake()
+    })
+    for (const topic of names) {
+      this.consumer.queryWatermarkOffsets(topic, this.partition, 10_000, (err, offsets) => {
+        if (!err) this.ends.set(topic, offsets.highOffset)
+      })
+    }
+    this.consumer.assign(names.map((topic) => ({ topic, partition: this.partition, offset: OFFSET_BEGINNING })))
+    this.fetch()
+  }
+
+  remaining(): number | undefined {
+    const buffered = this.buffer.length - this.next
+    if (this.done()) return buffered
+    let left = 0
+    for (const [topic, end] of this.ends) left += Math.max(0, end - (this.positions.get(topic) ?? 0))
+    // Not at the end yet: never 0, which would end the restore.
+    return Math.max(1, buffered, left)
+  }
+
+  read(max: number): readonly ChangelogRecord[] {
+    if (this.failure !== undefined) throw this.failure
+    const batch = this.buffer.slice(this.next, this.next + max)
+    this.next += batch.length
+    if (this.next === this.buffer.length) {
+      this.buffer = []
+      this.next = 0
+    }
+    if (this.done() && this.buffer.length === 0) this.close()
+    return batch
+  }
+
+  whenReadable(): Promise<void> {
+    if (this.buffer.length > this.next || this.done()) return Promise.resolve()
+    return new Promise((resolve) => (this.waiter = resolve))
+  }
+
+  /** Stops reading and disconnects its consumer (the task was revoked before it restored, or it is read). */
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    this.consumer.disconnect()
+  }
+
+  private done(): boolean {
+    return this.atEnd.size === this.topics.topics().length
+  }
+
+  private fetch(): void {
+    if (this.closed || this.done()) return
+    this.consumer.consume(BATCH, (err, messages) => {
+      if (this.closed) return
+      if (err && err.code !== TIMED_OUT) {
+        this.failure = new Error(`restoring from ${this.topics.topics().join(', ')} partition ${this.partition}: ${err.message}`)
+        this.onError(this.failure)
+        return
+      }
+      for (const m of messages ?? []) {
+        if (m.partition !== this.partition) continue
+        this.positions.set(m.topic, m.offset + 1)
+        const key = typeof m.key === 'string' ? Buffer.from(m.key) : (m.key ?? Buffer.alloc(0))
+        this.buffer.push(this.topics.fromMessage(m.topic, key, m.value))
+      }
+      if ((messages?.length ?? 0) > 0) this.wake()
+      setImmediate(() => this.fetch())
+    })
+  }
+
+  private wake(): void {
+    const w = this.waiter
+    this.waiter = undefined
+    w?.()
+  }
+}

@@ -1,0 +1,111 @@
+import { invalidConfig } from '../errors.js'
+import { ErrorHandlers } from '../processor/errors.js'
+import type { ErrorHandler } from '../processor/errors.js'
+import { systemClock } from '../time/clock.js'
+import type { Clock } from '../time/clock.js'
+import { isScheduler, timerScheduler } from '../time/scheduler.js'
+import type { Scheduler } from '../time/scheduler.js'
+import { consoleLogger } from '../util/logger.js'
+import type { Logger } from '../util/logger.js'
+import { temporaryStateDir } from '../util/state-dir.js'
+
+/** Kafka Streams' processing guarantees (`exactly_once_v2`: KIP-447, one transactional producer per instance). */
+export type ProcessingGuarantee = 'at_least_once' | 'exactly_once_v2'
+
+/** librdkafka settings passed through to the clients (`bootstrap.servers` and the group's are punctual's). */
+export type KafkaClientSettings = Readonly<Record<string, string | number | boolean>>
+
+/** How a `KafkaRuntime` runs: the application, the cluster, the guarantee, and settings passed to the client. */
+export interface KafkaRuntimeConfig {
+  /**
+   * The application: its consumer group, the prefix of its internal topics and its transactional ids.
+   * Every instance of one application uses the same id.
+   */
+  applicationId: string
+  /** `host:port[,host:port...]` of the cluster. */
+  bootstrapServers: string
+  /** @default 'at_least_once' (as Kafka Streams) */
+  processingGuarantee?: ProcessingGuarantee
+  /** How often tasks commit. @default 100 under exactly_once_v2, 30000 under at_least_once (as Kafka Streams) */
+  commitIntervalMs?: number
+  /** Commit also after this many records, so one transaction never holds too much. @default 10000 */
+  commitMaxRecords?: number
+  /** How long a task waits for an empty input partition before processing the others. @default 0 */
+  maxTaskIdleMs?: number
+  /** Directory for spill files. @default a temporary directory, removed on stop */
+  stateDir?: string
+  /** librdkafka settings for every client (security, timeouts, ...). */
+  client?: KafkaClientSettings
+  /** Extra librdkafka settings of the consumers. */
+  consumer?: KafkaClientSettings
+  /** Extra librdkafka settings of the producer. */
+  producer?: KafkaClientSettings
+  /** @default the system clock */
+  clock?: Clock
+  /** Runs the runtime's one armed timer. @default setTimeout on the clock */
+  scheduler?: Scheduler
+  /** @default ErrorHandlers.failOnUserCodeErrors(logger) */
+  errorHandler?: ErrorHandler
+  /** @default writes to stderr */
+  logger?: Logger
+}
+
+export type ValidKafkaRuntimeConfig = Required<Omit<KafkaRuntimeConfig, 'client' | 'consumer' | 'producer'>> & {
+  readonly client: KafkaClientSettings
+  readonly consumer: KafkaClientSettings
+  readonly producer: KafkaClientSettings
+}
+
+/** Settings punctual sets itself: passing them would break the runtime's guarantees. */
+const OWNED = ['bootstrap.servers', 'group.id', 'enable.auto.commit', 'isolation.level', 'transactional.id', 'rebalance_cb', 'offset_commit_cb', 'group.protocol']
+
+export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKafkaRuntimeConfig {
+  const where = 'KafkaRuntime config'
+  if (config === null || typeof config !== 'object') throw invalidConfig(where, 'expected an object with at least applicationId and bootstrapServers')
+  if (typeof config.applicationId !== 'string' || !/^[A-Za-z0-9._-]+$/.test(config.applicationId)) {
+    throw invalidConfig(where, `applicationId must be a non-empty string of letters, digits, '.', '_' or '-', got ${JSON.stringify(config.applicationId)}`)
+  }
+  if (typeof config.bootstrapServers !== 'string' || !/^[^,\s]+:\d+(,[^,\s]+:\d+)*$/.test(config.bootstrapServers)) {
+    throw invalidConfig(where, `bootstrapServers must be host:port[,host:port...], got ${JSON.stringify(config.bootstrapServers)}`)
+  }
+  const guarantee = config.processingGuarantee ?? 'at_least_once'
+  if (guarantee !== 'at_least_once' && guarantee !== 'exactly_once_v2') {
+    throw invalidConfig(where, `processingGuarantee must be 'at_least_once' or 'exactly_once_v2', got ${JSON.stringify(config.processingGuarantee)}`)
+  }
+  const int = (name: string, value: number | undefined, def: number, min: number): number => {
+    const v = value ?? def
+    if (!Number.isSafeInteger(v) || v < min) throw invalidConfig(where, `${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`)
+    return v
+  }
+  if (config.stateDir !== undefined && (typeof config.stateDir !== 'string' || config.stateDir.length === 0)) {
+    throw invalidConfig(where, `stateDir must be a non-empty path, got ${JSON.stringify(config.stateDir)}`)
+  }
+  const settings = (name: 'client' | 'consumer' | 'producer'): KafkaClientSettings => {
+    const s = config[name] ?? {}
+    if (s === null || typeof s !== 'object') throw invalidConfig(where, `${name} must be an object of librdkafka settings`)
+    for (const [key, value] of Object.entries(s)) {
+      if (OWNED.includes(key)) throw invalidConfig(where, `${name}["${key}"]: punctual sets this itself (see the README's Kafka section)`)
+      if (!['string', 'number', 'boolean'].includes(typeof value)) throw invalidConfig(where, `${name}["${key}"] must be a string, number or boolean, got ${typeof value}`)
+    }
+    return s
+  }
+  const logger = config.logger ?? consoleLogger
+  const clock = config.clock ?? systemClock
+  if (config.scheduler !== undefined && !isScheduler(config.scheduler)) throw invalidConfig(where, 'scheduler must have at(dueMs, callback) returning a cancel function')
+  return {
+    applicationId: config.applicationId,
+    bootstrapServers: config.bootstrapServers,
+    processingGuarantee: guarantee,
+    commitIntervalMs: int('commitIntervalMs', config.commitIntervalMs, guarantee === 'exactly_once_v2' ? 100 : 30_000, 1),
+    commitMaxRecords: int('commitMaxRecords', config.commitMaxRecords, 10_000, 1),
+    maxTaskIdleMs: int('maxTaskIdleMs', config.maxTaskIdleMs, 0, 0),
+    stateDir: config.stateDir ?? temporaryStateDir(config.applicationId),
+    client: settings('client'),
+    consumer: settings('consumer'),
+    producer: settings('producer'),
+    clock,
+    scheduler: config.scheduler ?? timerScheduler(clock),
+    errorHandler: config.errorHandler ?? ErrorHandlers.failOnUserCodeErrors(logger),
+    logger,
+  }
+}

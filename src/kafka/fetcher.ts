@@ -1,0 +1,157 @@
+import type { Header } from '../processor/api.js'
+import { NO_HEADERS } from '../processor/api.js'
+import { FetchedPartition } from './fetched-partition.js'
+import type { FetchedMessage } from './fetched-partition.js'
+
+/** A partition as the client names it. */
+export interface TopicPartitionRef {
+  readonly topic: string
+  readonly partition: number
+}
+
+/** A message as the client's `consume` gives it. */
+export interface ConsumedMessage extends TopicPartitionRef {
+  readonly offset: number
+  readonly key?: Buffer | string | null | undefined
+  readonly value: Buffer | null
+  readonly timestamp?: number | undefined
+  readonly headers?: ReadonlyArray<Readonly<Record<string, string | Buffer>>> | undefined
+}
+
+/** What the fetcher needs of the consumer (the client's node-rdkafka-style `KafkaConsumer`). */
+export interface FetchingConsumer {
+  consume(max: number, callback: (err: { message: string; code: number } | null | undefined, messages: ConsumedMessage[]) => void): void
+  pause(partitions: TopicPartitionRef[]): unknown
+  resume(partitions: TopicPartitionRef[]): unknown
+}
+
+/** Messages one `consume` call takes at most. */
+const FETCH_BATCH = 2000
+
+/**
+ * Keeps the consumer fetching into the input partitions of the tasks this instance owns: one `consume`
+ * call at a time, each taking what librdkafka has ready (it waits only for the first message, on its
+ * own thread), appended to the partition's `FetchedPartition`. A partition holding `maxHeld` messages
+ * not yet read is paused until its task has read half of them, so memory stays bounded however far
+ * processing falls behind (or while a task restores).
+ */
+export class Fetcher {
+  private readonly partitions = new Map<string, FetchedPartition>()
+  private readonly paused = new Map<string, TopicPartitionRef>()
+  private running = false
+  /** The `consume` call in flight (one at a time). */
+  private inFlight: Promise<void> | undefined
+
+  constructor(
+    private readonly consumer: FetchingConsumer,
+    /** New messages arrived (the task loop has work). */
+    private readonly onMessages: () => void,
+    private readonly onError: (err: { message: string; code: number }) => void,
+    private readonly maxHeld = 50_000,
+  ) {}
+
+  /** Starts reading a partition assigned to this instance; `position` is where its task reads first. */
+  add(topic: string, partition: number, position: number): FetchedPartition {
+    const p = new FetchedPartition(topic, partition, position)
+    this.partitions.set(key(topic, partition), p)
+    return p
+  }
+
+  /** Stops holding a partition (revoked or lost); messages of it still in flight are dropped. */
+  remove(topic: string, partition: number): void {
+    this.partitions.delete(key(topic, partition))
+    this.paused.delete(key(topic, partition))
+  }
+
+  get(topic: string, partition: number): FetchedPartition | undefined {
+    return this.partitions.get(key(topic, partition))
+  }
+
+  start(): void {
+    if (this.running) return
+    this.running = true
+    this.fetch()
+  }
+
+  /** Stops fetching; resolves once the `consume` call in flight returned. */
+  async stop(): Promise<void> {
+    this.running = false
+    await this.inFlight
+  }
+
+  /** Resumes paused partitions whose tasks read half of what they held (after each processing slice). */
+  resumeDrained(): void {
+    if (this.paused.size === 0) return
+    const resume: TopicPartitionRef[] = []
+    for (const [k, ref] of this.paused) {
+      const p = this.partitions.get(k)
+      if (p === undefined || p.size <= this.maxHeld / 2) {
+        resume.push(ref)
+        this.paused.delete(k)
+      }
+    }
+    if (resume.length > 0) this.consumer.resume(resume)
+  }
+
+  private fetch(): void {
+    if (!this.running) return
+    this.inFlight = new Promise<void>((resolve) => {
+      this.consumer.consume(FETCH_BATCH, (err, messages) => {
+        resolve()
+        if (err) {
+          // A timeout only means nothing arrived; anything else goes to the runtime.
+          if (err.code !== TIMED_OUT) this.onError(err)
+        } else if (messages.length > 0) this.append(messages)
+        if (this.running) setImmediate(() => this.fetch())
+      })
+    })
+  }
+
+  private append(messages: readonly ConsumedMessage[]): void {
+    let appended = false
+    let run: FetchedMessage[] = []
+    let runKey = ''
+    const flush = (): void => {
+      const p = this.partitions.get(runKey)
+      if (p !== undefined && run.length > 0) {
+        p.append(run)
+        appended = true
+        if (p.size >= this.maxHeld && !this.paused.has(runKey)) {
+          const ref = { topic: p.topic, partition: p.partition }
+          this.paused.set(runKey, ref)
+          this.consumer.pause([ref])
+        }
+      }
+      run = []
+    }
+    for (const m of messages) {
+      const k = key(m.topic, m.partition)
+      if (k !== runKey) {
+        flush()
+        runKey = k
+      }
+      run.push({ offset: m.offset, key: toBytes(m.key), value: m.value, timestamp: m.timestamp ?? 0, headers: toHeaders(m.headers) })
+    }
+    flush()
+    if (appended) this.onMessages()
+  }
+}
+
+/** librdkafka's "timed out" (RD_KAFKA_RESP_ERR__TIMED_OUT). */
+const TIMED_OUT = -185
+
+function key(topic: string, partition: number): string {
+  return `${topic}:${partition}`
+}
+
+function toBytes(key: Buffer | string | null | undefined): Uint8Array | null {
+  if (key === null || key === undefined) return null
+  return typeof key === 'string' ? Buffer.from(key) : key
+}
+
+function toHeaders(headers: ConsumedMessage['headers']): FetchedMessage['headers'] {
+  if (headers === undefined || headers.length === 0) return NO_HEADERS
+  const out: Header[] = []
+  for (const h of headers) for (const [k, v] of Object.entries(h)) out.push({ key: k, value: typeof v === 'string' ? Buffer.from(v) : v })
+  return out
+}

@@ -1,0 +1,35 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { validateKafkaRuntimeConfig } from '../../src/kafka/config.js'
+import { PunctualError } from '../../src/errors.js'
+import { silentLogger } from '../../src/index.js'
+
+const base = { applicationId: 'app', bootstrapServers: 'localhost:9092', logger: silentLogger }
+
+describe('KafkaRuntime config', () => {
+  it("defaults as Kafka Streams: at_least_once with a 30 s commit interval, exactly_once_v2 with 100 ms", () => {
+    const alos = validateKafkaRuntimeConfig(base)
+    assert.equal(alos.processingGuarantee, 'at_least_once')
+    assert.equal(alos.commitIntervalMs, 30_000)
+    const eos = validateKafkaRuntimeConfig({ ...base, processingGuarantee: 'exactly_once_v2' })
+    assert.equal(eos.commitIntervalMs, 100)
+    assert.equal(eos.commitMaxRecords, 10_000)
+  })
+
+  const refused: Array<[string, Record<string, unknown>, string]> = [
+    ['a bad guarantee', { processingGuarantee: 'exactly_once' }, "processingGuarantee must be 'at_least_once' or 'exactly_once_v2', got \"exactly_once\""],
+    ['bootstrap servers without a port', { bootstrapServers: 'localhost' }, 'bootstrapServers must be host:port'],
+    ['an application id with a space', { applicationId: 'my app' }, 'applicationId must be'],
+    ['a setting punctual owns', { consumer: { 'isolation.level': 'read_uncommitted' } }, 'consumer["isolation.level"]: punctual sets this itself'],
+    ['a setting that is not a scalar', { producer: { 'linger.ms': [5] } }, 'producer["linger.ms"] must be a string, number or boolean'],
+    ['a commit interval of 0', { commitIntervalMs: 0 }, 'commitIntervalMs must be an integer >= 1, got 0'],
+  ]
+  for (const [what, change, message] of refused) {
+    it(`refuses ${what}, naming the setting and the value`, () => {
+      assert.throws(
+        () => validateKafkaRuntimeConfig({ ...base, ...change } as never),
+        (err: unknown) => err instanceof PunctualError && err.code === 'INVALID_CONFIG' && err.message.includes(message),
+      )
+    })
+  }
+})
