@@ -72,6 +72,9 @@ export type { Producer, RecordListener, RuntimeState } from './runtime/embedded-
 export type { SubscribeFrom } from './runtime/subscriptions.js'
 export type { EmbeddedRuntimeConfig, TopicConfig } from './runtime/config.js'
 export type { PunctualApp } from './runtime/app.js'
+export { KafkaRuntime } from './kafka/kafka-runtime.js'
+export type { KafkaClientSettings, KafkaRuntimeConfig, ProcessingGuarantee } from './kafka/config.js'
+export type { RestoreProgress } from './runtime/task-manager.js'
 
 export { systemClock } from './time/clock.js'
 export type { Clock } from './time/clock.js'

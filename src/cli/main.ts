@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
-import { runApp } from './run-command.js'
+import { runApp, runKafkaApp } from './run-command.js'
 import { scenarioRun } from './scenario-command.js'
 import type { Io } from './scenario-command.js'
 
@@ -37,9 +37,15 @@ export async function main(argv: readonly string[], io: Io = stdio): Promise<num
     .command('run')
     .description('run an application module durably: its state lives in --state-dir and survives restarts')
     .argument('<app>', 'a module whose default export is { applicationId, topology(), config?, start? }')
-    .requiredOption('--state-dir <dir>', 'the state directory (created if missing; held exclusively while running)')
-    .action(async (app: string, opts: { stateDir: string }) => {
-      code = await runApp(app, opts.stateDir, io)
+    .option('--state-dir <dir>', 'the state directory (created if missing; held exclusively while running); required without --kafka')
+    .option('--kafka <bootstrap>', 'run on Apache Kafka (host:port[,host:port]) as one instance of the application: its consumer group shares the input partitions, its state is in changelog topics')
+    .option('--guarantee <guarantee>', "with --kafka: 'at_least_once' (default) or 'exactly_once_v2'")
+    .action(async (app: string, opts: { stateDir?: string; kafka?: string; guarantee?: string }) => {
+      if (opts.kafka !== undefined) code = await runKafkaApp(app, opts.kafka, opts, io)
+      else if (opts.stateDir === undefined) {
+        io.err("punctual run: --state-dir <dir> is required (or --kafka <bootstrap> to run on Kafka)")
+        code = 2
+      } else code = await runApp(app, opts.stateDir, io)
     })
   try {
     await program.parseAsync([...argv])

@@ -2,6 +2,8 @@ import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { PunctualError } from '../errors.js'
 import { EmbeddedRuntime } from '../runtime/embedded-runtime.js'
+import { KafkaRuntime } from '../kafka/kafka-runtime.js'
+import type { ProcessingGuarantee } from '../kafka/config.js'
 import type { PunctualApp } from '../runtime/app.js'
 import { createConsoleLogger } from '../util/logger.js'
 import type { Io } from './scenario-command.js'
@@ -36,21 +38,13 @@ export async function runApp(path: string, stateDir: string, io: Io): Promise<nu
   runtime.start()
   io.err(runtime.resumed ? `punctual: ${app.applicationId} resumed from its state in ${stateDir}` : `punctual: ${app.applicationId} started with fresh state in ${stateDir}`)
   const abort = new AbortController()
-  let onSignal: ((sig: NodeJS.Signals) => void) | undefined
-  const signalled = new Promise<string>((resolveSignal) => {
-    onSignal = (sig) => resolveSignal(sig)
-    process.once('SIGINT', onSignal)
-    process.once('SIGTERM', onSignal)
-  })
+  const signals = untilSignal()
   const fed = Promise.resolve(app.start?.(runtime, { resumed: runtime.resumed, signal: abort.signal }))
   // Without a start promise that ends, run until a signal.
   const ended = app.start === undefined ? new Promise<void>(() => {}) : fed
-  const outcome = await Promise.race([ended.then(() => 'input ended'), signalled, failed.then((e) => e)])
+  const outcome = await Promise.race([ended.then(() => 'input ended'), signals.signalled, failed.then((e) => e)])
   abort.abort()
-  if (onSignal !== undefined) {
-    process.off('SIGINT', onSignal)
-    process.off('SIGTERM', onSignal)
-  }
+  signals.off()
   if (outcome instanceof Error) {
     io.err(`punctual: ${app.applicationId} stopped on an error: ${outcome.message}`)
     return 1
@@ -62,5 +56,58 @@ export async function runApp(path: string, stateDir: string, io: Io): Promise<nu
     return 1
   }
   io.err(`punctual: ${app.applicationId} stopped (${outcome}); state kept in ${stateDir}`)
+  return 0
+}
+
+/** Resolves with the name of the first SIGINT or SIGTERM; `off` stops listening. */
+function untilSignal(): { signalled: Promise<string>; off: () => void } {
+  let onSignal: ((sig: NodeJS.Signals) => void) | undefined
+  const signalled = new Promise<string>((resolveSignal) => {
+    onSignal = (sig) => resolveSignal(sig)
+    process.once('SIGINT', onSignal)
+    process.once('SIGTERM', onSignal)
+  })
+  return {
+    signalled,
+    off: () => {
+      if (onSignal === undefined) return
+      process.off('SIGINT', onSignal)
+      process.off('SIGTERM', onSignal)
+    },
+  }
+}
+
+/**
+ * `punctual run APP --kafka BOOTSTRAP`: runs the application as one instance on Kafka until a signal (its
+ * input comes from its source topics; `start` is not called).
+ */
+export async function runKafkaApp(path: string, bootstrapServers: string, opts: { stateDir?: string; guarantee?: string }, io: Io): Promise<number> {
+  const app = await loadApp(path)
+  const logger = app.kafka?.logger ?? app.config?.logger ?? createConsoleLogger({ level: 'warn', write: io.err })
+  const runtime = new KafkaRuntime(app.topology(), {
+    ...(app.kafka ?? {}),
+    logger,
+    applicationId: app.applicationId,
+    bootstrapServers,
+    ...(opts.guarantee === undefined ? {} : { processingGuarantee: opts.guarantee as ProcessingGuarantee }),
+    ...(opts.stateDir === undefined ? {} : { stateDir: opts.stateDir }),
+  })
+  const failed = new Promise<Error>((resolveFailure) => runtime.on('error', resolveFailure))
+  await runtime.start()
+  io.err(`punctual: ${app.applicationId} joined its group on ${bootstrapServers}`)
+  const signals = untilSignal()
+  const outcome = await Promise.race([signals.signalled, failed.then((e) => e)])
+  signals.off()
+  if (outcome instanceof Error) {
+    io.err(`punctual: ${app.applicationId} stopped on an error: ${outcome.message}`)
+    return 1
+  }
+  try {
+    await runtime.stop()
+  } catch (err) {
+    io.err(`punctual: ${app.applicationId} stopped on an error: ${(err as Error).message}`)
+    return 1
+  }
+  io.err(`punctual: ${app.applicationId} stopped (${outcome}); its state is in its changelog topics`)
   return 0
 }

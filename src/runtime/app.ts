@@ -1,6 +1,7 @@
 import type { Topology } from '../processor/topology.js'
 import type { EmbeddedRuntime } from './embedded-runtime.js'
 import type { EmbeddedRuntimeConfig } from './config.js'
+import type { KafkaRuntimeConfig } from '../kafka/config.js'
 
 /**
  * What `punctual run APP --state-dir DIR` expects as the default export of APP: the application's id and
@@ -12,5 +13,7 @@ export interface PunctualApp {
   readonly applicationId: string
   topology(): Topology
   readonly config?: Omit<EmbeddedRuntimeConfig, 'applicationId' | 'stateDir'>
+  /** Settings of `punctual run APP --kafka BOOTSTRAP` (the input then comes from the topics: `start` is not called). */
+  readonly kafka?: Omit<KafkaRuntimeConfig, 'applicationId' | 'bootstrapServers'>
   start?(runtime: EmbeddedRuntime, context: { readonly resumed: boolean; readonly signal: AbortSignal }): void | Promise<void>
 }

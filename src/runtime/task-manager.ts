@@ -16,6 +16,7 @@ const FINISH_BATCH = 10_000
 /** How far a task's restore has come. */
 export interface RestoreProgress {
   readonly taskId: string
+  /** Changelog records (the Kafka runtime, or a task moved within the embedded one), or the state directory. */
   readonly from: 'changelog' | 'stateDirectory'
   /** Changelog records, or state directory entries (keyed state keys, timers, store entries), read. */
   readonly restored: number

@@ -33,6 +33,18 @@ describe('punctual run APP --state-dir DIR', () => {
   })
 })
 
+describe('punctual run APP --kafka BOOTSTRAP', () => {
+  it('needs --state-dir or --kafka, and says so', async () => {
+    const r = await cli('run', APP)
+    assert.equal(r.code, 2)
+    assert.match(r.err.join('\n'), /--state-dir <dir> is required \(or --kafka <bootstrap> to run on Kafka\)/)
+  })
+
+  it('refuses a guarantee it does not know before connecting, naming the value', async () => {
+    await assert.rejects(cli('run', APP, '--kafka', 'localhost:1', '--guarantee', 'exactly_once'), /processingGuarantee must be 'at_least_once' or 'exactly_once_v2', got "exactly_once"/)
+  })
+})
+
 describe('punctual --version and --help', () => {
   it('prints the version of package.json', async () => {
     const out: string[] = []

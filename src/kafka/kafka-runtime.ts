@@ -1,0 +1,431 @@
+import { randomUUID } from 'node:crypto'
+import { rmSync } from 'node:fs'
+import type * as Client from '@confluentinc/kafka-javascript'
+import { PunctualError } from '../errors.js'
+import { sumMetrics } from '../metrics.js'
+import type { MetricsSnapshot } from '../metrics.js'
+import type { StreamTask } from '../processor/internal/task.js'
+import type { Topology } from '../processor/topology.js'
+import { Committer } from '../runtime/committer.js'
+import type { CommitStats } from '../runtime/committer.js'
+import type { RuntimeState } from '../runtime/embedded-runtime.js'
+import { tasksOf } from '../runtime/task-factory.js'
+import type { TaskDefinition } from '../runtime/task-factory.js'
+import { TaskLoop } from '../runtime/task-loop.js'
+import { TaskManager } from '../runtime/task-manager.js'
+import type { RestoreProgress } from '../runtime/task-manager.js'
+import { StateDirectory } from '../state/state-directory.js'
+import type { Logger } from '../util/logger.js'
+import { ensureTopics, topicPartitions } from './admin.js'
+import type { TopicAdmin } from './admin.js'
+import { ChangelogReader } from './changelog-reader.js'
+import type { RestoreConsumer } from './changelog-reader.js'
+import { ChangelogTopics } from './changelog-topics.js'
+import { loadKafkaClient } from './client.js'
+import { validateKafkaRuntimeConfig } from './config.js'
+import type { KafkaRuntimeConfig, ValidKafkaRuntimeConfig } from './config.js'
+import { Fetcher } from './fetcher.js'
+import type { FetchingConsumer, TopicPartitionRef } from './fetcher.js'
+import { KafkaCommitBackend } from './kafka-commit-backend.js'
+import type { CommitClient, PartitionOffset } from './kafka-commit-backend.js'
+import { ProducerSink } from './producer-sink.js'
+import type { RecordProducer } from './producer-sink.js'
+import { KafkaRecordCollector } from './record-collector.js'
+import type { TopicPlan } from './topics.js'
+
+/** librdkafka's rebalance codes (RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS / __REVOKE_PARTITIONS). */
+const ASSIGN = -175
+const REVOKE = -174
+/** Methods the client's consumer has that its type declarations leave out (lib/kafka-consumer.js). */
+type Consumer = Client.KafkaConsumer & {
+  incrementalAssign(partitions: TopicPartitionRef[]): void
+  incrementalUnassign(partitions: TopicPartitionRef[]): void
+  assignmentLost(): boolean
+  setDefaultIsTimeoutOnlyForFirstMessage(only: boolean): void
+}
+
+/** How long one client call (a transaction step, a flush, a commit) may take before the runtime fails. */
+const CALL_TIMEOUT_MS = 60_000
+
+/**
+ * Runs a topology on Apache Kafka, as Kafka Streams does: the instances of one application share its
+ * input partitions through a consumer group (KIP-848's protocol with the broker's range assignor, which
+ * keeps co-partitioned partitions together), one task per partition of each sub-topology's inputs.
+ * A task assigned here is restored from its changelog topics, then processes; a task revoked is
+ * committed first. Commits follow the processing guarantee (`KafkaCommitBackend`). The same task loop as
+ * the embedded runtime processes in short slices on the event loop, and wall-clock punctuations fire on
+ * the runtime's one armed timer whether or not records arrive.
+ */
+export class KafkaRuntime {
+  private readonly config: ValidKafkaRuntimeConfig
+  private readonly logger: Logger
+  private readonly tasks: StreamTask[] = []
+  private readonly loop: TaskLoop
+  private readonly errorListeners: Array<(err: Error) => void> = []
+  private currentState: RuntimeState = 'CREATED'
+  private failure: Error | undefined
+  private committer: Committer | undefined
+  private taskManager: TaskManager | undefined
+  private client: typeof Client | undefined
+  private consumer: Consumer | undefined
+  private producer: Client.Producer | undefined
+  private fetcher: Fetcher | undefined
+  private plan: TopicPlan | undefined
+  private definitions: TaskDefinition[] = []
+  private readonly changelogTopics = new Map<number, ChangelogTopics>()
+  private readonly readers = new Map<string, ChangelogReader>()
+  /** Rebalance events, handled one after the other (a revocation waits for its commit). */
+  private rebalancing: Promise<void> = Promise.resolve()
+  /** Partitions assigned to this instance, as `topic:partition` of the cluster. */
+  private readonly assigned = new Set<string>()
+  private stateDirectory: StateDirectory | undefined
+  private readonly ownsStateDir: boolean
+
+  constructor(
+    private readonly topology: Topology,
+    config: KafkaRuntimeConfig,
+  ) {
+    this.config = validateKafkaRuntimeConfig(config)
+    this.ownsStateDir = config.stateDir === undefined
+    this.logger = this.config.logger.child?.({ applicationId: this.config.applicationId }) ?? this.config.logger
+    this.loop = new TaskLoop({
+      tasks: this.tasks,
+      clock: this.config.clock,
+      scheduler: this.config.scheduler,
+      commitIntervalMs: this.config.commitIntervalMs,
+      commitMaxRecords: this.config.commitMaxRecords,
+      isDurable: () => true,
+      isRunning: () => this.currentState === 'RUNNING',
+      writeCommit: () => this.committer?.commit(this.tasks),
+      restoreStep: (max, wake) => this.taskManager?.restoreStep(max, wake) ?? false,
+      deliver: () => this.fetcher?.resumeDrained(),
+      fail: (err) => this.fail(err),
+    })
+  }
+
+  /** CREATED, RUNNING, PENDING_SHUTDOWN, NOT_RUNNING or ERROR. */
+  get state(): RuntimeState {
+    return this.currentState
+  }
+
+  /** Told when the runtime stops on a failure while running (not for a failing `start()`, which rejects). */
+  on(event: 'error', listener: (err: Error) => void): this {
+    if (event === 'error') this.errorListeners.push(listener)
+    return this
+  }
+
+  /**
+   * Connects, checks the topology against the cluster and creates the application's internal topics,
+   * then joins the group; resolves once this instance is in it (tasks come with the assignment, restored
+   * before they process). Fails, naming the problem, when the client is not installed, the cluster
+   * cannot be reached or the topology does not fit it.
+   */
+  async start(): Promise<void> {
+    if (this.currentState !== 'CREATED') throw new PunctualError('ILLEGAL_STATE', `cannot start the runtime in state ${this.currentState}`)
+    const { config } = this
+    this.stateDirectory = StateDirectory.open(config.stateDir, config.applicationId)
+    try {
+      const client = (this.client = await loadKafkaClient())
+      this.plan = await this.createTopics(client)
+      const plan = this.plan
+      this.definitions = tasksOf(this.topology, (sub) => plan.partitions.get(sub.id) ?? 0)
+      for (const sub of this.topology.subtopologies()) {
+        this.changelogTopics.set(sub.id, new ChangelogTopics(config.applicationId, sub.id, sub.stores.map((s) => s.name)))
+      }
+      const counts = await this.partitionCounts(client)
+      const producer = await this.connectProducer(client)
+      const sink = new ProducerSink(producer as unknown as RecordProducer)
+      const collector = new KafkaRecordCollector(plan.names, counts, sink.send)
+      const exactlyOnce = config.processingGuarantee === 'exactly_once_v2'
+      const consumer = this.createConsumer(client)
+      const backend = new KafkaCommitBackend(exactlyOnce, this.commitClient(producer, consumer), sink, (sub) => this.changelogTopics.get(sub) as ChangelogTopics, (t) => plan.names.get(t) ?? t, config.clock)
+      this.committer = new Committer(backend)
+      this.fetcher = new Fetcher(consumer as unknown as FetchingConsumer, this.loop.onAppend, (err) => this.fail(new PunctualError('ILLEGAL_STATE', `fetching: ${err.message}`, { cause: err })))
+      const fetcher = this.fetcher
+      this.taskManager = new TaskManager(
+        this.definitions,
+        {
+          io: { inputs: (topic, partition) => fetcher.get(plan.names.get(topic) ?? topic, partition), collector },
+          clock: config.clock,
+          maxTaskIdleMs: config.maxTaskIdleMs,
+          errorHandler: config.errorHandler,
+          stateDir: config.stateDir,
+          committer: this.committer,
+          onWallClockChange: this.loop.onWallClockChange,
+          onRestored: ({ taskId, count, ms }) => this.logger.info({ taskId, records: count, ms: Math.round(ms) }, `task ${taskId} restored from its changelog topics`),
+        },
+        this.tasks,
+      )
+      if (exactlyOnce) await promised((cb) => producer.beginTransaction(cb))
+      await promised((cb) => consumer.connect({}, cb))
+      this.currentState = 'RUNNING'
+      const sources = [...new Set(this.topology.subtopologies().flatMap((s) => s.sourceTopics))].map((t) => plan.names.get(t) ?? t)
+      consumer.subscribe(sources)
+      fetcher.start()
+      this.loop.rearm()
+      this.logger.info({ bootstrapServers: config.bootstrapServers, processingGuarantee: config.processingGuarantee, topics: sources.join(',') }, 'started: joining the group')
+    } catch (err) {
+      await this.shutDown()
+      this.currentState = 'ERROR'
+      throw err
+    }
+  }
+
+  /** Commits the tasks, leaves the group and disconnects. Rejects with the failure if the runtime had stopped on an error. */
+  async stop(): Promise<void> {
+    if (this.currentState === 'RUNNING') {
+      this.currentState = 'PENDING_SHUTDOWN'
+      this.loop.disarm()
+      try {
+        await this.rebalancing
+        // The consumer keeps polling meanwhile: librdkafka reports an offset commit's result through it.
+        await this.loop.commitAndWait()
+        await this.fetcher?.stop()
+        this.logger.info({ processedRecords: this.metrics().processedRecords }, 'stopping: committed')
+        this.currentState = 'NOT_RUNNING'
+      } catch (err) {
+        this.fail(err)
+      }
+      await this.shutDown()
+    } else if (this.currentState === 'CREATED') {
+      this.currentState = 'NOT_RUNNING'
+    }
+    if (this.failure !== undefined) throw this.failure
+  }
+
+  /** Counts of the tasks this instance ran (active ones and those it no longer has). */
+  metrics(): MetricsSnapshot {
+    return sumMetrics(this.taskManager?.metrics() ?? [])
+  }
+
+  /** How many commits ran and how long they took (undefined before start). */
+  commitStats(): CommitStats | undefined {
+    return this.committer?.stats()
+  }
+
+  /** The tasks this instance runs now. */
+  taskIds(): string[] {
+    return this.tasks.map((t) => t.taskId.toString())
+  }
+
+  /** The tasks restoring here, and how far each has come. */
+  restoreProgress(): RestoreProgress[] {
+    return this.taskManager?.restoreProgress() ?? []
+  }
+
+  private async createTopics(client: typeof Client): Promise<TopicPlan> {
+    const admin = this.admin(client)
+    await admin.connect()
+    try {
+      return await ensureTopics(admin as unknown as TopicAdmin, this.topology, this.config.applicationId)
+    } finally {
+      await admin.disconnect()
+    }
+  }
+
+  private async partitionCounts(client: typeof Client): Promise<Map<string, number>> {
+    const admin = this.admin(client)
+    await admin.connect()
+    try {
+      return await topicPartitions(admin as unknown as TopicAdmin)
+    } finally {
+      await admin.disconnect()
+    }
+  }
+
+  private admin(client: typeof Client): Client.KafkaJS.Admin {
+    const kafka = new client.KafkaJS.Kafka({ ...this.config.client, 'bootstrap.servers': this.config.bootstrapServers, kafkaJS: { logLevel: client.KafkaJS.logLevel.ERROR } } as Client.KafkaJS.CommonConstructorConfig)
+    return kafka.admin()
+  }
+
+  private async connectProducer(client: typeof Client): Promise<Client.Producer> {
+    const { config } = this
+    const exactlyOnce = config.processingGuarantee === 'exactly_once_v2'
+    const producer = new client.RdKafka.Producer({
+      // Large enough for a commit's outputs and changelog records; commitMaxRecords bounds them.
+      'queue.buffering.max.messages': 1_000_000,
+      'linger.ms': 5,
+      // As Kafka Streams: a crashed instance's open transaction blocks read_committed readers this long at most.
+      ...(exactlyOnce ? { 'transaction.timeout.ms': 10_000 } : {}),
+      ...config.client,
+      ...config.producer,
+      'bootstrap.servers': config.bootstrapServers,
+      'enable.idempotence': true,
+      // Errors only: a report per record would be a callback per record.
+      dr_cb: true,
+      'delivery.report.only.error': true,
+      ...(exactlyOnce ? { 'transactional.id': `${config.applicationId}-${randomUUID()}` } : {}),
+    } as Client.ProducerGlobalConfig)
+    this.producer = producer
+    producer.on('delivery-report', (err) => {
+      if (err) this.fail(new PunctualError('ILLEGAL_STATE', `a record could not be written: ${err.message}`, { cause: err }))
+    })
+    producer.setPollInterval(50)
+    await promised((cb) => producer.connect({}, cb))
+    if (exactlyOnce) await promised((cb) => producer.initTransactions(CALL_TIMEOUT_MS, cb))
+    return producer
+  }
+
+  private createConsumer(client: typeof Client): Consumer {
+    const { config } = this
+    const consumer = new client.RdKafka.KafkaConsumer({
+      ...config.client,
+      ...config.consumer,
+      'bootstrap.servers': config.bootstrapServers,
+      'group.id': config.applicationId,
+      // KIP-848: incremental, and the broker's range assignor keeps co-partitioned partitions together.
+      'group.protocol': 'consumer',
+      'group.remote.assignor': 'range',
+      'enable.auto.commit': false,
+      'auto.offset.reset': 'earliest',
+      'isolation.level': config.processingGuarantee === 'exactly_once_v2' ? 'read_committed' : 'read_uncommitted',
+      rebalance_cb: (err: Client.LibrdKafkaError, partitions: Client.TopicPartition[]) => this.onRebalance(err.code, partitions),
+      // Reports each offset commit's result as an 'offset.commit' event (at_least_once waits for it).
+      offset_commit_cb: true,
+    } as Client.ConsumerGlobalConfig) as Consumer
+    consumer.setDefaultConsumeTimeout(500)
+    consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
+    this.consumer = consumer
+    return consumer
+  }
+
+  private commitClient(producer: Client.Producer, consumer: Client.KafkaConsumer): CommitClient {
+    let offsetsCommitted: ((err: Error | undefined) => void) | undefined
+    consumer.on('offset.commit', (err) => {
+      const done = offsetsCommitted
+      offsetsCommitted = undefined
+      done?.(err ? new Error(err.message) : undefined)
+    })
+    return {
+      sendOffsetsToTransaction: (offsets) => promised((cb) => producer.sendOffsetsToTransaction(offsets, consumer, CALL_TIMEOUT_MS, cb)),
+      commitTransaction: () => promised((cb) => producer.commitTransaction(CALL_TIMEOUT_MS, cb)),
+      beginTransaction: () => promised((cb) => producer.beginTransaction(cb)),
+      flush: () => promised((cb) => producer.flush(CALL_TIMEOUT_MS, cb)),
+      commitOffsets: (offsets: PartitionOffset[]) =>
+        new Promise<void>((resolve, reject) => {
+          offsetsCommitted = (err) => (err === undefined ? resolve() : reject(err))
+          consumer.commit(offsets)
+        }),
+    }
+  }
+
+  /** A rebalance event: handled after the ones before it; the consumer waits for our (un)assign call. */
+  private onRebalance(code: number, partitions: Client.TopicPartition[]): void {
+    const refs = partitions.map((p) => ({ topic: p.topic, partition: p.partition }))
+    this.rebalancing = this.rebalancing
+      .then(() => (code === ASSIGN ? this.assign(refs) : code === REVOKE ? this.revoke(refs) : undefined))
+      .catch((err: unknown) => this.fail(err))
+  }
+
+  private async assign(partitions: TopicPartitionRef[]): Promise<void> {
+    const consumer = this.consumer as Consumer
+    const fetcher = this.fetcher as Fetcher
+    for (const p of partitions) {
+      this.assigned.add(`${p.topic}:${p.partition}`)
+      // Where the task reads first comes from its restored positions; fetching starts at the group's offset.
+      fetcher.add(p.topic, p.partition, 0)
+    }
+    consumer.incrementalAssign(partitions)
+    if (this.currentState !== 'RUNNING') return
+    const ids = this.completeTasks().filter((id) => !this.taskIds().includes(id) && !(this.taskManager as TaskManager).restoringIds().includes(id))
+    if (ids.length === 0) return
+    this.logger.info({ tasks: ids.join(',') }, 'tasks assigned')
+    ;(this.taskManager as TaskManager).assign(ids, (taskId) => this.changelogReader(taskId))
+    this.loop.scheduleRun()
+    this.loop.rearm()
+  }
+
+  private async revoke(partitions: TopicPartitionRef[]): Promise<void> {
+    const consumer = this.consumer as Consumer
+    const before = new Set(this.completeTasks())
+    for (const p of partitions) this.assigned.delete(`${p.topic}:${p.partition}`)
+    const after = new Set(this.completeTasks())
+    const ids = [...before].filter((id) => !after.has(id))
+    const manager = this.taskManager as TaskManager
+    if (ids.length > 0) {
+      this.logger.info({ tasks: ids.join(','), lost: consumer.assignmentLost() }, 'tasks revoked')
+      for (const id of ids) this.readers.get(id)?.close()
+      if (consumer.assignmentLost()) manager.lose(ids)
+      else if (this.currentState === 'RUNNING') {
+        await this.loop.settled()
+        manager.revoke(ids, () => this.loop.commitNow())
+        await this.loop.settled()
+      }
+    }
+    for (const p of partitions) this.fetcher?.remove(p.topic, p.partition)
+    consumer.incrementalUnassign(partitions)
+  }
+
+  /** Tasks all of whose input partitions are assigned here. */
+  private completeTasks(): string[] {
+    const plan = this.plan as TopicPlan
+    return this.definitions.filter((d) => d.subtopology.sourceTopics.every((t) => this.assigned.has(`${plan.names.get(t) ?? t}:${d.partition}`))).map((d) => d.id)
+  }
+
+  /** A reader of a task's changelog topics, on a consumer of its own (assigned by hand, no group). */
+  private changelogReader(taskId: string): ChangelogReader {
+    const client = this.client as typeof Client
+    const def = this.definitions.find((d) => d.id === taskId) as TaskDefinition
+    const consumer = new client.RdKafka.KafkaConsumer({
+      ...this.config.client,
+      ...this.config.consumer,
+      'bootstrap.servers': this.config.bootstrapServers,
+      'group.id': `${this.config.applicationId}-restore`,
+      'enable.auto.commit': false,
+      'enable.partition.eof': true,
+      'isolation.level': 'read_committed',
+    } as Client.ConsumerGlobalConfig) as Consumer
+    consumer.setDefaultConsumeTimeout(500)
+    consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
+    const reader = new ChangelogReader(consumer as unknown as RestoreConsumer, this.changelogTopics.get(def.subtopology.id) as ChangelogTopics, def.partition, (err) => this.fail(err))
+    this.readers.set(taskId, reader)
+    consumer.connect({}, (err) => {
+      if (err) this.fail(new PunctualError('ILLEGAL_STATE', `task ${taskId}: connecting its restore consumer: ${err.message}`, { cause: err }))
+      else reader.start()
+    })
+    return reader
+  }
+
+  /** Stops on a failure while running: tells the `'error'` listeners, or logs it when there are none. */
+  private fail(err: unknown): void {
+    if (this.failure !== undefined || this.currentState === 'NOT_RUNNING') return
+    const error = err instanceof Error ? err : new Error(String(err))
+    this.failure = error
+    this.currentState = 'ERROR'
+    this.loop.disarm()
+    if (this.errorListeners.length === 0) this.logger.error({ err: error }, `stopped on an error: ${error.message}`)
+    for (const l of this.errorListeners) l(error)
+    void this.shutDown()
+  }
+
+  /** Closes tasks and disconnects the clients (after a stop or a failure). */
+  private async shutDown(): Promise<void> {
+    await this.fetcher?.stop()
+    for (const task of this.tasks) {
+      try {
+        task.close()
+      } catch {
+        // Close errors after a failure add nothing.
+      }
+    }
+    for (const reader of this.readers.values()) reader.close()
+    // Leaving the group revokes what is assigned: the rebalance callback still needs the consumer.
+    const consumer = this.consumer
+    if (consumer !== undefined) await new Promise<void>((resolve) => consumer.disconnect(() => resolve()))
+    this.consumer = undefined
+    const producer = this.producer
+    this.producer = undefined
+    if (producer !== undefined) await new Promise<void>((resolve) => producer.disconnect(() => resolve()))
+    this.committer?.close()
+    this.stateDirectory?.release()
+    this.stateDirectory = undefined
+    if (this.ownsStateDir) rmSync(this.config.stateDir, { recursive: true, force: true })
+  }
+}
+
+/** A client call taking a node-style callback, as a promise. */
+function promised(call: (cb: (err: { message: string } | null | undefined) => void) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    call((err) => (err ? reject(err instanceof Error ? err : new Error(err.message)) : resolve()))
+  })
+}

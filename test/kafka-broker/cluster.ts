@@ -1,0 +1,88 @@
+import type * as Client from '@confluentinc/kafka-javascript'
+import { loadKafkaClient } from '../../src/kafka/client.js'
+import { partitionForStringKey } from '../../src/log/murmur2.js'
+
+/** The broker of `npm run test:kafka`. */
+export function bootstrapServers(): string {
+  const bootstrap = process.env.PUNCTUAL_KAFKA_BOOTSTRAP
+  if (bootstrap === undefined) throw new Error('PUNCTUAL_KAFKA_BOOTSTRAP is not set: run these tests with npm run test:kafka')
+  return bootstrap
+}
+
+export interface TextRecord {
+  readonly key: string
+  readonly value: string
+  readonly timestamp: number
+}
+
+/** What the tests do on the cluster: create topics, write records as a Java producer would partition them, read a topic to its end. */
+export class TestCluster {
+  private constructor(
+    private readonly client: typeof Client,
+    private readonly admin: Client.KafkaJS.Admin,
+  ) {}
+
+  static async connect(): Promise<TestCluster> {
+    const client = await loadKafkaClient()
+    const admin = new client.KafkaJS.Kafka({ kafkaJS: { brokers: [bootstrapServers()], logLevel: client.KafkaJS.logLevel.ERROR } }).admin()
+    await admin.connect()
+    return new TestCluster(client, admin)
+  }
+
+  async createTopic(topic: string, partitions: number): Promise<void> {
+    await this.admin.createTopics({ topics: [{ topic, numPartitions: partitions }] })
+    for (let i = 0; i < 100; i++) {
+      const meta = await this.admin.fetchTopicMetadata({ topics: [topic] }).catch(() => [])
+      if (meta[0]?.partitions.length === partitions) return
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    throw new Error(`topic ${topic} did not appear`)
+  }
+
+  /** Deletes every topic whose name starts with `prefix`. */
+  async deleteTopics(prefix: string): Promise<void> {
+    const ours = (await this.admin.listTopics()).filter((t) => t.startsWith(prefix))
+    if (ours.length > 0) await this.admin.deleteTopics({ topics: ours })
+  }
+
+  /** Writes string records, each to the partition Kafka's default (murmur2) partitioner gives its key. */
+  async produce(topic: string, partitions: number, records: readonly TextRecord[]): Promise<void> {
+    const producer = new this.client.KafkaJS.Kafka({ kafkaJS: { brokers: [bootstrapServers()], logLevel: this.client.KafkaJS.logLevel.ERROR } }).producer({
+      kafkaJS: { idempotent: true },
+    })
+    await producer.connect()
+    for (let i = 0; i < records.length; i += 5000) {
+      await producer.send({
+        topic,
+        messages: records.slice(i, i + 5000).map((r) => ({ key: r.key, value: r.value, timestamp: String(r.timestamp), partition: partitionForStringKey(r.key, partitions) })),
+      })
+    }
+    await producer.disconnect()
+  }
+
+  /** Every committed record of `topic`, per partition in offset order, read to the end. */
+  async readAll(topic: string, partitions: number): Promise<TextRecord[][]> {
+    const consumer = new this.client.RdKafka.KafkaConsumer({
+      'bootstrap.servers': bootstrapServers(),
+      'group.id': `reader-${topic}`,
+      'enable.auto.commit': false,
+      'enable.partition.eof': true,
+      'isolation.level': 'read_committed',
+    } as Client.ConsumerGlobalConfig)
+    await new Promise<void>((resolve, reject) => consumer.connect({}, (err) => (err ? reject(err) : resolve())))
+    const out: TextRecord[][] = Array.from({ length: partitions }, () => [])
+    const ended = new Set<number>()
+    consumer.on('partition.eof', (eof) => ended.add(eof.partition))
+    consumer.assign(Array.from({ length: partitions }, (_, partition) => ({ topic, partition, offset: -2 })))
+    while (ended.size < partitions) {
+      const batch = await new Promise<Client.Message[]>((resolve, reject) => consumer.consume(1000, (err, m) => (err && err.code !== -185 ? reject(err) : resolve(m ?? []))))
+      for (const m of batch) out[m.partition]?.push({ key: String(m.key), value: String(m.value), timestamp: m.timestamp ?? 0 })
+    }
+    await new Promise<void>((resolve) => consumer.disconnect(() => resolve()))
+    return out
+  }
+
+  async close(): Promise<void> {
+    await this.admin.disconnect()
+  }
+}
