@@ -98,10 +98,17 @@ export class Fetcher {
     this.inFlight = new Promise<void>((resolve) => {
       this.consumer.consume(FETCH_BATCH, (err, messages) => {
         resolve()
-        if (err) {
-          // A timeout only means nothing arrived; anything else goes to the runtime.
-          if (err.code !== TIMED_OUT) this.onError(err)
-        } else if (messages.length > 0) this.append(messages)
+        // The client calls this from native code, which would swallow an exception: report it instead.
+        try {
+          if (err) {
+            // A timeout only means nothing arrived; anything else goes to the runtime.
+            if (err.code !== TIMED_OUT) this.onError(err)
+          } else if (messages.length > 0) this.append(messages)
+        } catch (e) {
+          this.running = false
+          this.onError({ message: (e as Error).message, code: 0 })
+          return
+        }
         if (this.running) setImmediate(() => this.fetch())
       })
     })
