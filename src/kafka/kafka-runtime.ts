@@ -312,8 +312,12 @@ export class KafkaRuntime {
   /** A rebalance event: handled after the ones before it; the consumer waits for our (un)assign call. */
   private onRebalance(code: number, partitions: Client.TopicPartition[]): void {
     const refs = partitions.map((p) => ({ topic: p.topic, partition: p.partition }))
+    const what = code === ASSIGN ? 'assign' : code === REVOKE ? 'revoke' : `rebalance error ${code}`
+    const names = refs.map((p) => `${p.topic}-${p.partition}`).join(',')
+    this.logger.debug({ partitions: names }, `group: ${what}`)
     this.rebalancing = this.rebalancing
       .then(() => (code === ASSIGN ? this.assign(refs) : code === REVOKE ? this.revoke(refs) : undefined))
+      .then(() => this.logger.debug({ partitions: names }, `group: ${what} done`))
       .catch((err: unknown) => this.fail(err))
   }
 
@@ -330,6 +334,7 @@ export class KafkaRuntime {
     const ids = this.completeTasks().filter((id) => !this.taskIds().includes(id) && !(this.taskManager as TaskManager).restoringIds().includes(id))
     if (ids.length === 0) return
     this.logger.info({ tasks: ids.join(',') }, 'tasks assigned')
+    await this.stableOffsets(ids)
     ;(this.taskManager as TaskManager).assign(ids, (taskId) => this.changelogReader(taskId))
     this.loop.scheduleRun()
     this.loop.rearm()
@@ -354,6 +359,23 @@ export class KafkaRuntime {
     }
     for (const p of partitions) this.fetcher?.remove(p.topic, p.partition)
     consumer.incrementalUnassign(partitions)
+  }
+
+  /**
+   * Waits until no transaction that commits offsets of these tasks' inputs is pending (the group's
+   * offsets are stable, KIP-447: under read_committed librdkafka asks for stable offsets and retries
+   * until they are). A transaction's commit returns before its markers are written, and an aborted one
+   * of a crashed instance is pending until its timeout: restoring before would read the changelog up to
+   * a last stable offset short of the previous owner's last commit, and resume from older positions
+   * than the records it already processed.
+   */
+  private async stableOffsets(ids: readonly string[]): Promise<void> {
+    const consumer = this.consumer as Consumer
+    const plan = this.plan as TopicPlan
+    const partitions = this.definitions.filter((d) => ids.includes(d.id)).flatMap((d) => d.subtopology.sourceTopics.map((t) => ({ topic: plan.names.get(t) ?? t, partition: d.partition })))
+    await new Promise<void>((resolve, reject) => {
+      consumer.committed(partitions, CALL_TIMEOUT_MS, (err) => (err ? reject(new PunctualError('ILLEGAL_STATE', `reading the group's offsets of ${partitions.map((p) => `${p.topic}-${p.partition}`).join(', ')}: ${err.message}`, { cause: err, retriable: true })) : resolve()))
+    })
   }
 
   /** Tasks all of whose input partitions are assigned here. */
