@@ -60,7 +60,11 @@ export class TestCluster {
     await producer.disconnect()
   }
 
-  /** Every committed record of `topic`, per partition in offset order, read to the end. */
+  /**
+   * Every committed record of `topic`, per partition in offset order, read to the end as it is now: to
+   * the high watermark, so that a transaction still open (a killed instance's, until it times out) is
+   * waited for rather than ending the read at the last stable offset before it.
+   */
   async readAll(topic: string, partitions: number): Promise<TextRecord[][]> {
     const consumer = new this.client.RdKafka.KafkaConsumer({
       'bootstrap.servers': bootstrapServers(),
@@ -71,8 +75,15 @@ export class TestCluster {
     } as Client.ConsumerGlobalConfig)
     await new Promise<void>((resolve, reject) => consumer.connect({}, (err) => (err ? reject(err) : resolve())))
     const out: TextRecord[][] = Array.from({ length: partitions }, () => [])
+    const highs = await Promise.all(
+      Array.from({ length: partitions }, (_, partition) =>
+        new Promise<number>((resolve, reject) => consumer.queryWatermarkOffsets(topic, partition, 10_000, (err, o) => (err ? reject(err) : resolve(o.highOffset)))),
+      ),
+    )
     const ended = new Set<number>()
-    consumer.on('partition.eof', (eof) => ended.add(eof.partition))
+    consumer.on('partition.eof', (eof) => {
+      if (eof.offset >= (highs[eof.partition] as number)) ended.add(eof.partition)
+    })
     consumer.assign(Array.from({ length: partitions }, (_, partition) => ({ topic, partition, offset: -2 })))
     while (ended.size < partitions) {
       const batch = await new Promise<Client.Message[]>((resolve, reject) => consumer.consume(1000, (err, m) => (err && err.code !== -185 ? reject(err) : resolve(m ?? []))))

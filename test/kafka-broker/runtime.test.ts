@@ -1,64 +1,11 @@
 import assert from 'node:assert/strict'
 import { after, afterEach, before, describe, it } from 'node:test'
-import { BufferConfig, EmbeddedRuntime, Serdes, silentLogger, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
-import type { Topology, Windowed } from '../../src/index.js'
+import { silentLogger } from '../../src/index.js'
 import type { Logger } from '../../src/util/logger.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import type { ProcessingGuarantee } from '../../src/kafka/config.js'
 import { bootstrapServers, TestCluster } from './cluster.js'
-import type { TextRecord } from './cluster.js'
-
-const MINUTE = 60_000
-const PARTITIONS = 4
-
-/** Counts per key in 10-minute windows with 5 minutes of grace, final results only, as "key@start" -> count. */
-function windowedFinal(input: string, output: string): Topology {
-  const b = new StreamsBuilder()
-  b.stream<string, string>(input, { keySerde: Serdes.String(), valueSerde: Serdes.String() })
-    .groupByKey()
-    .windowedBy(TimeWindows.ofSizeAndGrace(10 * MINUTE, 5 * MINUTE))
-    .count({ name: 'counts' })
-    .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()))
-    .toStream()
-    .map((k, v) => ({ key: `${k.key}@${k.window.start}`, value: String(v) }))
-    .to(output, { keySerde: Serdes.String(), valueSerde: Serdes.String() })
-  return b.build()
-}
-
-/** `n` records over 40 keys, a second apart, a tenth of them up to 8 minutes late. */
-function records(n: number, from = 0): TextRecord[] {
-  let seed = 42 + from
-  const random = (): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648)
-  return Array.from({ length: n }, (_, j) => {
-    const i = from + j
-    const late = random() < 0.1 ? Math.floor(random() * 8 * MINUTE) : 0
-    return { key: `k${Math.floor(random() * 40)}`, value: String(i), timestamp: 1_700_000_000_000 + i * 1000 - late }
-  })
-}
-
-/** The same topology in one embedded process: the output every Kafka run must match. */
-async function embedded(input: readonly TextRecord[]): Promise<string[]> {
-  const out: string[] = []
-  const rt = new EmbeddedRuntime(windowedFinal('in', 'out'), { applicationId: 'reference', logger: silentLogger, topics: { in: { partitions: PARTITIONS }, out: { partitions: PARTITIONS } } })
-  rt.subscribe<string, string>('out', (r) => out.push(`${r.key}=${r.value}`))
-  rt.start()
-  const producer = rt.producer<string, string>('in')
-  for (const r of input) producer.send(r.key, r.value, r.timestamp)
-  await rt.stop()
-  return out.sort()
-}
-
-function lines(partitions: readonly TextRecord[][]): string[] {
-  return partitions.flat().map((r) => `${r.key}=${r.value}`).sort()
-}
-
-async function until(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
+import { embedded, lines, PARTITIONS, records, until, windowedFinal } from './workload.js'
 
 /** A logger that hands the fields of each info line to `onInfo`. */
 function recordingLogger(onInfo: (fields: Record<string, unknown>) => void): Logger {
