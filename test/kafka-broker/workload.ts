@@ -1,5 +1,5 @@
-import { BufferConfig, EmbeddedRuntime, Serdes, silentLogger, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
-import type { Topology, Windowed } from '../../src/index.js'
+import { BufferConfig, EmbeddedRuntime, PunctuationType, Serdes, silentLogger, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
+import type { Windowed } from '../../src/index.js'
 import type { TextRecord } from './cluster.js'
 
 // The workload of the Kafka runtime's tests, shared by the test files and the instances they start as
@@ -33,10 +33,32 @@ export function records(n: number, from = 0): TextRecord[] {
   })
 }
 
-/** The same topology in one embedded process: the output every Kafka run must match. */
-export async function embedded(input: readonly TextRecord[]): Promise<string[]> {
+/**
+ * Each task ticks on a stream-time punctuation every 5 minutes, anchored at whole 5 minutes, writing
+ * "p<partition>" -> "<grid point>": a task that moves must neither tick a grid point twice nor skip one.
+ */
+export function ticks(input: string, output: string): Topology {
+  return new Topology()
+    .addSource<string, string>('in', input, { keySerde: Serdes.String(), valueSerde: Serdes.String() })
+    .addProcessor<string, string, string, string>(
+      'ticker',
+      () => ({
+        init(ctx) {
+          ctx.schedule({ type: PunctuationType.STREAM_TIME, intervalMs: 5 * MINUTE, startTime: 0 }, (at) => {
+            ctx.forward({ key: `p${ctx.taskId.partition}`, value: String(at), timestamp: at, headers: [] })
+          })
+        },
+        process() {},
+      }),
+      'in',
+    )
+    .addSink('out', output, { keySerde: Serdes.String(), valueSerde: Serdes.String() }, 'ticker')
+}
+
+/** A topology (`windowedFinal` by default) in one embedded process: the output every Kafka run must match. */
+export async function embedded(input: readonly TextRecord[], topology: (input: string, output: string) => Topology = windowedFinal): Promise<string[]> {
   const out: string[] = []
-  const rt = new EmbeddedRuntime(windowedFinal('in', 'out'), { applicationId: 'reference', logger: silentLogger, topics: { in: { partitions: PARTITIONS }, out: { partitions: PARTITIONS } } })
+  const rt = new EmbeddedRuntime(topology('in', 'out'), { applicationId: 'reference', logger: silentLogger, topics: { in: { partitions: PARTITIONS }, out: { partitions: PARTITIONS } } })
   rt.subscribe<string, string>('out', (r) => out.push(`${r.key}=${r.value}`))
   rt.start()
   const producer = rt.producer<string, string>('in')
