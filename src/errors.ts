@@ -58,3 +58,15 @@ export class PunctualError extends Error {
 export function invalidConfig(where: string, message: string): PunctualError {
   return new PunctualError('INVALID_CONFIG', `${where}: ${message}`)
 }
+
+/** A runtime config's integer setting: `value`, else `def`; an INVALID_CONFIG error naming it when below `min`. */
+export function configInt(where: string, name: string, value: number | undefined, def: number, min: number): number {
+  const v = value ?? def
+  if (!Number.isSafeInteger(v) || v < min) throw invalidConfig(where, `${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`)
+  return v
+}
+
+/** A runtime config's optional `stateDir`: a non-empty path when given. */
+export function checkStateDir(where: string, stateDir: unknown): void {
+  if (stateDir !== undefined && (typeof stateDir !== 'string' || stateDir.length === 0)) throw invalidConfig(where, `stateDir must be a non-empty path, got ${JSON.stringify(stateDir)}`)
+}

@@ -45,17 +45,22 @@ export async function runApp(path: string, stateDir: string, io: Io): Promise<nu
   const outcome = await Promise.race([ended.then(() => 'input ended'), signals.signalled, failed.then((e) => e)])
   abort.abort()
   signals.off()
+  return stopAndReport(runtime, app.applicationId, outcome, `state kept in ${stateDir}`, io)
+}
+
+/** Stops the runtime unless it failed, and says why it stopped; the exit code (1: an error). */
+async function stopAndReport(runtime: { stop(): Promise<void> }, applicationId: string, outcome: string | Error, stateIs: string, io: Io): Promise<number> {
   if (outcome instanceof Error) {
-    io.err(`punctual: ${app.applicationId} stopped on an error: ${outcome.message}`)
+    io.err(`punctual: ${applicationId} stopped on an error: ${outcome.message}`)
     return 1
   }
   try {
     await runtime.stop()
   } catch (err) {
-    io.err(`punctual: ${app.applicationId} stopped on an error: ${(err as Error).message}`)
+    io.err(`punctual: ${applicationId} stopped on an error: ${(err as Error).message}`)
     return 1
   }
-  io.err(`punctual: ${app.applicationId} stopped (${outcome}); state kept in ${stateDir}`)
+  io.err(`punctual: ${applicationId} stopped (${outcome}); ${stateIs}`)
   return 0
 }
 
@@ -98,16 +103,5 @@ export async function runKafkaApp(path: string, bootstrapServers: string, opts: 
   const signals = untilSignal()
   const outcome = await Promise.race([signals.signalled, failed.then((e) => e)])
   signals.off()
-  if (outcome instanceof Error) {
-    io.err(`punctual: ${app.applicationId} stopped on an error: ${outcome.message}`)
-    return 1
-  }
-  try {
-    await runtime.stop()
-  } catch (err) {
-    io.err(`punctual: ${app.applicationId} stopped on an error: ${(err as Error).message}`)
-    return 1
-  }
-  io.err(`punctual: ${app.applicationId} stopped (${outcome}); its state is in its changelog topics`)
-  return 0
+  return stopAndReport(runtime, app.applicationId, outcome, 'its state is in its changelog topics', io)
 }

@@ -1,4 +1,4 @@
-import { invalidConfig } from '../errors.js'
+import { checkStateDir, configInt, invalidConfig } from '../errors.js'
 import { ErrorHandlers } from '../processor/errors.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import { systemClock } from '../time/clock.js'
@@ -72,14 +72,8 @@ export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKaf
   if (guarantee !== 'at_least_once' && guarantee !== 'exactly_once_v2') {
     throw invalidConfig(where, `processingGuarantee must be 'at_least_once' or 'exactly_once_v2', got ${JSON.stringify(config.processingGuarantee)}`)
   }
-  const int = (name: string, value: number | undefined, def: number, min: number): number => {
-    const v = value ?? def
-    if (!Number.isSafeInteger(v) || v < min) throw invalidConfig(where, `${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`)
-    return v
-  }
-  if (config.stateDir !== undefined && (typeof config.stateDir !== 'string' || config.stateDir.length === 0)) {
-    throw invalidConfig(where, `stateDir must be a non-empty path, got ${JSON.stringify(config.stateDir)}`)
-  }
+  const int = (name: string, value: number | undefined, def: number, min: number): number => configInt(where, name, value, def, min)
+  checkStateDir(where, config.stateDir)
   const settings = (name: 'client' | 'consumer' | 'producer'): KafkaClientSettings => {
     const s = config[name] ?? {}
     if (s === null || typeof s !== 'object') throw invalidConfig(where, `${name} must be an object of librdkafka settings`)

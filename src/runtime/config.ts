@@ -1,4 +1,4 @@
-import { invalidConfig } from '../errors.js'
+import { checkStateDir, configInt, invalidConfig } from '../errors.js'
 import { ErrorHandlers } from '../processor/errors.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import { systemClock } from '../time/clock.js'
@@ -72,14 +72,8 @@ export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): ValidRunti
   if (typeof config.applicationId !== 'string' || !/^[A-Za-z0-9._-]+$/.test(config.applicationId)) {
     throw invalidConfig(where, `applicationId must be a non-empty string of letters, digits, '.', '_' or '-', got ${JSON.stringify(config.applicationId)}`)
   }
-  const int = (name: string, value: number | undefined, def: number, min: number): number => {
-    const v = value ?? def
-    if (!Number.isSafeInteger(v) || v < min) throw invalidConfig(where, `${name} must be an integer >= ${min}, got ${JSON.stringify(value)}`)
-    return v
-  }
-  if (config.stateDir !== undefined && (typeof config.stateDir !== 'string' || config.stateDir.length === 0)) {
-    throw invalidConfig(where, `stateDir must be a non-empty path, got ${JSON.stringify(config.stateDir)}`)
-  }
+  const int = (name: string, value: number | undefined, def: number, min: number): number => configInt(where, name, value, def, min)
+  checkStateDir(where, config.stateDir)
   for (const [name, t] of Object.entries(config.topics ?? {})) {
     if (t.retentionMs !== undefined && (!Number.isSafeInteger(t.retentionMs) || t.retentionMs < 0)) {
       throw invalidConfig(where, `topic "${name}": retentionMs must be an integer >= 0, got ${JSON.stringify(t.retentionMs)}`)
