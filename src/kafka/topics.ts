@@ -36,6 +36,11 @@ export function taskChangelogTopic(applicationId: string, subtopology: number): 
 }
 
 const COMPACTED = { 'cleanup.policy': 'compact' }
+/**
+ * As Kafka Streams creates them: kept until read, whatever their records' timestamps (the default
+ * retention deletes by timestamp, so records of replayed history would vanish before a task reads them).
+ */
+const REPARTITION = { 'cleanup.policy': 'delete', 'retention.ms': '-1', 'segment.bytes': '52428800' }
 
 /**
  * Works out, against the partition counts of the topics on the cluster (`existing`), how the topology maps
@@ -107,7 +112,7 @@ export function planTopics(topology: Topology, applicationId: string, existing: 
   for (const topic of internal) {
     const writer = writers.get(topic)
     const count = writer === undefined ? undefined : partitions.get(writer.id)
-    if (count !== undefined) plan(clusterName(topic), count, {})
+    if (count !== undefined) plan(clusterName(topic), count, REPARTITION)
   }
   for (const sub of subs) {
     const count = partitions.get(sub.id)

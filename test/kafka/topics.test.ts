@@ -76,7 +76,16 @@ describe('Kafka topics of a topology', () => {
     }
     await ensureTopics(admin, topology(), 'app')
     assert.deepEqual(created, [
-      { topic: 'app-by-value-repartition', numPartitions: 2, configEntries: [] },
+      {
+        topic: 'app-by-value-repartition',
+        numPartitions: 2,
+        // Kept until read, whatever the records' timestamps, as Kafka Streams does.
+        configEntries: [
+          { name: 'cleanup.policy', value: 'delete' },
+          { name: 'retention.ms', value: '-1' },
+          { name: 'segment.bytes', value: '52428800' },
+        ],
+      },
       { topic: 'app-counts-store-changelog', numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
       { topic: 'app-punctual-1-changelog', numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
     ])
