@@ -57,6 +57,15 @@ export class Fetcher {
     return p
   }
 
+  /**
+   * Call once the consumer holds newly assigned partitions. librdkafka keeps an application pause on
+   * its partition object across an unassign, so a partition this instance paused, lost to another
+   * member and got back would never be fetched again: resume it.
+   */
+  assigned(partitions: TopicPartitionRef[]): void {
+    if (partitions.length > 0) this.consumer.resume(partitions)
+  }
+
   /** Stops holding a partition (revoked or lost); messages of it still in flight are dropped. */
   remove(topic: string, partition: number): void {
     this.partitions.delete(key(topic, partition))

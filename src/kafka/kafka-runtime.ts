@@ -330,6 +330,7 @@ export class KafkaRuntime {
       fetcher.add(p.topic, p.partition, 0)
     }
     consumer.incrementalAssign(partitions)
+    fetcher.assigned(partitions)
     if (this.currentState !== 'RUNNING') return
     const ids = this.completeTasks().filter((id) => !this.taskIds().includes(id) && !(this.taskManager as TaskManager).restoringIds().includes(id))
     if (ids.length === 0) return

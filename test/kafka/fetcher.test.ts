@@ -4,18 +4,23 @@ import { Fetcher } from '../../src/kafka/fetcher.js'
 import type { ConsumedMessage, TopicPartitionRef } from '../../src/kafka/fetcher.js'
 import type { MutableLogRecord } from '../../src/processor/record-io.js'
 
-/** A consumer whose `consume` answers with the batches the test queues, one per call. */
+/**
+ * A consumer whose `consume` answers with the batches the test queues, one per call. Like librdkafka,
+ * it does not fetch a paused partition, and a pause lasts until resumed, whatever the assignment does.
+ */
 function fakeConsumer() {
   const batches: ConsumedMessage[][] = []
   const paused: string[] = []
   const resumed: string[] = []
+  const pausedNow = new Set<string>()
   let pending: ((err: null, m: ConsumedMessage[]) => void) | undefined
+  const name = (p: TopicPartitionRef): string => `${p.topic}-${p.partition}`
   return {
     paused,
     resumed,
-    /** Answers the consume call in flight with `batch`. */
+    /** Answers the consume call in flight with `batch`, less the messages of paused partitions. */
     deliver(batch: ConsumedMessage[]) {
-      batches.push(batch)
+      batches.push(batch.filter((m) => !pausedNow.has(name(m))))
       const p = pending
       pending = undefined
       p?.(null, batches.shift() as ConsumedMessage[])
@@ -24,8 +29,14 @@ function fakeConsumer() {
       consume(_max: number, cb: (err: null, m: ConsumedMessage[]) => void) {
         pending = cb
       },
-      pause: (ps: TopicPartitionRef[]) => void paused.push(...ps.map((p) => `${p.topic}-${p.partition}`)),
-      resume: (ps: TopicPartitionRef[]) => void resumed.push(...ps.map((p) => `${p.topic}-${p.partition}`)),
+      pause: (ps: TopicPartitionRef[]) => {
+        paused.push(...ps.map(name))
+        for (const p of ps) pausedNow.add(name(p))
+      },
+      resume: (ps: TopicPartitionRef[]) => {
+        resumed.push(...ps.map(name))
+        for (const p of ps) pausedNow.delete(name(p))
+      },
     },
   }
 }
@@ -73,6 +84,22 @@ describe('Fetcher', () => {
     p.read(2, r)
     fetcher.resumeDrained()
     assert.deepEqual(fake.resumed, ['in-0'])
+    await fetcherStop(fetcher, fake)
+  })
+
+  it('fetches a partition again that was revoked while paused and then assigned back', async () => {
+    const fake = fakeConsumer()
+    const fetcher = new Fetcher(fake.consumer, () => {}, (err) => assert.fail(err.message), 4)
+    fetcher.add('in', 0, 0)
+    fetcher.start()
+    fake.deliver([0, 1, 2, 3].map((o) => msg('in', 0, o)))
+    assert.deepEqual(fake.paused, ['in-0'])
+    fetcher.remove('in', 0)
+    await tick()
+    const back = fetcher.add('in', 0, 2)
+    fetcher.assigned([{ topic: 'in', partition: 0 }])
+    fake.deliver([msg('in', 0, 2), msg('in', 0, 3)])
+    assert.equal(back.endOffset(), 4, 'the messages of the partition assigned back are fetched')
     await fetcherStop(fetcher, fake)
   })
 })
