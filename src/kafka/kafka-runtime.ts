@@ -44,6 +44,12 @@ type Consumer = Client.KafkaConsumer & {
   setDefaultIsTimeoutOnlyForFirstMessage(only: boolean): void
 }
 
+/** The client events the runtime listens to on both its producer and its consumer. */
+interface ReportingClient {
+  on(event: 'event.log', listener: (log: { fac?: string; message?: string }) => void): unknown
+  on(event: 'event.error', listener: (err: Client.LibrdKafkaError) => void): unknown
+}
+
 /** How long one client call (a transaction step, a flush, a commit) may take before the runtime fails. */
 const CALL_TIMEOUT_MS = 60_000
 
@@ -257,6 +263,7 @@ export class KafkaRuntime {
       ...(exactlyOnce ? { 'transactional.id': `${config.applicationId}-${randomUUID()}` } : {}),
     } as Client.ProducerGlobalConfig)
     this.producer = producer
+    this.watch(producer as unknown as ReportingClient, 'producer')
     producer.on('delivery-report', (err) => {
       if (err) this.fail(new PunctualError('ILLEGAL_STATE', `a record could not be written: ${err.message}`, { cause: err }))
     })
@@ -286,7 +293,22 @@ export class KafkaRuntime {
     consumer.setDefaultConsumeTimeout(500)
     consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
     this.consumer = consumer
+    this.watch(consumer as unknown as ReportingClient, 'consumer')
     return consumer
+  }
+
+  /**
+   * Sends a client's own reports to the logger: librdkafka's log lines (only with its `debug` setting)
+   * at debug level, its errors as warnings. It retries connections itself; a fatal error (a fenced
+   * producer, say) stops the runtime.
+   */
+  private watch(client: ReportingClient, name: string): void {
+    const logger = this.logger.child?.({ client: name }) ?? this.logger
+    client.on('event.log', (log: { fac?: string; message?: string }) => logger.debug({ fac: log.fac }, log.message ?? ''))
+    client.on('event.error', (err: Client.LibrdKafkaError) => {
+      if (err.isFatal === true) this.fail(new PunctualError('ILLEGAL_STATE', `the Kafka ${name} failed: ${err.message}`, { cause: err }))
+      else logger.warn({ code: err.code }, `Kafka ${name}: ${err.message}`)
+    })
   }
 
   private commitClient(producer: Client.Producer, consumer: Client.KafkaConsumer): CommitClient {

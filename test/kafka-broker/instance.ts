@@ -10,7 +10,9 @@ import { windowedFinal } from './workload.js'
 const [app, input, output, guarantee, name = ''] = process.argv.slice(2) as [string, string, string, ProcessingGuarantee, string?]
 // PUNCTUAL_KAFKA_TEST_DEBUG=1: the runtime's debug log on stderr, each line marked with the instance.
 const logger = process.env.PUNCTUAL_KAFKA_TEST_DEBUG === '1' ? createConsoleLogger({ level: 'debug', write: (line) => process.stderr.write(`[${name}] ${line}\n`) }) : silentLogger
-const rt = new KafkaRuntime(windowedFinal(input, output), { applicationId: app, bootstrapServers: bootstrapServers(), processingGuarantee: guarantee, commitIntervalMs: 100, logger })
+// PUNCTUAL_KAFKA_TEST_RDKAFKA_DEBUG=cgrp,fetch: librdkafka's own debug contexts for the consumer, in the same log.
+const rdkafkaDebug = process.env.PUNCTUAL_KAFKA_TEST_RDKAFKA_DEBUG
+const rt = new KafkaRuntime(windowedFinal(input, output), { applicationId: app, bootstrapServers: bootstrapServers(), processingGuarantee: guarantee, commitIntervalMs: 100, logger, ...(rdkafkaDebug === undefined ? {} : { consumer: { debug: rdkafkaDebug } }) })
 rt.on('error', (err) => {
   process.stderr.write(`instance failed: ${err.stack ?? err.message}\n`)
   process.exit(1)
