@@ -70,3 +70,9 @@ export function configInt(where: string, name: string, value: number | undefined
 export function checkStateDir(where: string, stateDir: unknown): void {
   if (stateDir !== undefined && (typeof stateDir !== 'string' || stateDir.length === 0)) throw invalidConfig(where, `stateDir must be a non-empty path, got ${JSON.stringify(stateDir)}`)
 }
+
+/** A runtime config's optional `deadLetterTopic`: a non-empty topic name when given. */
+export function checkDeadLetterTopic(where: string, topic: unknown): string | undefined {
+  if (topic !== undefined && (typeof topic !== 'string' || topic.length === 0)) throw invalidConfig(where, `deadLetterTopic must be a non-empty topic name, got ${JSON.stringify(topic)}`)
+  return topic
+}

@@ -1,4 +1,4 @@
-import { checkStateDir, configInt, invalidConfig } from '../errors.js'
+import { checkDeadLetterTopic, checkStateDir, configInt, invalidConfig } from '../errors.js'
 import { ErrorHandlers } from '../processor/errors.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import { systemClock } from '../time/clock.js'
@@ -46,11 +46,20 @@ export interface KafkaRuntimeConfig {
   scheduler?: Scheduler
   /** @default ErrorHandlers.failOnUserCodeErrors(logger) */
   errorHandler?: ErrorHandler
+  /**
+   * An existing topic where input records go that the error handler lets pass (bad input, or a
+   * processing error it continues after): their key and value bytes as read, with headers naming the
+   * error and the source topic, partition and offset (Kafka Streams' KIP-1034 headers). Written in the
+   * same transaction as the task's output under exactly-once. It must not be a source topic.
+   * @default none: such records are only counted and reported to the handler
+   */
+  deadLetterTopic?: string
   /** @default writes to stderr */
   logger?: Logger
 }
 
-export type ValidKafkaRuntimeConfig = Required<Omit<KafkaRuntimeConfig, 'client' | 'consumer' | 'producer'>> & {
+export type ValidKafkaRuntimeConfig = Required<Omit<KafkaRuntimeConfig, 'client' | 'consumer' | 'producer' | 'deadLetterTopic'>> & {
+  readonly deadLetterTopic: string | undefined
   readonly client: KafkaClientSettings
   readonly consumer: KafkaClientSettings
   readonly producer: KafkaClientSettings
@@ -100,6 +109,7 @@ export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKaf
     clock,
     scheduler: config.scheduler ?? timerScheduler(clock),
     errorHandler: config.errorHandler ?? ErrorHandlers.failOnUserCodeErrors(logger),
+    deadLetterTopic: checkDeadLetterTopic(where, config.deadLetterTopic),
     logger,
   }
 }

@@ -9,7 +9,7 @@ import type { Topology } from '../processor/topology.js'
 import { Committer } from '../runtime/committer.js'
 import type { CommitStats } from '../runtime/committer.js'
 import type { RuntimeState } from '../runtime/embedded-runtime.js'
-import { tasksOf } from '../runtime/task-factory.js'
+import { checkDeadLetterTopicOf, tasksOf } from '../runtime/task-factory.js'
 import type { TaskDefinition } from '../runtime/task-factory.js'
 import { TaskLoop } from '../runtime/task-loop.js'
 import { TaskManager } from '../runtime/task-manager.js'
@@ -92,6 +92,7 @@ export class KafkaRuntime {
     config: KafkaRuntimeConfig,
   ) {
     this.config = validateKafkaRuntimeConfig(config)
+    checkDeadLetterTopicOf(topology, this.config.deadLetterTopic, 'KafkaRuntime config')
     this.ownsStateDir = config.stateDir === undefined
     this.logger = this.config.logger.child?.({ applicationId: this.config.applicationId }) ?? this.config.logger
     this.loop = new TaskLoop({
@@ -139,6 +140,9 @@ export class KafkaRuntime {
         this.changelogTopics.set(sub.id, new ChangelogTopics(config.applicationId, sub.id, sub.stores.map((s) => s.name)))
       }
       const counts = await this.partitionCounts(client)
+      if (config.deadLetterTopic !== undefined && !counts.has(config.deadLetterTopic)) {
+        throw new PunctualError('INVALID_CONFIG', `KafkaRuntime config: deadLetterTopic "${config.deadLetterTopic}" does not exist on the cluster; create it first (punctual does not choose its partitions or retention)`)
+      }
       const producer = await this.connectProducer(client)
       const sink = new ProducerSink(producer as unknown as RecordProducer)
       const collector = new KafkaRecordCollector(plan.names, counts, sink.send)
@@ -155,6 +159,7 @@ export class KafkaRuntime {
           clock: config.clock,
           maxTaskIdleMs: config.maxTaskIdleMs,
           errorHandler: config.errorHandler,
+          deadLetterTopic: config.deadLetterTopic,
           stateDir: config.stateDir,
           committer: this.committer,
           onWallClockChange: this.loop.onWallClockChange,

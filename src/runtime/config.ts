@@ -1,4 +1,4 @@
-import { checkStateDir, configInt, invalidConfig } from '../errors.js'
+import { checkDeadLetterTopic, checkStateDir, configInt, invalidConfig } from '../errors.js'
 import { ErrorHandlers } from '../processor/errors.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import { systemClock } from '../time/clock.js'
@@ -44,6 +44,13 @@ export interface EmbeddedRuntimeConfig {
   scheduler?: Scheduler
   /** @default ErrorHandlers.failOnUserCodeErrors(logger) */
   errorHandler?: ErrorHandler
+  /**
+   * Where input records go that the error handler lets pass (bad input, or a processing error it
+   * continues after): their key and value bytes as read, with headers naming the error and the source
+   * topic, partition and offset (Kafka Streams' KIP-1034 headers). It must not be a source topic.
+   * @default none: such records are only counted and reported to the handler
+   */
+  deadLetterTopic?: string
   /** @default writes to stderr */
   logger?: Logger
   /**
@@ -64,7 +71,7 @@ export interface EmbeddedRuntimeConfig {
 
 /** Validates once, at construction, and fills in defaults. */
 /** A validated configuration: every setting filled in but the optional listener. */
-export type ValidRuntimeConfig = Required<Omit<EmbeddedRuntimeConfig, 'topics' | 'changelog'>> & Pick<EmbeddedRuntimeConfig, 'changelog'>
+export type ValidRuntimeConfig = Required<Omit<EmbeddedRuntimeConfig, 'topics' | 'changelog' | 'deadLetterTopic'>> & Pick<EmbeddedRuntimeConfig, 'changelog'> & { readonly deadLetterTopic: string | undefined }
 
 export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): ValidRuntimeConfig {
   const where = 'EmbeddedRuntime config'
@@ -94,6 +101,7 @@ export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): ValidRunti
     clock,
     scheduler: config.scheduler ?? (isScheduler(clock) ? clock : timerScheduler(clock)),
     errorHandler: config.errorHandler ?? ErrorHandlers.failOnUserCodeErrors(logger),
+    deadLetterTopic: checkDeadLetterTopic(where, config.deadLetterTopic),
     logger,
     stateDir: config.stateDir ?? temporaryStateDir(config.applicationId),
     ...(config.changelog === undefined ? {} : { changelog: config.changelog }),

@@ -10,6 +10,7 @@ import type { ErrorHandler } from '../processor/errors.js'
 import type { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import { checkTimestamp, topicSerdes } from '../processor/topic-access.js'
+import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
 import type { Topology } from '../processor/topology.js'
 import { CheckpointStore } from '../state/checkpoint-store.js'
@@ -24,7 +25,7 @@ import type { ChangelogSource } from './changelog-source.js'
 import { DurableTopics } from './durable-topics.js'
 import { releaseConsumed, taskReadPositions } from './log-retention.js'
 import { Subscriptions } from './subscriptions.js'
-import { taskDefinitions } from './task-factory.js'
+import { checkDeadLetterTopicOf, taskDefinitions } from './task-factory.js'
 import { TaskManager } from './task-manager.js'
 import type { RestoreProgress } from './task-manager.js'
 import type { RestoreReport } from './task-factory.js'
@@ -76,6 +77,7 @@ export class EmbeddedRuntime {
     config: EmbeddedRuntimeConfig,
   ) {
     const valid = validateRuntimeConfig(config)
+    checkDeadLetterTopicOf(topology, valid.deadLetterTopic, 'EmbeddedRuntime config')
     this.ownsStateDir = config.stateDir === undefined
     this.config = valid
     this.clock = valid.clock
@@ -149,7 +151,11 @@ export class EmbeddedRuntime {
     options: { keySerde?: Serde<K>; valueSerde?: Serde<V>; from?: SubscribeFrom } = {},
   ): () => void {
     const caller = `runtime.subscribe("${topic}")`
-    const { keySerde, valueSerde } = topicSerdes(this.topology, topic, 'any', caller, options.keySerde, options.valueSerde)
+    // The dead-letter topic holds records as read, in bytes.
+    const { keySerde, valueSerde } =
+      topic === this.config.deadLetterTopic
+        ? { keySerde: options.keySerde ?? (Serdes.Bytes() as Serde<K>), valueSerde: options.valueSerde ?? (Serdes.Bytes() as Serde<V>) }
+        : topicSerdes(this.topology, topic, 'any', caller, options.keySerde, options.valueSerde)
     const from = options.from ?? 'earliest'
     if (from !== 'earliest' && from !== 'latest') throw new PunctualError('INVALID_CONFIG', `${caller}: from must be 'earliest' or 'latest', got ${JSON.stringify(from)}`)
     const unsubscribe = this.subscriptions.add(topic, this.topics.partitions(topic), listener, keySerde, valueSerde, from)
@@ -188,6 +194,7 @@ export class EmbeddedRuntime {
         clock: this.clock,
         maxTaskIdleMs: this.config.maxTaskIdleMs,
         errorHandler: this.errorHandler,
+        deadLetterTopic: this.config.deadLetterTopic,
         stateDir: this.config.stateDir,
         committer: this.committer,
         onWallClockChange: this.loop.onWallClockChange,

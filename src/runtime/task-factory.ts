@@ -20,6 +20,8 @@ export interface TaskFactoryConfig {
   readonly clock: Clock
   readonly maxTaskIdleMs: number
   readonly errorHandler: ErrorHandler
+  /** Where input records skipped on an error go, if anywhere. */
+  readonly deadLetterTopic?: string | undefined
   readonly stateDir: string
   /** Restored checkpoints and store disks, and whether tasks record their changes. */
   readonly committer: Committer
@@ -90,6 +92,7 @@ export function createTask(def: TaskDefinition, config: TaskFactoryConfig, check
     clock: config.clock,
     maxTaskIdleMs: config.maxTaskIdleMs,
     errorHandler: config.errorHandler,
+    deadLetterTopic: config.deadLetterTopic,
     stateDir: config.stateDir,
     checkpoint,
     storeDisk: (store) => committer.storeDisk(def.id, store),
@@ -98,4 +101,12 @@ export function createTask(def: TaskDefinition, config: TaskFactoryConfig, check
     trackChanges: committer.tracksChanges,
     onWallClockChange: config.onWallClockChange,
   })
+}
+
+/** A dead-letter topic must not feed the topology: a record that failed would be read again, and fail again. */
+export function checkDeadLetterTopicOf(topology: Topology, topic: string | undefined, where: string): void {
+  if (topic === undefined) return
+  if (topology.subtopologies().some((s) => s.sourceTopics.includes(topic))) {
+    throw new PunctualError('INVALID_CONFIG', `${where}: deadLetterTopic "${topic}" is a source topic of the topology; records that failed would be read again`)
+  }
 }

@@ -15,6 +15,13 @@ export interface TextRecord {
   readonly timestamp: number
 }
 
+/** A record as read back, with its headers (values as UTF-8 text) and its value's bytes. */
+export interface ReadRecord extends TextRecord {
+  readonly offset: number
+  readonly bytes: Buffer | null
+  readonly headers: Readonly<Record<string, string>>
+}
+
 /** What the tests do on the cluster: create topics, write records as a Java producer would partition them, read a topic to its end. */
 export class TestCluster {
   private constructor(
@@ -46,7 +53,7 @@ export class TestCluster {
   }
 
   /** Writes string records, each to the partition Kafka's default (murmur2) partitioner gives its key. */
-  async produce(topic: string, partitions: number, records: readonly TextRecord[]): Promise<void> {
+  async produce(topic: string, partitions: number, records: ReadonlyArray<TextRecord | { readonly key: string; readonly value: Buffer; readonly timestamp: number }>): Promise<void> {
     const producer = new this.client.KafkaJS.Kafka({ kafkaJS: { brokers: [bootstrapServers()], logLevel: this.client.KafkaJS.logLevel.ERROR } }).producer({
       kafkaJS: { idempotent: true },
     })
@@ -65,7 +72,7 @@ export class TestCluster {
    * the high watermark, so that a transaction still open (a killed instance's, until it times out) is
    * waited for rather than ending the read at the last stable offset before it.
    */
-  async readAll(topic: string, partitions: number): Promise<TextRecord[][]> {
+  async readAll(topic: string, partitions: number): Promise<ReadRecord[][]> {
     const consumer = new this.client.RdKafka.KafkaConsumer({
       'bootstrap.servers': bootstrapServers(),
       'group.id': `reader-${topic}`,
@@ -74,7 +81,7 @@ export class TestCluster {
       'isolation.level': 'read_committed',
     } as Client.ConsumerGlobalConfig)
     await new Promise<void>((resolve, reject) => consumer.connect({}, (err) => (err ? reject(err) : resolve())))
-    const out: TextRecord[][] = Array.from({ length: partitions }, () => [])
+    const out: ReadRecord[][] = Array.from({ length: partitions }, () => [])
     const highs = await Promise.all(
       Array.from({ length: partitions }, (_, partition) =>
         new Promise<number>((resolve, reject) => consumer.queryWatermarkOffsets(topic, partition, 10_000, (err, o) => (err ? reject(err) : resolve(o.highOffset)))),
@@ -87,7 +94,10 @@ export class TestCluster {
     consumer.assign(Array.from({ length: partitions }, (_, partition) => ({ topic, partition, offset: -2 })))
     while (ended.size < partitions) {
       const batch = await new Promise<Client.Message[]>((resolve, reject) => consumer.consume(1000, (err, m) => (err && err.code !== -185 ? reject(err) : resolve(m ?? []))))
-      for (const m of batch) out[m.partition]?.push({ key: String(m.key), value: String(m.value), timestamp: m.timestamp ?? 0 })
+      for (const m of batch) {
+        const headers = Object.fromEntries((m.headers ?? []).flatMap((h) => Object.entries(h).map(([k, v]) => [k, String(v)])))
+        out[m.partition]?.push({ key: String(m.key), value: String(m.value), timestamp: m.timestamp ?? 0, offset: m.offset, bytes: m.value ?? null, headers })
+      }
     }
     await new Promise<void>((resolve) => consumer.disconnect(() => resolve()))
     return out

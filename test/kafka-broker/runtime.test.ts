@@ -5,6 +5,7 @@ import type { Logger } from '../../src/util/logger.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import type { ProcessingGuarantee } from '../../src/kafka/config.js'
 import { bootstrapServers, TestCluster } from './cluster.js'
+import type { TextRecord } from './cluster.js'
 import { embedded, lines, PARTITIONS, records, until, windowedFinal } from './workload.js'
 
 /** A logger that hands the fields of each info line to `onInfo`. */
@@ -38,8 +39,8 @@ describe('KafkaRuntime on a real broker', () => {
     for (const rt of started.splice(0)) if (rt.state === 'RUNNING') await rt.stop().catch(() => {})
   })
 
-  function runtime(app: string, input: string, output: string, guarantee: ProcessingGuarantee, logger: Logger = silentLogger): KafkaRuntime {
-    const rt = new KafkaRuntime(windowedFinal(input, output), { applicationId: app, bootstrapServers: bootstrapServers(), processingGuarantee: guarantee, commitIntervalMs: 100, logger })
+  function runtime(app: string, input: string, output: string, guarantee: ProcessingGuarantee, logger: Logger = silentLogger, deadLetterTopic?: string): KafkaRuntime {
+    const rt = new KafkaRuntime(windowedFinal(input, output), { applicationId: app, bootstrapServers: bootstrapServers(), processingGuarantee: guarantee, commitIntervalMs: 100, logger, ...(deadLetterTopic === undefined ? {} : { deadLetterTopic }) })
     started.push(rt)
     return rt
   }
@@ -90,5 +91,36 @@ describe('KafkaRuntime on a real broker', () => {
     await a.stop()
     await b.stop()
     assert.deepEqual(lines(await cluster.readAll(`${name}-out`, PARTITIONS)), expected)
+  })
+
+  it('exactly_once_v2: records that do not deserialize go to the dead-letter topic with headers naming the error and their source; the rest is processed as usual', async () => {
+    const name = `${run}-dlq`
+    await cluster.createTopic(`${name}-in`, PARTITIONS)
+    await cluster.createTopic(`${name}-out`, PARTITIONS)
+    await cluster.createTopic(`${name}-dead`, 1)
+    const good = records(2000)
+    const bad = [5, 500, 1500].map((i) => ({ key: `bad${i}`, value: Buffer.from([0xff, 0xfe, i & 0xff]), timestamp: (good[i] as TextRecord).timestamp }))
+    const expected = await embedded(good)
+    const rt = runtime(`${name}-app`, `${name}-in`, `${name}-out`, 'exactly_once_v2', silentLogger, `${name}-dead`)
+    await cluster.produce(`${name}-in`, PARTITIONS, [...good.slice(0, 1000), ...bad, ...good.slice(1000)])
+    await rt.start()
+    await until('every good record is processed', () => rt.metrics().processedRecords >= good.length)
+    await rt.stop()
+    assert.equal(rt.metrics().droppedRecords.deserialization, bad.length)
+    assert.deepEqual(lines(await cluster.readAll(`${name}-out`, PARTITIONS)), expected)
+
+    const letters = (await cluster.readAll(`${name}-dead`, 1)).flat()
+    assert.deepEqual(letters.map((l) => l.key).sort(), bad.map((b) => b.key).sort())
+    const input = (await cluster.readAll(`${name}-in`, PARTITIONS)).map((p) => new Map(p.map((r) => [r.offset, r])))
+    for (const l of letters) {
+      const from = bad.find((b) => b.key === l.key) as (typeof bad)[number]
+      assert.deepEqual(l.bytes, from.value, 'the value bytes as read')
+      assert.equal(l.timestamp, from.timestamp)
+      assert.equal(l.headers['__streams.errors.topic'], `${name}-in`)
+      assert.match(l.headers['__streams.errors.message'] as string, /invalid UTF-8/)
+      // The headers point at the very record.
+      const source = input[Number(l.headers['__streams.errors.partition'])]?.get(Number(l.headers['__streams.errors.offset']))
+      assert.equal(source?.key, l.key)
+    }
   })
 })

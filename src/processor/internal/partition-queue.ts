@@ -1,5 +1,5 @@
 import { readKey, readValue } from '../record-io.js'
-import type { InputPartition, MutableLogRecord } from '../record-io.js'
+import type { InputPartition, LogRecord, MutableLogRecord } from '../record-io.js'
 import type { DropReason } from '../errors.js'
 import type { StreamRecord } from '../api.js'
 import type { SourceNode } from './nodes.js'
@@ -74,6 +74,14 @@ export class PartitionQueue {
     const r = this.headRecord as StreamRecord<unknown, unknown>
     this.headRecord = undefined
     return r
+  }
+
+  /**
+   * The record last read from the partition, as stored (bytes, or typed with its serde): the one being
+   * processed, or the one just reported as bad input. Overwritten by the next read.
+   */
+  get rawRecord(): LogRecord {
+    return this.raw
   }
 
   get lastOffset(): number {

@@ -41,6 +41,8 @@ export interface TaskConfig {
   readonly clock: Clock
   readonly maxTaskIdleMs: number
   readonly errorHandler: ErrorHandler
+  /** Where input records skipped on an error go (KIP-1034), if anywhere. */
+  readonly deadLetterTopic?: string | undefined
   readonly checkpoint?: TaskCheckpoint | undefined
   /** Durable runtimes: where persistent stores find their committed entries. */
   readonly storeDisk?: ((store: string) => StoreDisk | undefined) | undefined

@@ -2,6 +2,7 @@ import { PunctualError } from '../../errors.js'
 import type { ErrorCode } from '../../errors.js'
 import type { TaskMetrics } from '../../metrics.js'
 import type { DropReason, ErrorContext, ErrorHandler } from '../errors.js'
+import type { DeadLetters } from './dead-letters.js'
 import { failedNodeOf } from './node-failure.js'
 import type { PartitionQueue } from './partition-queue.js'
 import type { Punctuation } from './punctuation.js'
@@ -24,13 +25,16 @@ export type FailureSite =
 /**
  * A task's bad input and failures: counts the drop, tells the application's error handler what happened
  * and where (task, processor node, topic, partition and offset, or the punctuation or timer), and throws
- * a `PunctualError` with the original error as its cause if the handler says `fail`.
+ * a `PunctualError` with the original error as its cause if the handler says `fail`. An input record
+ * the handler lets pass goes to the dead-letter topic, when there is one.
  */
 export class TaskErrors {
   constructor(
     private readonly taskId: string,
     private readonly metrics: TaskMetrics,
     private readonly handler: ErrorHandler,
+    /** Where input records the handler lets pass go, when the application has a dead-letter topic. */
+    private readonly deadLetters?: DeadLetters,
   ) {}
 
   report(reason: DropReason, error: unknown, site: FailureSite): void {
@@ -51,5 +55,6 @@ export class TaskErrors {
       context = { reason, taskId: this.taskId, processorName, error, message }
     }
     if (this.handler(context) === 'fail') throw new PunctualError(CODE_OF[reason], message, { cause: error })
+    if (this.deadLetters !== undefined && 'queue' in site) this.deadLetters.send(site.queue.rawRecord, { topic: site.queue.topic, partition: site.queue.partition, offset: site.offset }, error)
   }
 }

@@ -12,6 +12,7 @@ import { TaskMetrics } from '../../metrics.js'
 import type { Cancellable, ProcessorSupplier, Punctuator, RecordMetadata, ScheduleSpec, StateStore, StoreKey } from '../api.js'
 import type { DropReason } from '../errors.js'
 import { InputChooser } from './input-chooser.js'
+import { DeadLetters } from './dead-letters.js'
 import { TaskErrors } from './task-errors.js'
 import { ProcessorContextImpl } from './context.js'
 import type { TaskServices } from './context.js'
@@ -53,7 +54,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
   constructor(private readonly config: TaskConfig) {
     const { subtopology, partition, inputs, collector, checkpoint } = config
     this.taskId = new TaskIdImpl(subtopology.id, partition)
-    this.errors = new TaskErrors(this.taskId.toString(), this.metrics, config.errorHandler)
+    this.errors = new TaskErrors(this.taskId.toString(), this.metrics, config.errorHandler, config.deadLetterTopic === undefined ? undefined : new DeadLetters(config.deadLetterTopic, config.collector, config.clock))
     this.streamTime = checkpoint?.streamTime ?? UNKNOWN
     this.schedules = new TaskSchedules(
       {
