@@ -8,15 +8,9 @@ import { join } from 'node:path'
 import { startBroker, stopBroker } from './kafka-broker.mjs'
 
 const filters = process.argv.slice(2)
-// Run only when named (npm run test:kafka -- failover): tests that fail intermittently, for defects not
-// fixed yet (docs/kafka.md, "What it does not do yet"): the SIGKILL failover test (about one run in five:
-// an instance that takes over a killed instance's partitions sometimes never fetches them) and the
-// punctuation handoff test (one CI run in four: ticks written before the handoff missing). A CI run that
-// fails lands nothing.
-const ONLY_WHEN_NAMED = ['failover.test.ts', 'handoff-ticks.test.ts']
 const files = readdirSync(join('test', 'kafka-broker'))
   .filter((f) => f.endsWith('.test.ts'))
-  .filter((f) => (filters.length === 0 ? !ONLY_WHEN_NAMED.includes(f) : filters.some((x) => f.includes(x))))
+  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
   .map((f) => join('test', 'kafka-broker', f))
   .sort()
 if (files.length === 0) {

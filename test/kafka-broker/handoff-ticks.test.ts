@@ -5,9 +5,6 @@ import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import { bootstrapServers, TestCluster } from './cluster.js'
 import { embedded, lines, PARTITIONS, records, ticks, until } from './workload.js'
 
-// Run by name only (npm run test:kafka -- handoff-ticks): in one CI run of four it failed, the ticks the
-// first instance wrote before the handoff missing from the committed output (docs/kafka.md, "What it
-// does not do yet").
 describe('KafkaRuntime: punctuations across a handoff', () => {
   let cluster: TestCluster
   const run = `tk${process.pid}x${Date.now()}`
