@@ -8,7 +8,7 @@
 //   node scripts/kafka-broker.mjs start            start a broker; prints {"bootstrap","pid","dir"} and leaves it running
 //   node scripts/kafka-broker.mjs stop DIR         stop the broker started in DIR and remove DIR
 //
-// The functions are exported for scripts/run-kafka-tests.mjs.
+// The functions are exported for scripts/run-kafka-tests.mjs, the Kafka tests and bench/kafka.ts.
 import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
@@ -98,19 +98,34 @@ export async function startBroker() {
     .replaceAll('${DATA_DIR}', join(dir, 'data'))
   const config = join(dir, 'server.properties')
   writeFileSync(config, properties)
-  const log4j = `-Dlog4j2.configurationFile=${join(HERE, 'log4j2.yaml')}`
-  const format = java(libs, [log4j, 'kafka.tools.StorageTool', 'format', '--standalone', '-t', clusterId(), '-c', config], { encoding: 'utf8' })
+  writeFileSync(join(dir, 'broker.port'), String(port))
+  const format = java(libs, [LOG4J, 'kafka.tools.StorageTool', 'format', '--standalone', '-t', clusterId(), '-c', config], { encoding: 'utf8' })
   if (format.status !== 0) throw new Error(`formatting the Kafka storage failed: ${format.stderr || format.stdout}`)
+  return launch(libs, dir, port)
+}
+
+/**
+ * Starts again the broker of `dir` (stopped with `stopBroker(dir, { keep: true })`), on the same ports
+ * and data: what a broker restart is to its clients.
+ */
+export async function restartBroker(dir) {
+  return launch(provision(), dir, Number(readFileSync(join(dir, 'broker.port'), 'utf8')))
+}
+
+const LOG4J = `-Dlog4j2.configurationFile=${join(HERE, 'log4j2.yaml')}`
+
+async function launch(libs, dir, port) {
   const logFile = join(dir, 'broker.log')
+  const logged = existsSync(logFile) ? readFileSync(logFile, 'utf8').length : 0
   const out = openSync(logFile, 'a')
-  const child = spawn('java', ['-Xms256m', '-Xmx512m', '-XX:+UseG1GC', log4j, '-cp', join(libs, '*'), 'kafka.Kafka', config], { stdio: ['ignore', out, out], detached: true })
+  const child = spawn('java', ['-Xms256m', '-Xmx512m', '-XX:+UseG1GC', LOG4J, '-cp', join(libs, '*'), 'kafka.Kafka', join(dir, 'server.properties')], { stdio: ['ignore', out, out], detached: true })
   child.unref()
   writeFileSync(join(dir, 'broker.pid'), String(child.pid))
   const deadline = Date.now() + START_TIMEOUT_MS
   for (;;) {
     if (child.exitCode !== null) throw new Error(`the Kafka broker exited with code ${child.exitCode} while starting; its log: ${logFile}`)
     // Startup is a one-off wait on another process: polling it every 200 ms is fine here.
-    if (readFileSync(logFile, 'utf8').includes('Kafka Server started') && (await accepts(port))) break
+    if (readFileSync(logFile, 'utf8').slice(logged).includes('Kafka Server started') && (await accepts(port))) break
     if (Date.now() > deadline) {
       await stopBroker(dir, { keep: true })
       throw new Error(`the Kafka broker did not start within ${START_TIMEOUT_MS / 1000} s; its log: ${logFile}`)

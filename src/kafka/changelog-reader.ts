@@ -85,6 +85,10 @@ export class ChangelogReader implements ChangelogSource {
     return new Promise((resolve) => (this.waiter = resolve))
   }
 
+  get isClosed(): boolean {
+    return this.closed
+  }
+
   /** Stops reading and disconnects its consumer (the task was revoked before it restored, or it is read). */
   close(): void {
     if (this.closed) return

@@ -36,6 +36,25 @@ import type { TopicPlan } from './topics.js'
 /** librdkafka's rebalance codes (RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS / __REVOKE_PARTITIONS). */
 const ASSIGN = -175
 const REVOKE = -174
+/**
+ * Why an at-least-once offset commit may not go through for a while: the member left the group or its
+ * assignment changed (it rejoins by itself), the coordinator moved, the broker is away.
+ */
+const GROUP_COMMIT_LAPSES = new Set([
+  15, // COORDINATOR_NOT_AVAILABLE
+  16, // NOT_COORDINATOR
+  22, // ILLEGAL_GENERATION
+  25, // UNKNOWN_MEMBER_ID
+  27, // REBALANCE_IN_PROGRESS
+  110, // FENCED_MEMBER_EPOCH
+  113, // STALE_MEMBER_EPOCH
+  -185, // local: timed out
+  -187, // local: all brokers down
+  -195, // local: broker transport failure
+])
+
+/** librdkafka's logical offset "the beginning of the partition". */
+const OFFSET_BEGINNING = -2
 /** Methods the client's consumer has that its type declarations leave out (lib/kafka-consumer.js). */
 type Consumer = Client.KafkaConsumer & {
   incrementalAssign(partitions: TopicPartitionRef[]): void
@@ -75,6 +94,13 @@ export class KafkaRuntime {
   private client: typeof Client | undefined
   private consumer: Consumer | undefined
   private producer: Client.Producer | undefined
+  /** One per instance; a producer that replaces a fenced one takes it over. */
+  private readonly transactionalId: string
+  private sink: ProducerSink | undefined
+  /** A failed transaction is being aborted and its tasks rebuilt: nothing processes meanwhile. */
+  private recovering = false
+  /** A record of the open transaction was not delivered (told once per transaction). */
+  private undelivered = false
   private fetcher: Fetcher | undefined
   private plan: TopicPlan | undefined
   private definitions: TaskDefinition[] = []
@@ -94,6 +120,7 @@ export class KafkaRuntime {
     this.config = validateKafkaRuntimeConfig(config)
     checkDeadLetterTopicOf(topology, this.config.deadLetterTopic, 'KafkaRuntime config')
     this.ownsStateDir = config.stateDir === undefined
+    this.transactionalId = `${this.config.applicationId}-${randomUUID()}`
     this.logger = this.config.logger.child?.({ applicationId: this.config.applicationId }) ?? this.config.logger
     this.loop = new TaskLoop({
       tasks: this.tasks,
@@ -102,11 +129,11 @@ export class KafkaRuntime {
       commitIntervalMs: this.config.commitIntervalMs,
       commitMaxRecords: this.config.commitMaxRecords,
       isDurable: () => true,
-      isRunning: () => this.currentState === 'RUNNING',
+      isRunning: () => this.currentState === 'RUNNING' && !this.recovering,
       writeCommit: () => this.committer?.commit(this.tasks),
       restoreStep: (max, wake) => this.taskManager?.restoreStep(max, wake) ?? false,
       deliver: () => this.fetcher?.resumeDrained(),
-      fail: (err) => this.fail(err),
+      fail: (err) => this.onFailure(err),
     })
   }
 
@@ -144,11 +171,11 @@ export class KafkaRuntime {
         throw new PunctualError('INVALID_CONFIG', `KafkaRuntime config: deadLetterTopic "${config.deadLetterTopic}" does not exist on the cluster; create it first (punctual does not choose its partitions or retention)`)
       }
       const producer = await this.connectProducer(client)
-      const sink = new ProducerSink(producer as unknown as RecordProducer)
+      const sink = (this.sink = new ProducerSink(producer as unknown as RecordProducer))
       const collector = new KafkaRecordCollector(plan.names, counts, sink.send)
       const exactlyOnce = config.processingGuarantee === 'exactly_once_v2'
       const consumer = this.createConsumer(client)
-      const backend = new KafkaCommitBackend(exactlyOnce, this.commitClient(producer, consumer), sink, (sub) => this.changelogTopics.get(sub) as ChangelogTopics, (t) => plan.names.get(t) ?? t, config.clock)
+      const backend = new KafkaCommitBackend(exactlyOnce, this.commitClient(consumer), sink, (sub) => this.changelogTopics.get(sub) as ChangelogTopics, (t) => plan.names.get(t) ?? t, config.clock)
       this.committer = new Committer(backend)
       this.fetcher = new Fetcher(consumer as unknown as FetchingConsumer, this.loop.onAppend, (err) => this.fail(new PunctualError('ILLEGAL_STATE', `fetching: ${err.message}`, { cause: err })))
       const fetcher = this.fetcher
@@ -265,12 +292,17 @@ export class KafkaRuntime {
       // Errors only: a report per record would be a callback per record.
       dr_cb: true,
       'delivery.report.only.error': true,
-      ...(exactlyOnce ? { 'transactional.id': `${config.applicationId}-${randomUUID()}` } : {}),
+      ...(exactlyOnce ? { 'transactional.id': this.transactionalId } : {}),
     } as Client.ProducerGlobalConfig)
     this.producer = producer
     this.watch(producer as unknown as ReportingClient, 'producer')
     producer.on('delivery-report', (err) => {
-      if (err) this.fail(new PunctualError('ILLEGAL_STATE', `a record could not be written: ${err.message}`, { cause: err }))
+      if (!err || producer !== this.producer) return
+      // Under exactly-once the transaction holding it fails to commit, and is aborted and redone then.
+      if (exactlyOnce) {
+        if (!this.undelivered) this.logger.warn({ code: err.code }, `a record could not be written: ${err.message}; its transaction will be aborted`)
+        this.undelivered = true
+      } else this.fail(new PunctualError('ILLEGAL_STATE', `a record could not be written: ${err.message}`, { cause: err }))
     })
     producer.setPollInterval(50)
     await promised((cb) => producer.connect({}, cb))
@@ -310,27 +342,49 @@ export class KafkaRuntime {
   private watch(client: ReportingClient, name: string): void {
     const logger = this.logger.child?.({ client: name }) ?? this.logger
     client.on('event.log', (log: { fac?: string; message?: string }) => logger.debug({ fac: log.fac }, log.message ?? ''))
+    // librdkafka repeats an error while it lasts (a broker away: every few hundred ms): each once a minute.
+    const told = new Map<string, number>()
     client.on('event.error', (err: Client.LibrdKafkaError) => {
-      if (err.isFatal === true) this.fail(new PunctualError('ILLEGAL_STATE', `the Kafka ${name} failed: ${err.message}`, { cause: err }))
-      else logger.warn({ code: err.code }, `Kafka ${name}: ${err.message}`)
+      if (name === 'producer' && (client as unknown) !== this.producer) return
+      if (err.isFatal === true) {
+        // A fenced or broken transactional producer is replaced; anything else fatal stops the runtime.
+        if (name === 'producer' && this.config.processingGuarantee === 'exactly_once_v2') this.recover(err as unknown as Error)
+        else this.fail(new PunctualError('ILLEGAL_STATE', `the Kafka ${name} failed: ${err.message}`, { cause: err }))
+        return
+      }
+      const now = Date.now()
+      if ((told.get(err.message) ?? -Infinity) > now - 60_000) return
+      told.set(err.message, now)
+      logger.warn({ code: err.code }, `Kafka ${name}: ${err.message}`)
     })
   }
 
-  private commitClient(producer: Client.Producer, consumer: Client.KafkaConsumer): CommitClient {
-    let offsetsCommitted: ((err: Error | undefined) => void) | undefined
+  /** The transaction and flush calls of a commit, on the runtime's producer of the moment (one replaces a fenced one). */
+  private commitClient(consumer: Client.KafkaConsumer): CommitClient {
+    const producer = (): Client.Producer => this.producer as Client.Producer
+    let offsetsCommitted: ((err: Client.LibrdKafkaError | undefined) => void) | undefined
     consumer.on('offset.commit', (err) => {
       const done = offsetsCommitted
       offsetsCommitted = undefined
-      done?.(err ? new Error(err.message) : undefined)
+      done?.(err ?? undefined)
     })
     return {
-      sendOffsetsToTransaction: (offsets) => promised((cb) => producer.sendOffsetsToTransaction(offsets, consumer, CALL_TIMEOUT_MS, cb)),
-      commitTransaction: () => promised((cb) => producer.commitTransaction(CALL_TIMEOUT_MS, cb)),
-      beginTransaction: () => promised((cb) => producer.beginTransaction(cb)),
-      flush: () => promised((cb) => producer.flush(CALL_TIMEOUT_MS, cb)),
+      sendOffsetsToTransaction: (offsets) => retried(() => promised((cb) => producer().sendOffsetsToTransaction(offsets, consumer, CALL_TIMEOUT_MS, cb))),
+      commitTransaction: () => retried(() => promised((cb) => producer().commitTransaction(CALL_TIMEOUT_MS, cb))),
+      beginTransaction: () => promised((cb) => producer().beginTransaction(cb)),
+      flush: () => promised((cb) => producer().flush(CALL_TIMEOUT_MS, cb)),
       commitOffsets: (offsets: PartitionOffset[]) =>
         new Promise<void>((resolve, reject) => {
-          offsetsCommitted = (err) => (err === undefined ? resolve() : reject(err))
+          offsetsCommitted = (err) => {
+            if (err === undefined) resolve()
+            else if (!GROUP_COMMIT_LAPSES.has(err.code)) reject(new PunctualError('ILLEGAL_STATE', `committing the group's offsets: ${err.message}`, { cause: err }))
+            else {
+              // The tasks resume from the positions in their changelogs, which this commit wrote already:
+              // the group's offsets only say where fetching starts. The next commit writes newer ones.
+              this.logger.warn({ code: err.code }, `the group's offsets were not committed (${err.message}); the next commit writes them`)
+              resolve()
+            }
+          }
           consumer.commit(offsets)
         }),
     }
@@ -378,7 +432,8 @@ export class KafkaRuntime {
     if (ids.length > 0) {
       this.logger.info({ tasks: ids.join(','), lost: consumer.assignmentLost() }, 'tasks revoked')
       for (const id of ids) this.readers.get(id)?.close()
-      if (consumer.assignmentLost()) manager.lose(ids)
+      // Tasks of a failed transaction go back to their last commit: nothing of theirs can be committed.
+      if (consumer.assignmentLost() || this.recovering) manager.lose(ids)
       else if (this.currentState === 'RUNNING') {
         await this.loop.settled()
         manager.revoke(ids, () => this.loop.commitNow())
@@ -430,10 +485,102 @@ export class KafkaRuntime {
     const reader = new ChangelogReader(consumer as unknown as RestoreConsumer, this.changelogTopics.get(def.subtopology.id) as ChangelogTopics, def.partition, (err) => this.fail(err))
     this.readers.set(taskId, reader)
     consumer.connect({}, (err) => {
+      // Closed while it connected (its task was revoked or lost): nothing to read any more.
+      if (reader.isClosed) return
       if (err) this.fail(new PunctualError('ILLEGAL_STATE', `task ${taskId}: connecting its restore consumer: ${err.message}`, { cause: err }))
       else reader.start()
     })
     return reader
+  }
+
+  /**
+   * A failure of the task loop: under exactly-once, a transaction librdkafka says must be aborted (a
+   * record not delivered, a broker away too long) is recovered from; anything else stops the runtime.
+   */
+  private onFailure(err: unknown): void {
+    const e = err as { isTxnRequiresAbort?: boolean; isFatal?: boolean }
+    if (this.config.processingGuarantee === 'exactly_once_v2' && (e.isTxnRequiresAbort === true || e.isFatal === true)) this.recover(err as Error)
+    else this.fail(err)
+  }
+
+  /**
+   * Aborts the failed transaction and puts every task back to its last commit, as Kafka Streams does
+   * with corrupted tasks: the tasks are closed without a commit and restored from their changelogs (which
+   * hold committed transactions only), the input partitions are fetched again from the group's committed
+   * offsets, and a new transaction begins. Runs between rebalance events, and nothing processes meanwhile.
+   */
+  private recover(err: Error): void {
+    if (this.recovering) return
+    this.recovering = true
+    this.loop.disarm()
+    this.logger.warn({ err }, `a transaction failed: aborting it; the tasks go back to their last commit (${err.message})`)
+    this.rebalancing = this.rebalancing
+      .then(async () => {
+        const fetcher = this.fetcher as Fetcher
+        const manager = this.taskManager as TaskManager
+        await this.loop.discardFailedCommit()
+        await this.abortOrReplaceProducer()
+        this.undelivered = false
+        this.sink?.discard()
+        const ids = [...this.taskIds(), ...manager.restoringIds()]
+        for (const id of ids) this.readers.get(id)?.close()
+        manager.lose(ids)
+        // Fetching restarts at the committed offsets; messages fetched before are dropped with their partitions.
+        await fetcher.stop()
+        const partitions = [...this.assigned].map((tp) => ({ topic: tp.slice(0, tp.lastIndexOf(':')), partition: Number(tp.slice(tp.lastIndexOf(':') + 1)) }))
+        for (const p of partitions) {
+          fetcher.remove(p.topic, p.partition)
+          fetcher.add(p.topic, p.partition, 0)
+        }
+        await this.seekToCommitted(partitions)
+        fetcher.assigned(partitions)
+        fetcher.start()
+        const producer = this.producer as Client.Producer
+        await promised((cb) => producer.beginTransaction(cb))
+        this.sink?.release()
+        this.recovering = false
+        const complete = this.completeTasks()
+        if (complete.length > 0) {
+          await this.stableOffsets(complete)
+          manager.assign(complete, (taskId) => this.changelogReader(taskId))
+        }
+        this.logger.info({ tasks: complete.join(',') }, 'recovered from the failed transaction: tasks restoring from their last commit')
+        this.loop.scheduleRun()
+        this.loop.rearm()
+      })
+      .catch((e: unknown) => this.fail(e))
+  }
+
+  /**
+   * Aborts the open transaction; a producer that cannot (fenced: the coordinator aborted the transaction
+   * when it timed out, or another producer took the transactional id) is replaced by a new one, whose
+   * initialization aborts whatever its id left open.
+   */
+  private async abortOrReplaceProducer(): Promise<void> {
+    const old = this.producer as Client.Producer
+    try {
+      await retried(() => promised((cb) => old.abortTransaction(CALL_TIMEOUT_MS, cb)))
+      return
+    } catch (err) {
+      if ((err as { isFatal?: boolean }).isFatal !== true) throw err
+    }
+    this.logger.warn({}, 'the producer was fenced: replacing it')
+    await new Promise<void>((resolve) => old.disconnect(() => resolve()))
+    const producer = await this.connectProducer(this.client as typeof Client)
+    this.sink?.use(producer as unknown as RecordProducer)
+  }
+
+  /** Moves the consumer of these partitions to the group's committed offsets (the beginning where none is). */
+  private async seekToCommitted(partitions: TopicPartitionRef[]): Promise<void> {
+    if (partitions.length === 0) return
+    const consumer = this.consumer as Consumer
+    const committed = await new Promise<Client.TopicPartitionOffset[]>((resolve, reject) =>
+      consumer.committed(partitions, CALL_TIMEOUT_MS, (e, offsets) => (e ? reject(new PunctualError('ILLEGAL_STATE', `reading the group's offsets: ${e.message}`, { cause: e })) : resolve(offsets))),
+    )
+    for (const c of committed) {
+      const offset = c.offset !== undefined && c.offset >= 0 ? c.offset : OFFSET_BEGINNING
+      await new Promise<void>((resolve, reject) => consumer.seek({ topic: c.topic, partition: c.partition, offset }, CALL_TIMEOUT_MS, (e) => (e ? reject(new PunctualError('ILLEGAL_STATE', `seeking ${c.topic}-${c.partition} to ${offset}: ${e.message}`, { cause: e })) : resolve())))
+    }
   }
 
   /** Stops on a failure while running: tells the `'error'` listeners, or logs it when there are none. */
@@ -470,6 +617,22 @@ export class KafkaRuntime {
     this.stateDirectory?.release()
     this.stateDirectory = undefined
     if (this.ownsStateDir) rmSync(this.config.stateDir, { recursive: true, force: true })
+  }
+}
+
+/**
+ * A transaction step again while librdkafka says it may be (a coordinator loading after a broker
+ * restart, a broker away for a moment), with growing pauses, for CALL_TIMEOUT_MS at most.
+ */
+async function retried(call: () => Promise<void>): Promise<void> {
+  const deadline = Date.now() + CALL_TIMEOUT_MS
+  for (let pause = 100; ; pause = Math.min(2 * pause, 2000)) {
+    try {
+      return await call()
+    } catch (err) {
+      if ((err as { isRetriable?: boolean }).isRetriable !== true || Date.now() + pause > deadline) throw err
+      await new Promise((resolve) => setTimeout(resolve, pause))
+    }
   }
 }
 

@@ -28,7 +28,12 @@ const QUEUE_FULL = -184
 export class ProducerSink {
   private held: Held[] | undefined
 
-  constructor(private readonly producer: RecordProducer) {}
+  constructor(private producer: RecordProducer) {}
+
+  /** Produces through `producer` from now on (it replaced a fenced one). */
+  use(producer: RecordProducer): void {
+    this.producer = producer
+  }
 
   readonly send = (topic: string, partition: number, key: Uint8Array | null, value: Uint8Array | null, timestamp: number, headers: Headers): void => {
     if (this.held !== undefined) this.held.push({ topic, partition, key, value, timestamp, headers })
@@ -45,6 +50,11 @@ export class ProducerSink {
     const held = this.held
     this.held = undefined
     if (held !== undefined) for (const r of held) this.produce(r.topic, r.partition, r.key, r.value, r.timestamp, r.headers)
+  }
+
+  /** Drops what is held (its transaction was aborted: the tasks that wrote it go back to their last commit). */
+  discard(): void {
+    if (this.held !== undefined) this.held = []
   }
 
   /** Records held, waiting for the next transaction. */

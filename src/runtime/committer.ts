@@ -149,6 +149,15 @@ export class Committer {
     return { commits: n, meanMs: n === 0 ? 0 : this.totalMs / n, maxMs: this.maxMs, blockingMeanMs: n === 0 ? 0 : this.blockedTotalMs / n, blockingMaxMs: this.blockedMaxMs }
   }
 
+  /**
+   * Forgets what this committer last committed of a task that was closed without a commit or is being
+   * restored: its next commit then writes its clocks and positions whole, rather than the differences
+   * from a commit its state no longer follows (one that was aborted, or older than the restored one).
+   */
+  forget(taskId: string): void {
+    this.checkpoints.delete(taskId)
+  }
+
   /** Closes the backend; later commits only take in-memory checkpoints. */
   close(): void {
     this.backend?.close()

@@ -141,6 +141,13 @@ export class TaskLoop {
     if (this.commitError !== undefined) throw this.commitError
   }
 
+  /** Waits for the commit in flight, whatever its outcome, and forgets one that failed (the runtime recovered from it). */
+  async discardFailedCommit(): Promise<void> {
+    while (this.inFlight !== undefined) await this.inFlight
+    this.commitError = undefined
+    this.commitAgain = false
+  }
+
   /** Commits once the commit in flight (if any) settled, and resolves when this one is durable. */
   async commitAndWait(): Promise<void> {
     await this.settled()

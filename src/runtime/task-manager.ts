@@ -104,6 +104,7 @@ export class TaskManager {
           ? changelogRestore(isChangelogSource(records) ? records : recordsSource(records), new ChangelogRestorer(this.config.committer.codecFor(def.subtopology.id, def.subtopology.stores)))
           : this.config.committer.restoring(id, inMemoryStores(def))
       if (restore !== undefined) {
+        this.config.committer.forget(id)
         const from = records !== undefined ? 'changelog' : 'stateDirectory'
         this.restoring.set(id, { def, from, restore, kept: records === kept ? kept : undefined, started: performance.now(), waiting: false })
         continue
@@ -231,6 +232,7 @@ export class TaskManager {
       const task = this.find(id)
       if (task !== undefined) this.remove(task)
       this.restoring.delete(id)
+      this.config.committer.forget(id)
       // Whoever waited for it to become active waits no more: it will not.
       this.activated(id)
     }

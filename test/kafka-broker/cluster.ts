@@ -27,13 +27,15 @@ export class TestCluster {
   private constructor(
     private readonly client: typeof Client,
     private readonly admin: Client.KafkaJS.Admin,
+    readonly bootstrap: string,
   ) {}
 
-  static async connect(): Promise<TestCluster> {
+  /** The cluster at `bootstrap`: by default the broker of `npm run test:kafka`. */
+  static async connect(bootstrap = bootstrapServers()): Promise<TestCluster> {
     const client = await loadKafkaClient()
-    const admin = new client.KafkaJS.Kafka({ kafkaJS: { brokers: [bootstrapServers()], logLevel: client.KafkaJS.logLevel.ERROR } }).admin()
+    const admin = new client.KafkaJS.Kafka({ kafkaJS: { brokers: [bootstrap], logLevel: client.KafkaJS.logLevel.ERROR } }).admin()
     await admin.connect()
-    return new TestCluster(client, admin)
+    return new TestCluster(client, admin, bootstrap)
   }
 
   async createTopic(topic: string, partitions: number): Promise<void> {
@@ -54,7 +56,7 @@ export class TestCluster {
 
   /** Writes string records, each to the partition Kafka's default (murmur2) partitioner gives its key. */
   async produce(topic: string, partitions: number, records: ReadonlyArray<TextRecord | { readonly key: string; readonly value: Buffer; readonly timestamp: number }>): Promise<void> {
-    const producer = new this.client.KafkaJS.Kafka({ kafkaJS: { brokers: [bootstrapServers()], logLevel: this.client.KafkaJS.logLevel.ERROR } }).producer({
+    const producer = new this.client.KafkaJS.Kafka({ kafkaJS: { brokers: [this.bootstrap], logLevel: this.client.KafkaJS.logLevel.ERROR } }).producer({
       kafkaJS: { idempotent: true },
     })
     await producer.connect()
@@ -74,7 +76,7 @@ export class TestCluster {
    */
   async readAll(topic: string, partitions: number): Promise<ReadRecord[][]> {
     const consumer = new this.client.RdKafka.KafkaConsumer({
-      'bootstrap.servers': bootstrapServers(),
+      'bootstrap.servers': this.bootstrap,
       'group.id': `reader-${topic}`,
       'enable.auto.commit': false,
       'enable.partition.eof': true,

@@ -36,6 +36,23 @@ describe('ProducerSink', () => {
     assert.equal(produced.at(-1), 'out/2 c=3 @14')
   })
 
+  it('drops what it holds when the transaction is aborted, and produces through a producer that replaced a fenced one', () => {
+    const first = recorder()
+    const second = recorder()
+    const sink = new ProducerSink(first.producer)
+    const bytes = (s: string) => new TextEncoder().encode(s)
+    sink.hold()
+    sink.send('out', 0, bytes('a'), bytes('1'), 10, [])
+    sink.discard()
+    assert.equal(sink.holding, 0)
+    sink.send('out', 0, bytes('b'), bytes('2'), 11, [])
+    sink.use(second.producer)
+    sink.release()
+    sink.send('out', 0, bytes('c'), bytes('3'), 12, [])
+    assert.deepEqual(first.produced, [])
+    assert.deepEqual(second.produced, ['out/0 b=2 @11', 'out/0 c=3 @12'], 'held after the abort, then written; nothing of the aborted transaction')
+  })
+
   it("turns librdkafka's queue-full error into one that names the topic and the settings to raise", () => {
     const sink = new ProducerSink({
       produce() {
