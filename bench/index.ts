@@ -1,13 +1,15 @@
 /**
  * `npm run bench`: benchmarks (not tests). Prints a table and writes bench/results.json.
  * Options: --only NAME[,NAME] (timer-memory, lateness-idle, lateness-load, pass-through, timers,
- * windowed-final, spill, buffer-memory, restore, restore-changelog, lateness-commits, side-by-side),
+ * windowed-final, spill, buffer-memory, restore, restore-changelog, lateness-commits, side-by-side, and
+ * kafka, which runs only when named: it needs Java and a broker, and takes minutes),
  * --seconds N (lateness run length). Run with --expose-gc (npm run bench does) for memory figures.
+ * A run of one benchmark updates its entries in bench/results.json and keeps the others.
  * Each benchmark runs in a process of its own, so that none measures the heap another one left (the
  * timer figures were a quarter lower after the 10 M-timer memory benchmark than on their own).
  */
 import { spawnSync } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
@@ -17,15 +19,18 @@ import { timerMemory, timerStreaming, timerThroughput } from './timers.js'
 import { bytesPerBufferedEntry, spillThroughput, windowedFinal } from './windowed.js'
 import { changelogRestoreTime, latenessDuringCommits, restoreTime } from './durable.js'
 import { sideBySide } from './side-by-side.js'
+import { kafkaBench } from './kafka.js'
 import { median } from './stats.js'
 
 const ALL = ['timer-memory', 'lateness-idle', 'lateness-load', 'pass-through', 'timers', 'windowed-final', 'spill', 'buffer-memory', 'restore', 'restore-changelog', 'lateness-commits', 'side-by-side']
+/** Benchmarks that run only when named. */
+const ON_REQUEST = ['kafka']
 /** `--child`: run what `--only` names and print the rows and results as one JSON line (for the parent). */
 const { values } = parseArgs({ options: { only: { type: 'string' }, seconds: { type: 'string', default: '10' }, child: { type: 'boolean', default: false } } })
 const only = values.only?.split(',')
-const unknown = only?.filter((n) => !ALL.includes(n)) ?? []
+const unknown = only?.filter((n) => !ALL.includes(n) && !ON_REQUEST.includes(n)) ?? []
 if (unknown.length > 0) {
-  console.error(`unknown benchmark(s): ${unknown.join(', ')}; known: ${ALL.join(', ')}`)
+  console.error(`unknown benchmark(s): ${unknown.join(', ')}; known: ${[...ALL, ...ON_REQUEST].join(', ')}`)
   process.exit(2)
 }
 const want = (name: string): boolean => only === undefined || only.includes(name)
@@ -66,7 +71,7 @@ if (!values.child && selected.length > 1) {
     for (const [k, v] of Object.entries(part.results)) if (!(k in merged)) merged[k] = v
   }
   printTable(table)
-  writeFileSync(new URL('./results.json', import.meta.url), JSON.stringify(merged, null, 2) + '\n')
+  writeResults(merged, only !== undefined)
   process.exit(failed ? 1 : 0)
 }
 
@@ -214,9 +219,39 @@ if (want('side-by-side')) {
   rows.push(row('hand-written TypeScript loop', r.handWritten))
 }
 
+if (want('kafka') && only !== undefined) {
+  const r = await kafkaBench()
+  const run = (engine: string, instances: number, guarantee: string) => r.runs.find((x) => x.engine === engine && x.instances === instances && x.guarantee === guarantee)
+  const ks = run('kafka-streams', 1, 'exactly_once_v2')
+  const p = run('punctual', 1, 'exactly_once_v2')
+  results.kafka = { ...environment(), ...r, punctualRecordsPerSec: p?.recordsPerSecond, kafkaStreamsRecordsPerSec: ks?.recordsPerSecond }
+  rows.push([`on a Kafka broker: flights windowed final (${(r.records / 1e6).toFixed(1)} M records, ${r.partitions} partitions), end to end`, '', 'each engine from its start until every record is processed', 'punctual >= Kafka Streams'])
+  for (const x of r.runs) {
+    const base = run('kafka-streams', 1, x.guarantee)
+    const same = base === undefined || (x.finalResults === base.finalResults && x.hash === base.hash) ? 'same output' : 'OUTPUT DIFFERS'
+    const who = x.engine === 'punctual' ? `punctual, ${x.instances} instance${x.instances > 1 ? 's' : ''}` : 'Kafka Streams 4.4, 1 stream thread'
+    rows.push([`  ${who}, ${x.guarantee}`, `${Math.round(x.recordsPerSecond).toLocaleString('en-US')} records/s`, `${f(x.seconds, 1)} s; ${x.finalResults.toLocaleString('en-US')} final results, ${same}${base === undefined || x === base ? '' : `; ${(x.recordsPerSecond / base.recordsPerSecond).toFixed(2)}x Kafka Streams`}`, ''])
+  }
+  for (const [who, l] of [['Kafka Streams', r.lateness.kafkaStreams], ['punctual', r.lateness.punctual]] as const) {
+    rows.push([`  wall-clock punctuation lateness on the broker, idle input (1 s schedule): ${who}`, `p50 ${f(l.p50Ms)} ms, p99 ${f(l.p99Ms)} ms, max ${f(l.maxMs)} ms`, `${l.calls} calls`, ''])
+  }
+}
+
 if (values.child) {
   console.log(JSON.stringify({ rows, results }))
 } else {
   printTable(rows)
-  writeFileSync(new URL('./results.json', import.meta.url), JSON.stringify(results, null, 2) + '\n')
+  writeResults(results, only !== undefined)
+}
+
+/** Writes bench/results.json; a run of some benchmarks only replaces their entries in the existing file. */
+function writeResults(fresh: Record<string, unknown>, partial: boolean): void {
+  const file = new URL('./results.json', import.meta.url)
+  let merged = fresh
+  if (partial && existsSync(file)) {
+    const old = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>
+    merged = { ...old }
+    for (const [k, v] of Object.entries(fresh)) if (!(k in environment())) merged[k] = v
+  }
+  writeFileSync(file, JSON.stringify(merged, null, 2) + '\n')
 }

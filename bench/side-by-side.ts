@@ -8,6 +8,7 @@ import type { Flights } from '../demo/flights/data.js'
 import { Serdes } from '../src/index.js'
 import { TopologyTestDriver } from '../src/testing/index.js'
 import { buildHarness } from '../conformance/kafka-streams/harness.js'
+import { javaHash } from './stats.js'
 import { handWritten, punctual, windowedFinalTopology } from './windowed.js'
 import type { Output } from './windowed.js'
 
@@ -26,16 +27,6 @@ export interface SideBySideResult {
   readonly punctualEmbedded: EngineRun
   readonly punctualTestDriver: EngineRun
   readonly kafkaStreamsTestDriver: EngineRun
-}
-
-function javaHash(lines: Output): number {
-  let sum = 0
-  for (const s of lines) {
-    let h = 0
-    for (let i = 0; i < s.length; i++) h = (Math.imul(31, h) + s.charCodeAt(i)) | 0
-    sum = (sum + h) | 0
-  }
-  return sum
 }
 
 const gc = (): void => (globalThis as { gc?: () => void }).gc?.()

@@ -14,3 +14,14 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 export function median<T>(runs: readonly T[], value: (x: T) => number): T {
   return [...runs].sort((a, b) => value(a) - value(b))[runs.length >> 1] as T
 }
+
+/** Java's String.hashCode of each output line, summed: equal outputs give equal hashes, in any order (as Bench.java computes it). */
+export function javaHash(lines: readonly string[]): number {
+  let sum = 0
+  for (const s of lines) {
+    let h = 0
+    for (let i = 0; i < s.length; i++) h = (Math.imul(31, h) + s.charCodeAt(i)) | 0
+    sum = (sum + h) | 0
+  }
+  return sum
+}

@@ -18,10 +18,12 @@ import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.state.Stores;
 
 /**
@@ -35,6 +37,20 @@ import org.apache.kafka.streams.state.Stores;
 public final class Bench {
   private static final long HOUR = 3_600_000L;
 
+  /**
+   * The workload's topology up to its output: flights per origin in 1 h tumbling windows with 30 min
+   * grace, final results only, from an in-memory window store with caching off (as punctual has none).
+   */
+  static KStream<Windowed<String>, Long> finalCountsPerOrigin(StreamsBuilder b, String input) {
+    return b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+        .groupByKey()
+        .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(HOUR), Duration.ofMillis(HOUR / 2)))
+        .count(Materialized.<String, Long>as(Stores.inMemoryWindowStore("counts", Duration.ofMillis(HOUR + HOUR / 2), Duration.ofMillis(HOUR), false))
+            .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()).withCachingDisabled())
+        .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+        .toStream();
+  }
+
   public static void main(String[] args) throws IOException {
     List<String> origins = new ArrayList<>();
     List<Long> times = new ArrayList<>();
@@ -46,13 +62,7 @@ public final class Bench {
       }
     }
     StreamsBuilder b = new StreamsBuilder();
-    b.stream("flights", Consumed.with(Serdes.String(), Serdes.String()))
-        .groupByKey()
-        .windowedBy(TimeWindows.ofSizeAndGrace(Duration.ofMillis(HOUR), Duration.ofMillis(HOUR / 2)))
-        .count(Materialized.<String, Long>as(Stores.inMemoryWindowStore("counts", Duration.ofMillis(HOUR + HOUR / 2), Duration.ofMillis(HOUR), false))
-            .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()).withCachingDisabled())
-        .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
-        .toStream()
+    finalCountsPerOrigin(b, "flights")
         .map((wk, v) -> KeyValue.pair(wk.key() + " " + wk.window().start(), v))
         .to("out", Produced.with(Serdes.String(), Serdes.Long()));
     Properties props = new Properties();

@@ -1,0 +1,82 @@
+// One punctual instance on the broker for bench/kafka.ts, in a process of its own (as Kafka Streams runs
+// in its JVM):
+//   node --import tsx bench/kafka-instance.ts windowed BOOTSTRAP APP INPUT OUTPUT GUARANTEE
+//   node --import tsx bench/kafka-instance.ts lateness BOOTSTRAP APP INPUT SECONDS
+// It speaks the protocol of KafkaBench.java: JSON lines {"started":ms} just before start, then
+// {"t":ms,"processed":n} every 100 ms; the windowed mode stops (committing) when stdin closes, the
+// lateness mode after SECONDS, printing {"lateness":[ms,...]}.
+import { BufferConfig, PunctuationType, Serdes, silentLogger, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../src/index.js'
+import type { ProcessorContext, Windowed } from '../src/index.js'
+import type { ProcessingGuarantee } from '../src/kafka/config.js'
+import { KafkaRuntime } from '../src/kafka/kafka-runtime.js'
+import { preciseClock } from './stats.js'
+
+const HOUR = 3_600_000
+const str = { keySerde: Serdes.String(), valueSerde: Serdes.String() }
+const [mode, bootstrapServers, applicationId, input, fifth, sixth] = process.argv.slice(2) as [string, string, string, string, string, string | undefined]
+
+/** The flights windowed-final workload, written as KafkaBench.java writes it: "origin@start" -> count. */
+function windowedFinal(output: string): Topology {
+  const b = new StreamsBuilder()
+  b.stream<string, string>(input, str)
+    .groupByKey()
+    .windowedBy(TimeWindows.ofSizeAndGrace(HOUR, HOUR / 2))
+    .count({ name: 'counts' })
+    .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()))
+    .toStream()
+    .map((k, v) => ({ key: `${k.key}@${k.window.start}`, value: String(v) }))
+    .to(output, str)
+  return b.build()
+}
+
+const print = (o: unknown): boolean => process.stdout.write(`${JSON.stringify(o)}\n`)
+
+if (mode === 'windowed') {
+  const rt = new KafkaRuntime(windowedFinal(fifth), { applicationId, bootstrapServers, processingGuarantee: sixth as ProcessingGuarantee, logger: silentLogger })
+  rt.on('error', (err) => {
+    process.stderr.write(`instance failed: ${err.stack ?? err.message}\n`)
+    process.exit(1)
+  })
+  print({ started: Date.now() })
+  await rt.start()
+  const report = setInterval(() => print({ t: Date.now(), processed: rt.metrics().processedRecords }), 100)
+  process.stdin.resume()
+  process.stdin.once('end', () => {
+    clearInterval(report)
+    rt.stop().then(
+      () => {
+        print({ closed: Date.now(), commits: rt.commitStats() })
+        process.exit(0)
+      },
+      (err: unknown) => {
+        process.stderr.write(`stop failed: ${String(err)}\n`)
+        process.exit(1)
+      },
+    )
+  })
+} else {
+  // A 1 s punctuation anchored at whole seconds: the call due at each grid point is late by now - due.
+  const lateness: number[] = []
+  const start = Math.ceil(preciseClock.now() / 1000) * 1000 + 1000
+  let nextDue = start
+  const topology = new Topology().addSource('in', input, str).addProcessor(
+    'tick',
+    () => ({
+      init(ctx: ProcessorContext) {
+        ctx.schedule({ type: PunctuationType.WALL_CLOCK_TIME, intervalMs: 1000, startTime: start }, (now) => {
+          lateness.push(now - nextDue)
+          nextDue += (Math.floor((now - nextDue) / 1000) + 1) * 1000
+        })
+      },
+      process() {},
+    }),
+    'in',
+  )
+  const rt = new KafkaRuntime(topology, { applicationId, bootstrapServers, clock: preciseClock, logger: silentLogger })
+  print({ started: Date.now() })
+  await rt.start()
+  await new Promise((r) => setTimeout(r, Number(fifth) * 1000))
+  await rt.stop()
+  print({ lateness })
+  process.exit(0)
+}
