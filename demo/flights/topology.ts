@@ -62,26 +62,27 @@ export interface AirportAlert {
  * - A keyed processor raises "no departure for 3 hours" alerts with event-time timers and reports
  *   airport state expiring after a day (event-time TTL).
  */
-export function flightsTopology(options: { progressStartMs: number }): Topology {
+export function flightsTopology(options: { progressStartMs: number; /** Prepended to every topic name. @default '' */ topicPrefix?: string }): Topology {
+  const t = (name: string): string => `${options.topicPrefix ?? ''}${name}`
   const builder = new StreamsBuilder()
   builder
-    .stream<string, FlightValue>('flights', { valueSerde: Serdes.JSON<FlightValue>(), name: 'flights' })
+    .stream<string, FlightValue>(t('flights'), { valueSerde: Serdes.JSON<FlightValue>(), name: 'flights' })
     .filter((_airport, flight) => flight.delay > DELAYED_MIN, 'delayed-flights')
     .groupByKey()
     .windowedBy(TimeWindows.ofSizeAndGrace(HOUR, HOURLY_GRACE))
     .count({ name: 'hourly-delayed-counts' })
     .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()).withName('hourly-final'))
     .toStream()
-    .to('hourly-delays', { keySerde: Serdes.JSON<Windowed<string>>(), valueSerde: Serdes.Long() })
+    .to(t('hourly-delays'), { keySerde: Serdes.JSON<Windowed<string>>(), valueSerde: Serdes.Long() })
   return builder
     .build()
     .addProcessor('daily', () => new DailyReporter(options.progressStartMs), 'flights')
     .addStateStore(Stores.inMemoryKeyValueStore<number, DayStats>('daily-stats'), 'daily')
     .addStateStore(Stores.inMemoryKeyValueStore<string, number>('daily-progress'), 'daily')
-    .addSink('daily-reports', 'daily-reports', { valueSerde: Serdes.JSON<DailyReport>() }, 'daily')
-    .addSink('progress', 'progress', { valueSerde: Serdes.JSON<Progress>() }, 'daily')
+    .addSink('daily-reports', t('daily-reports'), { valueSerde: Serdes.JSON<DailyReport>() }, 'daily')
+    .addSink('progress', t('progress'), { valueSerde: Serdes.JSON<Progress>() }, 'daily')
     .addKeyedProcessor('quiet-airports', () => new QuietAirports(), 'flights')
-    .addSink('airport-alerts', 'airport-alerts', { valueSerde: Serdes.JSON<AirportAlert>() }, 'quiet-airports')
+    .addSink('airport-alerts', t('airport-alerts'), { valueSerde: Serdes.JSON<AirportAlert>() }, 'quiet-airports')
 }
 
 /**

@@ -1,6 +1,8 @@
 import { BufferConfig, EmbeddedRuntime, PunctuationType, Serdes, silentLogger, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
 import type { Windowed } from '../../src/index.js'
-import type { TextRecord } from './cluster.js'
+import { loadFlights } from '../../demo/flights/data.js'
+import { flightsTopology } from '../../demo/flights/topology.js'
+import type { ReadRecord, TextRecord } from './cluster.js'
 
 // The workload of the Kafka runtime's tests, shared by the test files and the instances they start as
 // processes of their own.
@@ -81,3 +83,44 @@ export async function until(what: string, condition: () => boolean | Promise<boo
   }
 }
 
+/** The flights demo's topics, and those whose output is compared (progress comes from the wall clock). */
+export const FLIGHT_TOPICS = ['flights', 'hourly-delays', 'daily-reports', 'progress', 'airport-alerts'] as const
+export const FLIGHT_OUTPUTS = ['hourly-delays', 'daily-reports', 'airport-alerts'] as const
+
+/** The first `n` flights in replay order, as the demo feeds them: origin -> JSON of delay, distance, destination. */
+export async function flightRecords(n: number): Promise<TextRecord[]> {
+  const f = await loadFlights(n)
+  return Array.from(f.replayOrder, (i) => ({
+    key: f.origin[i] as string,
+    value: JSON.stringify({ delay: f.delay[i], distance: f.distance[i], destination: f.destination[i] }),
+    timestamp: f.scheduled[i] as number,
+  }))
+}
+
+/** An output record as compared across runs: topic, key and value bytes, timestamp. */
+export function outputLine(topic: string, key: Uint8Array | null, value: Uint8Array | null, timestamp: number): string {
+  const hex = (b: Uint8Array | null): string => (b === null ? '-' : Buffer.from(b).toString('hex'))
+  return `${topic}|${hex(key)}|${hex(value)}|${timestamp}`
+}
+
+/** What the flights demo writes (hourly delays, daily reports, airport alerts) in one embedded run over `input`. */
+export async function embeddedFlights(input: readonly TextRecord[]): Promise<string[]> {
+  const out: string[] = []
+  const topics = Object.fromEntries(FLIGHT_TOPICS.map((t) => [t, { partitions: PARTITIONS }]))
+  const rt = new EmbeddedRuntime(flightsTopology({ progressStartMs: 0 }), { applicationId: 'reference-flights', logger: silentLogger, topics })
+  for (const topic of FLIGHT_OUTPUTS) {
+    rt.subscribe<Uint8Array, Uint8Array>(topic, (r) => out.push(outputLine(topic, r.key, r.value, r.timestamp)), { keySerde: Serdes.Bytes(), valueSerde: Serdes.Bytes() })
+  }
+  rt.start()
+  const producer = rt.producer<string, Uint8Array>('flights', { valueSerde: Serdes.Bytes() })
+  for (const r of input) producer.send(r.key, Buffer.from(r.value), r.timestamp)
+  await rt.stop()
+  return out.sort()
+}
+
+/** The flights demo's compared output as read from the cluster, topics named `<prefix><topic>`. */
+export function flightLines(prefix: string, read: ReadonlyMap<string, readonly ReadRecord[]>): string[] {
+  const out: string[] = []
+  for (const [topic, records] of read) for (const r of records) out.push(outputLine(topic.slice(prefix.length), Buffer.from(r.key), r.bytes, r.timestamp))
+  return out.sort()
+}
