@@ -53,6 +53,10 @@ const GROUP_COMMIT_LAPSES = new Set([
   -195, // local: broker transport failure
 ])
 
+/** librdkafka's delivery errors of a record not written in time, and of one purged by an abort. */
+const MESSAGE_TIMED_OUT = -192
+const PURGED = -152
+
 /** librdkafka's logical offset "the beginning of the partition". */
 const OFFSET_BEGINNING = -2
 /** Methods the client's consumer has that its type declarations leave out (lib/kafka-consumer.js). */
@@ -296,13 +300,16 @@ export class KafkaRuntime {
     } as Client.ProducerGlobalConfig)
     this.producer = producer
     this.watch(producer as unknown as ReportingClient, 'producer')
-    producer.on('delivery-report', (err) => {
+    producer.on('delivery-report', (err, report: { topic?: string; partition?: number } | undefined) => {
       if (!err || producer !== this.producer) return
-      // Under exactly-once the transaction holding it fails to commit, and is aborted and redone then.
-      if (exactlyOnce) {
-        if (!this.undelivered) this.logger.warn({ code: err.code }, `a record could not be written: ${err.message}; its transaction will be aborted`)
+      const where = report?.topic === undefined ? '' : ` to ${report.topic}-${report.partition ?? '?'}`
+      // Under exactly-once a record that did not get through in time fails its transaction, which is
+      // aborted and redone; records purged by that abort are expected. A record the broker refuses (a
+      // timestamp out of its range, too large) would be refused again: that stops the runtime.
+      if (exactlyOnce && (err.code === MESSAGE_TIMED_OUT || err.code === PURGED)) {
+        if (!this.undelivered && err.code === MESSAGE_TIMED_OUT) this.logger.warn({ code: err.code }, `a record could not be written${where}: ${err.message}; its transaction will be aborted`)
         this.undelivered = true
-      } else this.fail(new PunctualError('ILLEGAL_STATE', `a record could not be written: ${err.message}`, { cause: err }))
+      } else this.fail(new PunctualError('ILLEGAL_STATE', `a record could not be written${where}: ${err.message}`, { cause: err }))
     })
     producer.setPollInterval(50)
     await promised((cb) => producer.connect({}, cb))
