@@ -486,8 +486,12 @@ export class KafkaRuntime {
       'enable.auto.commit': false,
       'enable.partition.eof': true,
       'isolation.level': 'read_committed',
+      // A restore reads to the end and stops: the broker answers a fetch at the end at once, rather than
+      // holding it 500 ms for records that are not coming, and the end (an EOF event, not a message)
+      // does not wait out a long consume call.
+      'fetch.wait.max.ms': 10,
     } as Client.ConsumerGlobalConfig) as Consumer
-    consumer.setDefaultConsumeTimeout(500)
+    consumer.setDefaultConsumeTimeout(50)
     consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
     const reader = new ChangelogReader(consumer as unknown as RestoreConsumer, this.changelogTopics.get(def.subtopology.id) as ChangelogTopics, def.partition, (err) => this.fail(err))
     this.readers.set(taskId, reader)
