@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
-import { after, afterEach, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { createConsoleLogger, PunctuationType, Serdes, silentLogger, Topology } from '../../src/index.js'
 import type { ProcessorContext } from '../../src/index.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import { ManualClock } from '../../src/testing/index.js'
-import { bootstrapServers, TestCluster } from './cluster.js'
+import { bootstrapServers } from './cluster.js'
+import { onSharedBroker } from './shared-broker.js'
 import { until } from './workload.js'
 
 // Near the real time: the broker refuses record timestamps more than an hour ahead of its clock.
@@ -35,30 +36,16 @@ const turns = async (n = 20): Promise<void> => {
 }
 
 describe('KafkaRuntime: a missed-trigger policy across instances', () => {
-  let cluster: TestCluster
-  const run = `fo1${process.pid}x${Date.now()}`
-  const started: KafkaRuntime[] = []
-
-  before(async () => {
-    cluster = await TestCluster.connect()
-  })
-
-  afterEach(async () => {
-    for (const rt of started.splice(0)) if (rt.state === 'RUNNING') await rt.stop().catch(() => {})
-  })
-
-  after(async () => {
-    await cluster.deleteTopics(run)
-    await cluster.close()
-  })
+  const broker = onSharedBroker('fo1')
+  const { run } = broker
 
   it("onMissed 'fireOnce': the instance that takes a task over after grid points went by with no owner makes one catch-up call, then keeps the grid", async () => {
-    await cluster.createTopic(`${run}-in`, 1)
-    await cluster.createTopic(`${run}-out`, 1)
+    await broker.cluster.createTopic(`${run}-in`, 1)
+    await broker.cluster.createTopic(`${run}-out`, 1)
     const clock = new ManualClock(T0 - 500)
     const runtime = (): KafkaRuntime => {
       const rt = new KafkaRuntime(ticking(`${run}-in`, `${run}-out`), { applicationId: `${run}-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'exactly_once_v2', clock, scheduler: clock, logger: process.env.PUNCTUAL_KAFKA_TEST_DEBUG === '1' ? createConsoleLogger({ level: 'debug', write: (line) => process.stderr.write(`${line}\n`) }) : silentLogger })
-      started.push(rt)
+      broker.track(rt)
       return rt
     }
     const tick = async (): Promise<void> => {
@@ -82,7 +69,7 @@ describe('KafkaRuntime: a missed-trigger policy across instances', () => {
     await tick()
     await second.stop()
 
-    const out = (await cluster.readAll(`${run}-out`, 1)).flat().map((r) => Number(r.value))
+    const out = (await broker.cluster.readAll(`${run}-out`, 1)).flat().map((r) => Number(r.value))
     assert.deepEqual(out, [0, 1000, 2000, 6500, 7000], 'one catch-up call (at the restore, 6500) for the four missed points, then the grid')
   })
 })

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
-import { after, afterEach, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { Serdes, silentLogger, StreamsBuilder } from '../../src/index.js'
 import type { Logger } from '../../src/util/logger.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
-import { bootstrapServers, TestCluster } from './cluster.js'
+import { bootstrapServers } from './cluster.js'
+import { onSharedBroker } from './shared-broker.js'
 import { until } from './workload.js'
 
 const KEYS = Number(process.env.PUNCTUAL_KAFKA_RESTORE_KEYS ?? 1_000_000)
@@ -36,42 +37,28 @@ function restoreLogger(onRestored: (taskId: string, records: number, ms: number)
 }
 
 describe('KafkaRuntime: a big task moves', () => {
-  let cluster: TestCluster
-  const run = `rs${process.pid}x${Date.now()}`
-  const started: KafkaRuntime[] = []
-
-  before(async () => {
-    cluster = await TestCluster.connect()
-  })
-
-  afterEach(async () => {
-    for (const rt of started.splice(0)) if (rt.state === 'RUNNING') await rt.stop().catch(() => {})
-  })
-
-  after(async () => {
-    await cluster.deleteTopics(run)
-    await cluster.close()
-  })
+  const broker = onSharedBroker('rs')
+  const { run } = broker
 
   it(`a task holding ${KEYS.toLocaleString('en')} keys is restored from its changelog by another instance, every count intact`, async () => {
     const input = `${run}-in`
     const output = `${run}-out`
-    await cluster.createTopic(input, 1)
-    await cluster.createTopic(output, 1)
+    await broker.cluster.createTopic(input, 1)
+    await broker.cluster.createTopic(output, 1)
     // Values are not empty: the client reads an empty value as null, which an aggregation skips.
     const keys = Array.from({ length: KEYS }, (_, i) => ({ key: `key-${i}`, value: 'v', timestamp: 1_700_000_000_000 + i }))
-    await cluster.produce(input, 1, keys)
+    await broker.cluster.produce(input, 1, keys)
 
     const config = { applicationId: `${run}-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'at_least_once' as const, commitIntervalMs: 1000 }
     const first = new KafkaRuntime(countsAboveOne(input, output), { ...config, logger: silentLogger })
-    started.push(first)
+    broker.track(first)
     await first.start()
     await until('the first instance counted every key once', () => first.metrics().processedRecords >= KEYS, 600_000)
     await first.stop()
 
     const restores: Array<{ taskId: string; records: number; ms: number }> = []
     const second = new KafkaRuntime(countsAboveOne(input, output), { ...config, logger: restoreLogger((taskId, records, ms) => restores.push({ taskId, records, ms })) })
-    started.push(second)
+    broker.track(second)
     await second.start()
     await until('the second instance restored the task', () => restores.length === 1, 600_000)
     const [restore] = restores as [{ taskId: string; records: number; ms: number }]
@@ -81,10 +68,10 @@ describe('KafkaRuntime: a big task moves', () => {
 
     // Every key seen again: each count goes on from the restored one.
     const again = [0, 1, Math.floor(KEYS / 2), KEYS - 1].map((i) => ({ key: `key-${i}`, value: 'v', timestamp: 1_700_000_000_000 + KEYS + i }))
-    await cluster.produce(input, 1, again)
+    await broker.cluster.produce(input, 1, again)
     await until('the second instance counted them', () => second.metrics().processedRecords >= again.length, 120_000)
     await second.stop()
-    const out = (await cluster.readAll(output, 1)).flat().map((r) => `${r.key}=${r.value}`)
+    const out = (await broker.cluster.readAll(output, 1)).flat().map((r) => `${r.key}=${r.value}`)
     assert.deepEqual(out.sort(), again.map((r) => `${r.key}=2`).sort())
   })
 })

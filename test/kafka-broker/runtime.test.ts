@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
-import { after, afterEach, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { silentLogger } from '../../src/index.js'
 import type { Logger } from '../../src/util/logger.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import type { ProcessingGuarantee } from '../../src/kafka/config.js'
-import { bootstrapServers, TestCluster } from './cluster.js'
+import { bootstrapServers } from './cluster.js'
+import { onSharedBroker } from './shared-broker.js'
 import type { TextRecord } from './cluster.js'
 import { embedded, lines, PARTITIONS, records, until, windowedFinal } from './workload.js'
 
@@ -21,37 +22,22 @@ function recordingLogger(onInfo: (fields: Record<string, unknown>) => void): Log
 }
 
 describe('KafkaRuntime on a real broker', () => {
-  let cluster: TestCluster
-  const run = `rt${process.pid}x${Date.now()}`
-
-  before(async () => {
-    cluster = await TestCluster.connect()
-  })
-
-  after(async () => {
-    await cluster.deleteTopics(run)
-    await cluster.close()
-  })
-
-  const started: KafkaRuntime[] = []
-  afterEach(async () => {
-    // A failed test leaves its instances running: stop them so the process can end.
-    for (const rt of started.splice(0)) if (rt.state === 'RUNNING') await rt.stop().catch(() => {})
-  })
+  const broker = onSharedBroker('rt')
+  const { run } = broker
 
   function runtime(app: string, input: string, output: string, guarantee: ProcessingGuarantee, logger: Logger = silentLogger, deadLetterTopic?: string): KafkaRuntime {
     const rt = new KafkaRuntime(windowedFinal(input, output), { applicationId: app, bootstrapServers: bootstrapServers(), processingGuarantee: guarantee, commitIntervalMs: 100, logger, ...(deadLetterTopic === undefined ? {} : { deadLetterTopic }) })
-    started.push(rt)
+    broker.track(rt)
     return rt
   }
 
   for (const guarantee of ['exactly_once_v2', 'at_least_once'] as const) {
     it(`${guarantee}: one instance writes the final windows of a single embedded run`, async () => {
       const name = `${run}-one-${guarantee === 'exactly_once_v2' ? 'eos' : 'alos'}`
-      await cluster.createTopic(`${name}-in`, PARTITIONS)
-      await cluster.createTopic(`${name}-out`, PARTITIONS)
+      await broker.cluster.createTopic(`${name}-in`, PARTITIONS)
+      await broker.cluster.createTopic(`${name}-out`, PARTITIONS)
       const input = records(6000)
-      await cluster.produce(`${name}-in`, PARTITIONS, input)
+      await broker.cluster.produce(`${name}-in`, PARTITIONS, input)
       const expected = await embedded(input)
       assert.ok(expected.length > 300, `enough final windows to compare: ${expected.length}`)
 
@@ -59,20 +45,20 @@ describe('KafkaRuntime on a real broker', () => {
       await rt.start()
       await until('every record is processed', () => rt.metrics().processedRecords >= input.length)
       await rt.stop()
-      assert.deepEqual(lines(await cluster.readAll(`${name}-out`, PARTITIONS)), expected)
+      assert.deepEqual(lines(await broker.cluster.readAll(`${name}-out`, PARTITIONS)), expected)
     })
   }
 
   it('exactly_once_v2: a second instance joins mid-run and takes tasks over, restored from their changelogs; the output equals a single embedded run', async () => {
     const name = `${run}-two`
-    await cluster.createTopic(`${name}-in`, PARTITIONS)
-    await cluster.createTopic(`${name}-out`, PARTITIONS)
+    await broker.cluster.createTopic(`${name}-in`, PARTITIONS)
+    await broker.cluster.createTopic(`${name}-out`, PARTITIONS)
     const first = records(4000)
     const second = records(4000, 4000)
     const expected = await embedded([...first, ...second])
 
     const a = runtime(`${name}-app`, `${name}-in`, `${name}-out`, 'exactly_once_v2')
-    await cluster.produce(`${name}-in`, PARTITIONS, first)
+    await broker.cluster.produce(`${name}-in`, PARTITIONS, first)
     await a.start()
     await until('the first half is processed', () => a.metrics().processedRecords >= first.length)
     assert.equal(a.taskIds().length, PARTITIONS)
@@ -86,32 +72,32 @@ describe('KafkaRuntime on a real broker', () => {
     // The tasks that moved came back from their changelogs: windows, the suppression buffer, stream time.
     assert.deepEqual([...restored.keys()].sort(), b.taskIds().sort())
     for (const [task, n] of restored) assert.ok(n > 0, `task ${task} restored ${n} changelog records`)
-    await cluster.produce(`${name}-in`, PARTITIONS, second)
+    await broker.cluster.produce(`${name}-in`, PARTITIONS, second)
     await until('every record is processed', () => a.metrics().processedRecords + b.metrics().processedRecords >= first.length + second.length)
     await a.stop()
     await b.stop()
-    assert.deepEqual(lines(await cluster.readAll(`${name}-out`, PARTITIONS)), expected)
+    assert.deepEqual(lines(await broker.cluster.readAll(`${name}-out`, PARTITIONS)), expected)
   })
 
   it('exactly_once_v2: records that do not deserialize go to the dead-letter topic with headers naming the error and their source; the rest is processed as usual', async () => {
     const name = `${run}-dlq`
-    await cluster.createTopic(`${name}-in`, PARTITIONS)
-    await cluster.createTopic(`${name}-out`, PARTITIONS)
-    await cluster.createTopic(`${name}-dead`, 1)
+    await broker.cluster.createTopic(`${name}-in`, PARTITIONS)
+    await broker.cluster.createTopic(`${name}-out`, PARTITIONS)
+    await broker.cluster.createTopic(`${name}-dead`, 1)
     const good = records(2000)
     const bad = [5, 500, 1500].map((i) => ({ key: `bad${i}`, value: Buffer.from([0xff, 0xfe, i & 0xff]), timestamp: (good[i] as TextRecord).timestamp }))
     const expected = await embedded(good)
     const rt = runtime(`${name}-app`, `${name}-in`, `${name}-out`, 'exactly_once_v2', silentLogger, `${name}-dead`)
-    await cluster.produce(`${name}-in`, PARTITIONS, [...good.slice(0, 1000), ...bad, ...good.slice(1000)])
+    await broker.cluster.produce(`${name}-in`, PARTITIONS, [...good.slice(0, 1000), ...bad, ...good.slice(1000)])
     await rt.start()
     await until('every good record is processed', () => rt.metrics().processedRecords >= good.length)
     await rt.stop()
     assert.equal(rt.metrics().droppedRecords.deserialization, bad.length)
-    assert.deepEqual(lines(await cluster.readAll(`${name}-out`, PARTITIONS)), expected)
+    assert.deepEqual(lines(await broker.cluster.readAll(`${name}-out`, PARTITIONS)), expected)
 
-    const letters = (await cluster.readAll(`${name}-dead`, 1)).flat()
+    const letters = (await broker.cluster.readAll(`${name}-dead`, 1)).flat()
     assert.deepEqual(letters.map((l) => l.key).sort(), bad.map((b) => b.key).sort())
-    const input = (await cluster.readAll(`${name}-in`, PARTITIONS)).map((p) => new Map(p.map((r) => [r.offset, r])))
+    const input = (await broker.cluster.readAll(`${name}-in`, PARTITIONS)).map((p) => new Map(p.map((r) => [r.offset, r])))
     for (const l of letters) {
       const from = bad.find((b) => b.key === l.key) as (typeof bad)[number]
       assert.deepEqual(l.bytes, from.value, 'the value bytes as read')
