@@ -213,6 +213,10 @@ export class TaskLoop {
     for (;;) {
       // A durable run holds at most commitMaxRecords uncommitted records: wait for the commit in flight.
       if (durable && this.inFlight !== undefined && this.recordsSinceCommit >= this.host.commitMaxRecords) {
+        // Wall-clock punctuations and processing-time timers do not wait for the commit: they are due
+        // whatever the input does. Processing resumes when the commit settles (its settling runs the loop).
+        const now = clock.now()
+        if (now >= this.nextWallClockDue()) this.punctuateWallClock(now, false)
         this.commitAgain = true
         return false
       }
@@ -238,13 +242,13 @@ export class TaskLoop {
     this.run()
   }
 
-  private punctuateWallClock(now: number): void {
+  private punctuateWallClock(now: number, thenRun = true): void {
     let fired = 0
     for (const task of this.host.tasks) fired += task.punctuateWallClock(now)
     // Last fire times must be durable before the next fire could be missed: commit right away.
     if (fired > 0) this.commit()
     // Punctuations may have written records, and tasks waiting on an empty partition may be ready now.
-    this.scheduleRun()
+    if (thenRun) this.scheduleRun()
   }
 
   private nextWallClockDue(): number {
