@@ -88,6 +88,7 @@ export abstract class StateTable {
 
   /** The keys changed since the last call; the set starts empty again. */
   takeChanged(): StoreKey[] {
+    this.encodeTaken(Infinity)
     const keys = this.changedKeys
     if (keys === undefined || keys.size === 0) {
       this.goneAtTake = []
@@ -101,6 +102,65 @@ export abstract class StateTable {
       for (const k of out) if (gone.has(k)) this.goneAtTake.push(k)
     }
     return out
+  }
+
+  /**
+   * Keys a commit took and has not encoded yet (`takeChangedLater`): copy on write. The commit encodes
+   * them a few at a time (`encodeTaken`); an access to one before that encodes it first, so that the
+   * commit writes each entry as it was when the commit was taken, whatever happens to it later.
+   */
+  private taken: Set<StoreKey> | undefined
+  private takenOut: ((key: StoreKey, entries: unknown) => void) | undefined
+
+  /**
+   * Like `takeChanged`, but the entries are handed to `out` later (`encodeTaken`), or when first
+   * accessed, whichever comes first: taking costs nothing per key. Returns how many keys it took.
+   */
+  takeChangedLater(out: (key: StoreKey, entries: unknown) => void): number {
+    this.encodeTaken(Infinity)
+    const keys = this.changedKeys
+    if (keys === undefined || keys.size === 0) {
+      this.goneAtTake = []
+      return 0
+    }
+    this.changedKeys = new Set()
+    const gone = this.gone
+    if (gone !== undefined) {
+      this.goneAtTake = []
+      for (const k of keys) if (gone.has(k)) this.goneAtTake.push(k)
+    }
+    this.taken = keys
+    this.takenOut = out
+    return keys.size
+  }
+
+  /** Hands taken entries not encoded yet to their commit until `deadline` (performance.now()); true when none is left. */
+  encodeTaken(deadline: number): boolean {
+    const keys = this.taken
+    if (keys === undefined) return true
+    const out = this.takenOut as (key: StoreKey, entries: unknown) => void
+    let n = 0
+    for (const key of keys) {
+      keys.delete(key)
+      out(key, this.snapshotKey(key))
+      if (++n % 64 === 0 && performance.now() >= deadline) return false
+    }
+    this.taken = undefined
+    this.takenOut = undefined
+    return true
+  }
+
+  /** The current key, its entry handed to a commit that took it first (copy on write). */
+  protected keyNow(): StoreKey {
+    const key = this.host.currentKey()
+    if (this.taken !== undefined) this.beforeChange(key)
+    return key
+  }
+
+  /** Before a taken key's entry is read or changed: the commit gets it as it is now. */
+  protected beforeChange(key: StoreKey): void {
+    const keys = this.taken
+    if (keys !== undefined && keys.delete(key)) (this.takenOut as (key: StoreKey, entries: unknown) => void)(key, this.snapshotKey(key))
   }
 
   /** The changes last taken are durable: the disk no longer holds the keys they removed. */
@@ -190,13 +250,13 @@ export class ValueStateTable<T> extends StateTable implements ValueState<T> {
   }
 
   value(): T | undefined {
-    const key = this.host.currentKey()
+    const key = this.keyNow()
     const cell = this.cell(key)
     return cell !== undefined && this.visible(key, cell) ? cell.v : undefined
   }
 
   update(value: T): void {
-    const key = this.host.currentKey()
+    const key = this.keyNow()
     // Without a TTL the previous cell only matters in memory: a write need not read it from the disk.
     const cell = this.ttl === undefined ? this.cells.get(key) : this.cell(key)
     this.changed(key)
@@ -211,7 +271,7 @@ export class ValueStateTable<T> extends StateTable implements ValueState<T> {
   }
 
   clear(): void {
-    const key = this.host.currentKey()
+    const key = this.keyNow()
     const cell = this.cell(key)
     if (cell === undefined) return
     if (this.ttl !== undefined) this.host.deleteTtlTimer(key, cell.a + this.ttl.ttlMs)
@@ -220,6 +280,7 @@ export class ValueStateTable<T> extends StateTable implements ValueState<T> {
   }
 
   cleanup(key: StoreKey, now: number): void {
+    this.beforeChange(key)
     const cell = this.cell(key)
     if (cell === undefined || !this.isExpired(cell, now)) return
     this.cells.delete(key)
@@ -263,19 +324,19 @@ export class MapStateTable<UK extends StoreKey, UV> extends StateTable implement
   }
 
   get(mapKey: UK): UV | undefined {
-    const key = this.host.currentKey()
+    const key = this.keyNow()
     const cell = this.map(key)?.get(mapKey)
     return cell !== undefined && this.visible(key, cell) ? cell.v : undefined
   }
 
   contains(mapKey: UK): boolean {
-    const key = this.host.currentKey()
+    const key = this.keyNow()
     const cell = this.map(key)?.get(mapKey)
     return cell !== undefined && this.visible(key, cell)
   }
 
   put(mapKey: UK, value: UV): void {
-    const key = this.host.currentKey()
+    const key = this.keyNow()
     let m = this.map(key)
     if (m === undefined) this.maps.set(key, (m = new Map()))
     const cell = m.get(mapKey)
@@ -288,7 +349,7 @@ export class MapStateTable<UK extends StoreKey, UV> extends StateTable implement
   }
 
   remove(mapKey: UK): void {
-    const key = this.host.currentKey()
+    const key = this.keyNow()
     const m = this.map(key)
     if (m === undefined) return
     m.delete(mapKey)
@@ -300,7 +361,7 @@ export class MapStateTable<UK extends StoreKey, UV> extends StateTable implement
   }
 
   entries(): Array<[UK, UV]> {
-    const key = this.host.currentKey()
+    const key = this.keyNow()
     const out: Array<[UK, UV]> = []
     for (const [k, cell] of this.map(key) ?? []) if (this.visible(key, cell)) out.push([k, cell.v])
     return out
@@ -311,12 +372,13 @@ export class MapStateTable<UK extends StoreKey, UV> extends StateTable implement
   }
 
   clear(): void {
-    const key = this.host.currentKey()
+    const key = this.keyNow()
     this.maps.delete(key)
     this.removed(key)
   }
 
   cleanup(key: StoreKey, now: number): void {
+    this.beforeChange(key)
     const m = this.map(key)
     if (m === undefined) return
     for (const [mk, cell] of m) {
@@ -368,14 +430,14 @@ export class ListStateTable<T> extends StateTable implements ListState<T> {
   }
 
   get(): T[] {
-    const key = this.host.currentKey()
+    const key = this.keyNow()
     const out: T[] = []
     for (const cell of this.list(key) ?? []) if (this.visible(key, cell)) out.push(cell.v)
     return out
   }
 
   add(value: T): void {
-    const key = this.host.currentKey()
+    const key = this.keyNow()
     let list = this.list(key)
     if (list === undefined) this.lists.set(key, (list = []))
     list.push(this.newCell(key, value))
@@ -383,7 +445,7 @@ export class ListStateTable<T> extends StateTable implements ListState<T> {
   }
 
   update(values: readonly T[]): void {
-    const key = this.host.currentKey()
+    const key = this.keyNow()
     if (values.length === 0) {
       this.lists.delete(key)
       this.removed(key)
@@ -397,12 +459,13 @@ export class ListStateTable<T> extends StateTable implements ListState<T> {
   }
 
   clear(): void {
-    const key = this.host.currentKey()
+    const key = this.keyNow()
     this.lists.delete(key)
     this.removed(key)
   }
 
   cleanup(key: StoreKey, now: number): void {
+    this.beforeChange(key)
     const list = this.list(key)
     if (list === undefined) return
     const kept: Array<Cell<T>> = []

@@ -20,7 +20,25 @@ export interface KeyedSnapshot {
 export interface KeyedChanges {
   /** Per changed key of a state: its entries now, or undefined when it has none left. */
   readonly states: ReadonlyArray<{ readonly state: string; readonly kind: StateKind; readonly key: StoreKey; readonly entries: unknown }>
-  readonly timers: ReadonlyArray<{ readonly added: boolean; readonly record: TimerRecord }>
+  readonly timers: ReadonlyArray<TimerChange>
+}
+
+export interface TimerChange {
+  readonly added: boolean
+  readonly record: TimerRecord
+}
+
+/** Where a commit that takes keyed state later (`takeChangesLater`) gets each changed entry. */
+export type KeyedEntryOut = (state: string, kind: StateKind, key: StoreKey, entries: unknown) => void
+
+/** Keyed changes taken for a commit that encodes the state entries later. */
+export interface KeyedChangesLater {
+  /** Taken now (timer records do not change). */
+  readonly timers: readonly TimerChange[]
+  /** Changed state entries taken, to be handed over. */
+  readonly states: number
+  /** Hands state entries not handed yet to the commit until `deadline` (performance.now()); true when all are. */
+  handSome(deadline: number): boolean
 }
 
 /**
@@ -124,13 +142,35 @@ export class KeyedTaskState implements TimerTargets {
     for (const [name, table] of this.tableByName) {
       for (const key of table.takeChanged()) states.push({ state: name, kind: table.kind, key, entries: table.snapshotKey(key) })
     }
+    return { states, timers: this.takeTimerChanges() }
+  }
+
+  /**
+   * Takes the changes for a commit that hands each changed state entry to `out` later: as `handSome`
+   * reaches it, or before anything reads or changes it (copy on write). Taking costs nothing per key.
+   */
+  takeChangesLater(out: KeyedEntryOut): KeyedChangesLater {
+    const tables = [...this.tableByName]
+    let states = 0
+    for (const [name, table] of tables) states += table.takeChangedLater((key, entries) => out(name, table.kind, key, entries))
+    let next = 0
+    return {
+      timers: this.takeTimerChanges(),
+      states,
+      handSome: (deadline) => {
+        for (; next < tables.length; next++) if (!(tables[next] as [string, StateTable])[1].encodeTaken(deadline)) return false
+        return true
+      },
+    }
+  }
+
+  private takeTimerChanges(): TimerChange[] {
     const nodeNames = this.nodes.map((n) => n.name)
     const tableNames = this.tableNames()
-    const timers = this.timerService.takeChanges().map((c) => ({
+    return this.timerService.takeChanges().map((c) => ({
       added: c.added,
       record: { kind: c.kind, domain: c.domain, timestamp: c.timestamp, seq: c.seq, owner: (c.kind === 'user' ? nodeNames : tableNames)[c.owner] as string, key: c.key },
     }))
-    return { states, timers }
   }
 
   /** The changes last taken are durable. */

@@ -13,7 +13,17 @@ export interface DiskRange {
 /** A topic as the state directory knows it: its partitions' ranges on disk. */
 export type DurableTopic = DiskRange[]
 
-/** Records per chunk at most: bounds what a read of one old record decodes. */
+/**
+ * How a commit takes the log's writes (the checkpoint store's commit in progress): encoding it does a
+ * slice at a time, and writes it queues in the event turn that makes it durable, so that lmdb commits
+ * them with the task state and input positions, in one transaction.
+ */
+export interface LogCommitWriter {
+  later(work: () => void): void
+  atSeal(write: () => void): void
+}
+
+/** Records per chunk at most: bounds what a read of one old record decodes (and what one slice of a commit encodes). */
 const CHUNK = 4096
 /** Above every record count, for range bounds. */
 const MAX = Number.MAX_SAFE_INTEGER
@@ -23,9 +33,9 @@ const MAX = Number.MAX_SAFE_INTEGER
  * batches, records are stored in chunks of consecutive offsets under [topic, partition, first offset,
  * count, append time]: a commit writes one chunk per partition (a put per record was the whole cost of
  * a durable log), and deletes chunks whose records are all consumed, or older than a topic's retention
- * (by append time, like Kafka's LogAppendTime). Per topic, the range of each partition. Writes
- * happen inside the commit's transaction (the caller opens it), so records, task state and input
- * positions are committed together or not at all.
+ * (by append time, like Kafka's LogAppendTime). Per topic, the range of each partition. Writes go
+ * through the commit's `LogCommitWriter`, so records, task state and input positions are committed
+ * together or not at all.
  */
 export class DurableLog {
   /** The last chunk read by `get`, since readers of old records read them in order. */
@@ -70,14 +80,19 @@ export class DurableLog {
     return c.records[offset - c.first]
   }
 
-  // The writes below are queued into the caller's commit: lmdb commits every write queued in one event
-  // turn in one transaction, off the main thread. Reads see the last commit, not these writes.
+  // The writes below go into the caller's commit (`writer`). Reads see the last commit, not these writes.
 
-  /** Writes records [from, to) of a partition, read from `source`, appended at wall-clock time `now`. */
-  append(topic: string, partition: number, source: RecordSource, from: number, to: number, now: number): void {
+  /**
+   * Writes records [from, to) of a partition, read from `source` (which keeps them until the commit is
+   * durable), appended at wall-clock time `now`. Each chunk is encoded in a slice of its own.
+   */
+  append(writer: LogCommitWriter, topic: string, partition: number, source: RecordSource, from: number, to: number, now: number): void {
     for (let start = from; start < to; start += CHUNK) {
       const end = Math.min(to, start + CHUNK)
-      void this.records.put([topic, partition, start, end - start, now], encodeRange(source, start, end, topic))
+      writer.later(() => {
+        const chunk = encodeRange(source, start, end, topic)
+        writer.atSeal(() => void this.records.put([topic, partition, start, end - start, now], chunk))
+      })
     }
   }
 
@@ -85,25 +100,33 @@ export class DurableLog {
    * Deletes a partition's oldest chunks appended at or before `appendedBy`; returns the first offset
    * still on disk (`end` when none is left).
    */
-  removeAppendedBy(topic: string, partition: number, appendedBy: number, end: number): number {
-    for (const key of this.records.getKeys({ start: [topic, partition], end: [topic, partition, MAX] })) {
-      if ((key[4] as number) > appendedBy) return key[2] as number
-      void this.records.remove(key)
-    }
+  removeAppendedBy(writer: LogCommitWriter, topic: string, partition: number, appendedBy: number, end: number): number {
     this.cached = undefined
-    return end
+    const gone: Array<Array<string | number>> = []
+    let start = end
+    for (const key of this.records.getKeys({ start: [topic, partition], end: [topic, partition, MAX] })) {
+      if ((key[4] as number) > appendedBy) {
+        start = key[2] as number
+        break
+      }
+      gone.push(key)
+    }
+    if (gone.length > 0) writer.atSeal(() => gone.forEach((key) => void this.records.remove(key)))
+    return start
   }
 
   /** Deletes the chunks of a partition whose records are all before `offset`. */
-  removeBefore(topic: string, partition: number, offset: number): void {
-    for (const key of this.records.getKeys({ start: [topic, partition], end: [topic, partition, offset] })) {
-      if ((key[2] as number) + (key[3] as number) <= offset) void this.records.remove(key)
-    }
+  removeBefore(writer: LogCommitWriter, topic: string, partition: number, offset: number): void {
     this.cached = undefined
+    const gone: Array<Array<string | number>> = []
+    for (const key of this.records.getKeys({ start: [topic, partition], end: [topic, partition, offset] })) {
+      if ((key[2] as number) + (key[3] as number) <= offset) gone.push(key)
+    }
+    if (gone.length > 0) writer.atSeal(() => gone.forEach((key) => void this.records.remove(key)))
   }
 
-  putRanges(topic: string, ranges: DurableTopic): void {
-    void this.ranges.put(topic, ranges)
+  putRanges(writer: LogCommitWriter, topic: string, ranges: DurableTopic): void {
+    writer.atSeal(() => void this.ranges.put(topic, ranges))
   }
 
   /** Where a range read from `offset` starts: the chunk holding it. */

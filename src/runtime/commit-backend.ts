@@ -1,7 +1,8 @@
 import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
-import type { KeyedChanges } from '../keyed/keyed-task-state.js'
+import type { KeyedChanges, KeyedChangesLater, KeyedEntryOut } from '../keyed/keyed-task-state.js'
 import type { StoreKey } from '../processor/api.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
+import type { CommitHolds, CommitWriter } from '../state/checkpoint-store.js'
 import type { StoreDisk } from '../state/persistent-store.js'
 import type { ChangelogRecord } from './changelog.js'
 
@@ -15,6 +16,11 @@ export interface TaskCommit {
   /** Stream time, last fire times and input positions (no state: see `keyed` and `stores`). */
   readonly checkpoint: TaskCheckpoint
   readonly keyed: KeyedChanges | undefined
+  /**
+   * Instead of `keyed`, for a backend that `takesStateLater`: takes the keyed changes when called (in
+   * the backend's `commit` call), handing each changed entry to `out` later (copy on write).
+   */
+  readonly keyedLater?: (out: KeyedEntryOut) => KeyedChangesLater | undefined
   /** Per store, the entries that changed, as [key, value now]; undefined means deleted. */
   readonly stores: ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>
   /** The same commit as changelog records (encoded on the first call). */
@@ -40,12 +46,19 @@ export interface CheckpointRestore {
 
 export interface CommitBackend {
   /**
+   * Whether `commit` takes keyed state through `TaskCommit.keyedLater` (it encodes entries after the
+   * call, a slice at a time) rather than `keyed`. The committer uses it only when nothing needs the
+   * commit's changelog records when it is taken.
+   */
+  readonly takesStateLater?: boolean
+  /**
    * Makes every task's commit durable in one atomic step, together with what `alsoWrite` writes (the
    * runtime's own data, such as the embedded runtime's topics): all or nothing. It takes what it needs
    * from `commits` before it returns (tasks go on changing); the promise settles once the commit is
-   * durable, or rejects when it cannot be. The runtime starts no other commit before it settles.
+   * durable, or rejects when it cannot be, with how long its work after the call held the event loop,
+   * when it did some. The runtime starts no other commit before it settles.
    */
-  commit(commits: readonly TaskCommit[], alsoWrite?: () => void): Promise<void>
+  commit(commits: readonly TaskCommit[], alsoWrite?: (writer: CommitWriter) => void): Promise<CommitHolds | void>
   /**
    * A task's last committed checkpoint, with the entries of its `inMemoryStores`, read in steps;
    * undefined if it has none.

@@ -1,6 +1,7 @@
 import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
 import type { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
+import type { CommitHolds, CommitWriter } from '../state/checkpoint-store.js'
 import type { StoreDisk } from '../state/persistent-store.js'
 import type { StoreBuilder } from '../state/stores.js'
 import type { ChangelogListener, ChangelogRecord, TaskChangelog } from './changelog.js'
@@ -12,8 +13,9 @@ export interface CommitStats {
   /** From the start of a commit until it is durable. */
   readonly meanMs: number
   readonly maxMs: number
-  /** The part of a commit that runs on the event loop (collecting changes, queuing writes). */
+  /** The part of a commit that runs on the event loop (collecting changes, encoding, queuing writes), in all. */
   readonly blockingMeanMs: number
+  /** The longest the event loop was held at once by a commit (the call that takes it, or one of its later slices). */
   readonly blockingMaxMs: number
 }
 
@@ -75,16 +77,22 @@ export class Committer {
    * durable, after the stores and the changelog listener were told. Without a backend it is done on
    * return (undefined).
    */
-  commit(tasks: readonly StreamTask[], alsoWrite?: () => void): Promise<void> | undefined {
+  commit(tasks: readonly StreamTask[], alsoWrite?: (writer: CommitWriter) => void): Promise<void> | undefined {
     const started = performance.now()
     const commits: TaskCommit[] = []
+    // Keyed entries are encoded after this call (a slice at a time) when no listener needs records now.
+    const later = this.changelog === undefined && this.backend?.takesStateLater === true
     for (const task of tasks) {
       const taskId = task.taskId.toString()
       const previous = this.checkpoints.get(taskId)
       const checkpoint = task.lightCheckpoint()
       this.checkpoints.set(taskId, checkpoint)
-      const keyed = task.keyedChanges()
       const stores = task.storeChanges()
+      if (later) {
+        commits.push({ taskId, checkpoint, keyed: undefined, keyedLater: (out) => task.keyedChangesLater(out), stores, records: recordsNotTaken })
+        continue
+      }
+      const keyed = task.keyedChanges()
       const codec = this.codecOf(task)
       let records: ChangelogRecord[] | undefined
       commits.push({ taskId, checkpoint, keyed, stores, records: () => (records ??= codec.commitRecords(previous, checkpoint, keyed, stores)) })
@@ -95,10 +103,10 @@ export class Committer {
     const blockedMs = performance.now() - started
     // The tasks whose changes this commit took (the caller's array changes as tasks come and go).
     const taken = tasks.slice()
-    const done = (): void => {
+    const done = (holds?: CommitHolds | void): void => {
       for (const task of taken) task.changesCommitted()
       if (changes !== undefined && changes.length > 0) this.changelog?.(changes)
-      this.record(blockedMs, performance.now() - started)
+      this.record(blockedMs, performance.now() - started, holds ?? undefined)
     }
     if (durable === undefined) {
       done()
@@ -116,12 +124,12 @@ export class Committer {
     return changes
   }
 
-  private record(blockedMs: number, durableMs: number): void {
+  private record(blockedMs: number, durableMs: number, holds: CommitHolds | undefined): void {
     this.commits++
     this.totalMs += durableMs
     if (durableMs > this.maxMs) this.maxMs = durableMs
-    this.blockedTotalMs += blockedMs
-    if (blockedMs > this.blockedMaxMs) this.blockedMaxMs = blockedMs
+    this.blockedTotalMs += blockedMs + (holds?.heldMs ?? 0)
+    this.blockedMaxMs = Math.max(this.blockedMaxMs, blockedMs, holds?.longestMs ?? 0)
   }
 
   /** The codec of a task's changelog records (one per sub-topology). */
@@ -163,4 +171,8 @@ export class Committer {
     this.backend?.close()
     this.backend = undefined
   }
+}
+
+function recordsNotTaken(): never {
+  throw new Error('a commit that takes keyed state later has no changelog records')
 }

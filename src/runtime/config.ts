@@ -9,6 +9,7 @@ import { consoleLogger } from '../util/logger.js'
 import type { Logger } from '../util/logger.js'
 import { temporaryStateDir } from '../util/state-dir.js'
 import type { ChangelogListener } from './changelog.js'
+import { SLICE_COMMITS_ABOVE } from '../state/checkpoint-store.js'
 
 export interface TopicConfig {
   readonly partitions: number
@@ -35,6 +36,13 @@ export interface EmbeddedRuntimeConfig {
    * changes (commits run on the event loop; a big one delays everything else). @default 10000
    */
   commitMaxRecords?: number
+  /**
+   * With a state directory: a commit with more writes than this (changed state entries and timers) is
+   * written a slice of a few milliseconds per event-loop turn, so that it never holds the event loop
+   * for long (wall-clock punctuations stay on time), at the cost of more work in all; smaller commits
+   * are queued at once. 0 slices every commit. @default 4096
+   */
+  sliceCommitsAbove?: number
   /** @default the system clock */
   clock?: Clock
   /**
@@ -98,6 +106,7 @@ export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): ValidRunti
     maxTaskIdleMs: int('maxTaskIdleMs', config.maxTaskIdleMs, 0, 0),
     commitIntervalMs: int('commitIntervalMs', config.commitIntervalMs, 100, 1),
     commitMaxRecords: int('commitMaxRecords', config.commitMaxRecords, 10_000, 1),
+    sliceCommitsAbove: int('sliceCommitsAbove', config.sliceCommitsAbove, SLICE_COMMITS_ABOVE, 0),
     clock,
     scheduler: config.scheduler ?? (isScheduler(clock) ? clock : timerScheduler(clock)),
     errorHandler: config.errorHandler ?? ErrorHandlers.failOnUserCodeErrors(logger),

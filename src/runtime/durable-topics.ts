@@ -1,5 +1,5 @@
 import { PunctualError } from '../errors.js'
-import type { DiskRange, DurableLog } from '../log/durable-log.js'
+import type { DiskRange, DurableLog, LogCommitWriter } from '../log/durable-log.js'
 import type { PartitionLog } from '../log/partition-log.js'
 import type { TopicRegistry } from '../log/topics.js'
 
@@ -45,10 +45,10 @@ export class DurableTopics {
   }
 
   /**
-   * Writes what changed since the last commit; runs inside the commit's transaction. `readTo` is, per
+   * Writes what changed since the last commit, through the commit's `writer`. `readTo` is, per
    * partition read by a task, the lowest committed position of its readers (tasks and subscribers).
    */
-  write(readTo: ReadonlyMap<PartitionLog, number>, now: number): void {
+  write(writer: LogCommitWriter, readTo: ReadonlyMap<PartitionLog, number>, now: number): void {
     for (const topic of this.topics.names()) {
       const logs = this.topics.partitions(topic)
       const retention = this.retentionMs.get(topic)
@@ -65,19 +65,19 @@ export class DurableTopics {
         // Records before keepFrom are consumed by every task reading the topic: no need to keep them.
         const keepFrom = read === undefined ? range.start : Math.max(range.start, Math.min(read, end))
         const deleteTo = Math.min(keepFrom, range.end)
-        if (deleteTo > range.start) this.log.removeBefore(topic, log.partition, deleteTo)
+        if (deleteTo > range.start) this.log.removeBefore(writer, topic, log.partition, deleteTo)
         const writeFrom = Math.max(range.end, keepFrom)
-        if (writeFrom < end) this.log.append(topic, log.partition, log, writeFrom, end, now)
+        if (writeFrom < end) this.log.append(writer, topic, log.partition, log, writeFrom, end, now)
         let start = keepFrom
         // Retention: chunks committed longer ago go, read or not (Kafka deletes unread records too).
         // The chunks this commit appends are not visible to reads before it is durable, and are newer
         // than any retention: deleting stops at them.
-        if (retention !== undefined && start < end) start = Math.max(start, this.log.removeAppendedBy(topic, log.partition, now - retention, Math.max(writeFrom, start)))
+        if (retention !== undefined && start < end) start = Math.max(start, this.log.removeAppendedBy(writer, topic, log.partition, now - retention, Math.max(writeFrom, start)))
         if (start !== range.start || end !== range.end) changed = true
         range.start = start
         range.end = end
       }
-      if (changed) this.log.putRanges(topic, logs.map((l) => ({ ...(this.ranges.get(l) as DiskRange) })))
+      if (changed) this.log.putRanges(writer, topic, logs.map((l) => ({ ...(this.ranges.get(l) as DiskRange) })))
     }
   }
 

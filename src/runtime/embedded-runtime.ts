@@ -181,7 +181,7 @@ export class EmbeddedRuntime {
     try {
       // Durable only with a state directory the application chose: a temporary one dies with the process.
       if (!this.ownsStateDir) {
-        const store = CheckpointStore.open(this.config.stateDir)
+        const store = CheckpointStore.open(this.config.stateDir, { sliceCommitsAbove: this.config.sliceCommitsAbove })
         const backend = new StateDirectoryBackend(store)
         this.committer = new Committer(backend, this.config.changelog)
         // The topics live in the checkpoints' environment, so a commit writes both in one transaction.
@@ -352,7 +352,7 @@ export class EmbeddedRuntime {
   private writeCommit(): Promise<void> | undefined {
     const readTo = taskReadPositions(this.tasks, this.subscriptions, this.topics)
     const durable = this.durableTopics
-    const written = this.committer.commit(this.tasks, durable === undefined ? undefined : () => durable.write(readTo, this.clock.now()))
+    const written = this.committer.commit(this.tasks, durable === undefined ? undefined : (writer) => durable.write(writer, readTo, this.clock.now()))
     const release = (): void => {
       durable?.committed()
       releaseConsumed(readTo, this.subscriptions, this.topics, durable)

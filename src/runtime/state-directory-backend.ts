@@ -2,28 +2,33 @@ import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
 import type { KeyedChanges } from '../keyed/keyed-task-state.js'
 import type { StoreKey } from '../processor/api.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
-import type { CheckpointStore } from '../state/checkpoint-store.js'
+import type { CheckpointStore, CommitHolds, CommitWriter, KeyedLater } from '../state/checkpoint-store.js'
 import type { StoreDisk } from '../state/persistent-store.js'
 import type { CheckpointRestore, CommitBackend, TaskCommit } from './commit-backend.js'
 
 /**
- * The embedded runtime's commit backend: the state directory's checkpoint store, one lmdb transaction
- * per commit holding every task's checkpoint and state changes and the runtime's topics.
+ * The embedded runtime's commit backend: the state directory's checkpoint store, one atomic commit
+ * (journaled, see `CheckpointStore.save`) holding every task's checkpoint and state changes and the
+ * runtime's topics.
  */
 export class StateDirectoryBackend implements CommitBackend {
   constructor(private readonly store: CheckpointStore) {}
 
+  readonly takesStateLater = true
+
   /** Writes the committed tasks' checkpoints and changes (a task not running keeps its last one on disk). */
-  commit(commits: readonly TaskCommit[], alsoWrite?: () => void): Promise<void> {
+  commit(commits: readonly TaskCommit[], alsoWrite?: (writer: CommitWriter) => void): Promise<CommitHolds | void> {
     const checkpoints = new Map<string, TaskCheckpoint>()
     const keyed = new Map<string, KeyedChanges>()
+    const keyedLater = new Map<string, KeyedLater>()
     const stores = new Map<string, ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>>()
     for (const c of commits) {
       checkpoints.set(c.taskId, c.checkpoint)
       if (c.keyed !== undefined && (c.keyed.states.length > 0 || c.keyed.timers.length > 0)) keyed.set(c.taskId, c.keyed)
+      if (c.keyedLater !== undefined) keyedLater.set(c.taskId, c.keyedLater)
       if (c.stores.size > 0) stores.set(c.taskId, c.stores)
     }
-    return this.store.save(checkpoints, keyed, stores, alsoWrite)
+    return this.store.save(checkpoints, keyed, stores, alsoWrite, keyedLater)
   }
 
   restore(taskId: string, inMemoryStores: readonly string[]): CheckpointRestore | undefined {

@@ -3,11 +3,13 @@ import { join } from 'node:path'
 import { open } from 'lmdb'
 import type { Database, Key, RootDatabase } from 'lmdb'
 import { PunctualError } from '../errors.js'
-import type { KeyedChanges, KeyedSnapshot } from '../keyed/keyed-task-state.js'
+import type { KeyedChanges, KeyedChangesLater, KeyedEntryOut, KeyedSnapshot, TimerChange } from '../keyed/keyed-task-state.js'
 import type { StateKind } from '../keyed/api.js'
 import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
 import type { TimerRecord } from '../keyed/timer-service.js'
 import type { StoreKey } from '../processor/api.js'
+import { CommitJournal, Handled } from './commit-journal.js'
+import type { JournalWrite } from './commit-journal.js'
 import { fromKeyPart, keyPart } from './key-part.js'
 import type { StoreDisk } from './persistent-store.js'
 
@@ -20,6 +22,77 @@ export interface DurableTaskState {
 }
 
 type KeyPart = string | number | boolean
+
+/** Takes a task's keyed changes for a commit that gets the state entries later (`TaskCommit.keyedLater`). */
+export type KeyedLater = (out: KeyedEntryOut) => KeyedChangesLater | undefined
+
+/** What a commit hands the writers beside the checkpoints (the embedded runtime's topics). */
+export interface CommitWriter {
+  /** Work done before the commit is sealed, a slice at a time with the commit's other work (encoding records). */
+  later(work: () => void): void
+  /** A write queued in the event turn that seals the commit: lmdb commits it with the commit, in one transaction. */
+  atSeal(write: () => void): void
+}
+
+/** How long a commit's slices held the event loop after the call that took it: in all, and the longest. */
+export interface CommitHolds {
+  readonly heldMs: number
+  readonly longestMs: number
+}
+
+/** How long one slice of a commit may hold the event loop, in ms. */
+export const SLICE_MS = 2
+
+/**
+ * Writes above which a commit goes through the journal in slices (`CheckpointStore.save`): queued at
+ * once, 4,096 writes hold the event loop about 10 ms here.
+ */
+export const SLICE_COMMITS_ABOVE = 4096
+
+/** Where a commit's keyed writes go: queued on lmdb as they come, or into the journal. */
+interface KeyedWrites {
+  put(key: KeyPart[], value: unknown): void
+  remove(key: KeyPart[]): void
+}
+
+/** Runs a commit's work a slice per event turn and keeps how long the slices held the loop. */
+class Holds {
+  private heldMs = 0
+  private longestMs = 0
+
+  constructor(private readonly isClosed: () => boolean) {}
+
+  /** Calls `step(deadline)` once per event turn, from the next one on, until it returns true. */
+  sliced(step: (deadline: number) => boolean): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const run = (): void => {
+        // A runtime that failed closes the store with a commit in flight: it ends there, unwritten.
+        if (this.isClosed()) {
+          reject(new PunctualError('STATE_DIR', 'the checkpoint store was closed before the commit was durable'))
+          return
+        }
+        const started = performance.now()
+        let done: boolean
+        try {
+          done = step(started + SLICE_MS)
+        } catch (err) {
+          reject(err instanceof PunctualError ? err : writeError(err))
+          return
+        }
+        const ms = performance.now() - started
+        this.heldMs += ms
+        if (ms > this.longestMs) this.longestMs = ms
+        if (done) resolve()
+        else setImmediate(run)
+      }
+      setImmediate(run)
+    })
+  }
+
+  result(): CommitHolds {
+    return { heldMs: this.heldMs, longestMs: this.longestMs }
+  }
+}
 
 /**
  * The keyed database writes objects in values (keyed state cells, store values) as plain msgpack maps
@@ -47,6 +120,10 @@ export class CheckpointStore {
      * commit's time).
      */
     private readonly keyed: Database<unknown, KeyPart[]>,
+    /** Where a large commit's keyed writes go first (see `save`). */
+    private readonly journal: CommitJournal,
+    /** A commit with more writes than this goes through the journal, in slices. */
+    private readonly sliceAbove: number,
   ) {}
 
   /**
@@ -57,7 +134,7 @@ export class CheckpointStore {
     return this.env.openDB<V, K>({ name, ...options })
   }
 
-  static open(stateDir: string): CheckpointStore {
+  static open(stateDir: string, options: { sliceCommitsAbove?: number } = {}): CheckpointStore {
     try {
       // noSync: a commit reaches the OS when its promise settles, so it survives the process being killed; it is
       // not flushed to the device each time (an OS crash or power loss may lose the latest commits).
@@ -72,8 +149,10 @@ export class CheckpointStore {
         throw new Error(`data.mdb is truncated: ${size} bytes, its last commit needs ${(lastPageNumber + 1) * pageSize}`)
       }
       const keyed = env.openDB<unknown, KeyPart[]>(KEYED_DB)
+      // What a process that stopped mid-commit left in the journal is applied (sealed) or dropped first.
+      const journal = CommitJournal.open(env, KEYED_DB.name)
       migrateTimers(keyed)
-      return new CheckpointStore(env, env.openDB<DurableTaskState, string>({ name: 'tasks' }), keyed)
+      return new CheckpointStore(env, env.openDB<DurableTaskState, string>({ name: 'tasks' }), keyed, journal, options.sliceCommitsAbove ?? SLICE_COMMITS_ABOVE)
     } catch (err) {
       throw new PunctualError('STATE_DIR', `state directory ${stateDir}: the checkpoint store cannot be opened (${(err as Error).message}); refusing to start rather than reset it`, { cause: err })
     }
@@ -151,47 +230,177 @@ export class CheckpointStore {
   }
 
   /**
-   * Writes every task's state, keyed changes and store changes, and whatever `alsoWrite` writes (the
-   * topics' new records, with `put`/`remove`, not their Sync forms), in one transaction: all or nothing.
-   * The writes are queued now, on the main thread (lmdb encodes keys and values here), and lmdb commits
-   * them on its write thread; the promise settles when they are committed. Reads see the previous
-   * commit until then.
+   * Writes every task's state, keyed changes and store changes, and whatever `alsoWrite` hands the
+   * commit (the embedded runtime's topics), atomically: all or nothing, also across a crash.
+   *
+   * The call takes the commit: the changed entries of `keyedLater` are only taken (copy on write: each
+   * is handed over when the commit gets to it, or before anything reads or changes it); the entries of
+   * `keyedChanges` and `storeChanges`, which hold live objects, are written or encoded now. Then:
+   * - a commit of at most `sliceAbove` writes queues them all now, as lmdb writes of one transaction
+   *   (lmdb encodes and queues a write in about 2–3 µs on the main thread, and writes it on its own);
+   * - a larger one goes through the journal (`CommitJournal`), a slice per event turn (`SLICE_MS` at
+   *   most each): the taken entries, the timers and `alsoWrite`'s deferred work are encoded into it; one
+   *   turn seals it, with the task records and `alsoWrite`'s writes, in one transaction; then its writes
+   *   are applied. That bounds how long the commit holds the event loop at once, for more work in all.
+   * The promise settles once everything is committed (and applied); until then, reads of the disk see
+   * the previous commit or part of this one, which the stores hold in memory meanwhile.
    */
   save(
     states: ReadonlyMap<string, DurableTaskState>,
     keyedChanges: ReadonlyMap<string, KeyedChanges> = new Map(),
     storeChanges: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>> = new Map(),
-    alsoWrite?: () => void,
-  ): Promise<void> {
+    alsoWrite?: (writer: CommitWriter) => void,
+    keyedLater: ReadonlyMap<string, KeyedLater> = new Map(),
+  ): Promise<CommitHolds | void> {
+    /** Where the keyed writes go; decided once the commit is taken (nothing is handed over before). */
+    const to: { writes?: KeyedWrites } = {}
+    const put = (key: KeyPart[], value: unknown): void => (to.writes as KeyedWrites).put(key, value)
+    const remove = (key: KeyPart[]): void => (to.writes as KeyedWrites).remove(key)
+    const stateEntry =
+      (taskId: string): KeyedEntryOut =>
+      (state, kind, key, entries) => {
+        const k = ['s', taskId, state, keyPart(key)]
+        if (entries === undefined) remove(k)
+        else put(k, [key, kind, entries])
+      }
+    const taken: Array<{ taskId: string; changes: KeyedChangesLater }> = []
+    let count = 0
     try {
-      // Every write queued in this event turn goes into one lmdb transaction; nothing here may wait.
-      for (const [taskId, state] of states) void this.tasks.put(taskId, { streamTime: state.streamTime, lastFires: state.lastFires, positions: state.positions })
-      for (const [taskId, changes] of keyedChanges) {
-        for (const c of changes.states) {
-          const k = ['s', taskId, c.state, keyPart(c.key)]
-          if (c.entries === undefined) void this.keyed.remove(k)
-          else void this.keyed.put(k, [c.key, c.kind, c.entries])
-        }
-        for (const { added, record } of changes.timers) {
+      for (const [taskId, take] of keyedLater) {
+        const changes = take(stateEntry(taskId))
+        if (changes === undefined) continue
+        taken.push({ taskId, changes })
+        count += changes.states + changes.timers.length
+      }
+      for (const changes of keyedChanges.values()) count += changes.states.length + changes.timers.length
+      for (const stores of storeChanges.values()) for (const changes of stores.values()) count += changes.length
+    } catch (err) {
+      return Promise.reject(writeError(err))
+    }
+    const sliced = count > this.sliceAbove && keyedChanges.size === 0
+    const journal = sliced ? this.journal.begin() : undefined
+    const handled = new Handled()
+    const tasks = (): void => {
+      for (const [taskId, s] of states) handled.add(this.tasks.put(taskId, { streamTime: s.streamTime, lastFires: s.lastFires, positions: s.positions }))
+    }
+    // Queued at once, the task records go first: the event turn's first write has a promise of its own.
+    if (journal === undefined) tasks()
+    to.writes =
+      journal === undefined
+        ? { put: (k, v) => handled.add(this.keyed.put(k, v)), remove: (k) => handled.add(this.keyed.remove(k)) }
+        : { put: (k, v) => journal.put(k, this.encode(v)), remove: (k) => journal.remove(k) }
+    /** Work after this call, in order, a slice at a time: each returns true when it is done. */
+    const later: Array<(deadline: number) => boolean> = []
+    const atSeal: Array<() => void> = []
+    const timers = (taskId: string, changes: readonly TimerChange[]): void => {
+      let next = 0
+      const step = (deadline: number): boolean => {
+        while (next < changes.length) {
+          const { added, record } = changes[next++] as TimerChange
           const k = timerEntryKey(taskId, record)
-          if (added) void this.keyed.put(k, null)
-          else void this.keyed.remove(k)
+          if (added) put(k, null)
+          else remove(k)
+          if (next % 256 === 0 && performance.now() >= deadline) return next === changes.length
         }
+        return true
+      }
+      if (sliced) later.push(step)
+      else step(Infinity)
+    }
+    try {
+      for (const [taskId, changes] of keyedChanges) {
+        const out = stateEntry(taskId)
+        for (const c of changes.states) out(c.state, c.kind, c.key, c.entries)
+        timers(taskId, changes.timers)
+      }
+      for (const { taskId, changes } of taken) {
+        if (sliced) later.push((deadline) => changes.handSome(deadline))
+        else changes.handSome(Infinity)
+        timers(taskId, changes.timers)
       }
       for (const [taskId, stores] of storeChanges) {
         for (const [store, changes] of stores) {
           for (const [key, value] of changes) {
             const k = ['kv', taskId, store, keyPart(key)]
-            if (value === undefined) void this.keyed.remove(k)
-            else void this.keyed.put(k, [key, value])
+            if (value === undefined) remove(k)
+            else put(k, [key, value])
           }
         }
       }
-      alsoWrite?.()
+      if (journal === undefined) {
+        // Every write queued in this event turn goes into one lmdb transaction.
+        alsoWrite?.({ later: (work) => work(), atSeal: (write) => write() })
+        return this.written()
+      }
+      alsoWrite?.({
+        later: (work) =>
+          void later.push(() => {
+            work()
+            return true
+          }),
+        atSeal: (write) => void atSeal.push(write),
+      })
+      return this.finish(journal, later, () => {
+        tasks()
+        for (const write of atSeal) write()
+      })
     } catch (err) {
       return Promise.reject(writeError(err))
     }
-    // The writes of one batch share one promise; `committed` settles with it (and handles its rejection).
+  }
+
+  /** The rest of a sliced `save`, a slice per event turn. */
+  private async finish(journal: JournalWrite, later: ReadonlyArray<(deadline: number) => boolean>, seal: () => void): Promise<CommitHolds> {
+    const holds = new Holds(() => this.closed)
+    let next = 0
+    await holds.sliced((deadline) => {
+      while (next < later.length) {
+        if (!(later[next] as (deadline: number) => boolean)(deadline)) return false
+        next++
+        if (performance.now() >= deadline) return false
+      }
+      return true
+    })
+    // One turn: lmdb commits the marker with everything else queued in it, in one transaction.
+    let sealed: Promise<void> | undefined
+    await holds.sliced(() => {
+      journal.seal()
+      seal()
+      sealed = this.written()
+      return true
+    })
+    await sealed
+    // Each slice's writes are a transaction of their own: every one's outcome is awaited (a failure
+    // that nobody awaits is an unhandled rejection in lmdb-js).
+    const applied: Array<Promise<void>> = []
+    await holds.sliced((deadline) => {
+      const done = journal.apply(deadline)
+      const written = this.written()
+      // Handled now, reported by Promise.all below: a slice that fails before the last one is queued
+      // must not be an unhandled rejection meanwhile.
+      written.catch(ignore)
+      applied.push(written)
+      return done
+    })
+    await Promise.all(applied)
+    return holds.result()
+  }
+
+  /**
+   * Settles when the writes queued in this event turn are committed. lmdb-js may give the turn's
+   * transaction one more promise when the turn ends (its start); that one is awaited too, from the next
+   * turn, so that a failed transaction never leaves a rejection nobody handles (which ends the process).
+   */
+  private written(): Promise<void> {
+    const now = this.committed()
+    now.catch(ignore)
+    const next = new Promise<void>((resolve, reject) => setImmediate(() => this.committed().then(resolve, reject)))
+    next.catch(ignore)
+    return Promise.all([now, next]).then(ignore)
+  }
+
+  /** Settles when every write queued so far is committed. */
+  private committed(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.env.committed.then(
         () => resolve(),
@@ -205,7 +414,15 @@ export class CheckpointStore {
     })
   }
 
+  /** A value as the keyed database encodes it (the journal copies it out of the encoder's buffer). */
+  private encode(value: unknown): Uint8Array {
+    return (this.keyed as unknown as { encoder: { encode(v: unknown): Uint8Array } }).encoder.encode(value)
+  }
+
+  private closed = false
+
   close(): void {
+    this.closed = true
     this.env.close()
   }
 }
@@ -342,3 +559,5 @@ export class TaskCheckpointReader {
     return Object.keys(this.storeEntries).length === 0 ? undefined : this.storeEntries
   }
 }
+
+const ignore = (): void => {}

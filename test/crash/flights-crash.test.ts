@@ -30,12 +30,13 @@ interface Child {
 }
 
 /** Starts the crash-test app; with `fileSizeLimitKb`, under a file size limit (a disk that fills up). */
-function startChild(stateDir: string, fileSizeLimitKb?: number): Child {
+function startChild(stateDir: string, fileSizeLimitKb?: number, env: Record<string, string> = {}): Child {
   const args = ['--import', 'tsx', APP, stateDir, String(FLIGHTS)]
+  const options = { stdio: ['ignore', 'pipe', 'inherit'] as Array<'ignore' | 'pipe' | 'inherit'>, env: { ...process.env, ...env } }
   const child =
     fileSizeLimitKb === undefined
-      ? spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] })
-      : spawn('/bin/sh', ['-c', `ulimit -f ${fileSizeLimitKb} && exec "$0" "$@"`, process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit'] })
+      ? spawn(process.execPath, args, options)
+      : spawn('/bin/sh', ['-c', `ulimit -f ${fileSizeLimitKb} && exec "$0" "$@"`, process.execPath, ...args], options)
   let done = false
   let error: string | undefined
   let fedSoFar = 0
@@ -123,16 +124,17 @@ describe(`crash test: the flights demo over ${FLIGHTS.toLocaleString('en-US')} f
     expected = await outputs(reference)
   })
 
-  it(`killed with SIGKILL ${KILLS} times, ends with exactly the output of an uninterrupted run: nothing lost, nothing doubled`, async () => {
+  /** Kills runs of the app at random points, then lets one finish; its output must be the uninterrupted run's. */
+  async function killAndResume(kills: number, dir: string, env: Record<string, string>): Promise<void> {
     const seed = Number(process.env.PUNCTUAL_CRASH_SEED ?? Math.floor(Math.random() * 2 ** 31))
     const random = seededRandom(seed)
     // Kill points spread over the whole input: each kill comes when the feed has passed a random flight
     // count, plus a random 0-50 ms, so it lands anywhere: mid-batch, mid-commit, during restore.
-    const points = Array.from({ length: KILLS }, () => Math.floor(random() * FLIGHTS)).sort((a, b) => a - b)
-    const crashed = join(root, 'crashed')
+    const points = Array.from({ length: kills }, () => Math.floor(random() * FLIGHTS)).sort((a, b) => a - b)
+    const crashed = join(root, dir)
     const moments: string[] = []
     for (const point of points) {
-      const run = startChild(crashed)
+      const run = startChild(crashed, undefined, env)
       const resumedAt = await run.started
       await run.fed(point)
       const delay = Math.floor(random() * 50)
@@ -141,20 +143,29 @@ describe(`crash test: the flights demo over ${FLIGHTS.toLocaleString('en-US')} f
       const finished = await run.exited
       moments.push(`${finished ? 'finished before the kill' : 'killed'} ${delay} ms after flight ${point} was fed (resumed at ${resumedAt})`)
     }
-    const kills = moments.filter((m) => m.startsWith('killed')).length
-    console.log(`crash test seed ${seed} (PUNCTUAL_CRASH_SEED to replay): ${moments.join('; ')}`)
-    const last = startChild(crashed)
+    const killed = moments.filter((m) => m.startsWith('killed')).length
+    console.log(`crash test (${dir}) seed ${seed} (PUNCTUAL_CRASH_SEED to replay): ${moments.join('; ')}`)
+    const last = startChild(crashed, undefined, env)
     await last.started
     assert.equal(await last.exited, true)
 
     assertSameOutput(await outputs(crashed), expected, `seed ${seed}`)
-    assert.ok(kills >= KILLS - 1, `the kills landed mid-run (${kills} of ${KILLS})`)
+    assert.ok(killed >= kills - 1, `the kills landed mid-run (${killed} of ${kills})`)
+  }
+
+  it(`killed with SIGKILL ${KILLS} times, ends with exactly the output of an uninterrupted run: nothing lost, nothing doubled`, async () => {
+    await killAndResume(KILLS, 'crashed', {})
+  })
+
+  it(`the same with every commit written in slices through the journal (${Math.ceil(KILLS / 2)} kills)`, async () => {
+    await killAndResume(Math.ceil(KILLS / 2), 'crashed-sliced', { PUNCTUAL_SLICE_COMMITS_ABOVE: '0' })
   })
 
   it('stops with a clear error when the disk is full, and resumes exactly once there is room', async () => {
     const dir = join(root, 'full-disk')
-    // A file size limit stands in for a full disk: the checkpoint file cannot grow past 1 MB.
-    const full = startChild(dir, 1024)
+    // A file size limit stands in for a full disk: the checkpoint file cannot grow past 2 MB (the
+    // first commits fit; a large one goes through the journal, which writes its changes twice).
+    const full = startChild(dir, 2048)
     await assert.rejects(full.exited, /exited with code 3 .*cannot write checkpoints: .*(full|too large)/)
     const resumed = startChild(dir)
     assert.ok((await resumed.started) > 0, 'what was committed before the disk filled up is still there')

@@ -6,7 +6,7 @@ import { KeyedProcessorNode } from './keyed-node.js'
 import type { KeyedTaskServices } from './keyed-node.js'
 import type { StateTable } from '../../keyed/keyed-state.js'
 import { KeyedTaskState } from '../../keyed/keyed-task-state.js'
-import type { KeyedChanges } from '../../keyed/keyed-task-state.js'
+import type { KeyedChanges, KeyedChangesLater, KeyedEntryOut } from '../../keyed/keyed-task-state.js'
 import type { TimerService } from '../../keyed/timer-service.js'
 import { TaskMetrics } from '../../metrics.js'
 import type { Cancellable, ProcessorSupplier, Punctuator, RecordMetadata, ScheduleSpec, StateStore, StoreKey } from '../api.js'
@@ -229,6 +229,14 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
   /** Keyed state and timer changes since the last call (durable mode), or undefined without keyed processors. */
   keyedChanges(): KeyedChanges | undefined {
     return this.keyed?.takeChanges()
+  }
+
+  /**
+   * The same for a commit that gets each changed state entry later, through `out` (see
+   * `KeyedTaskState.takeChangesLater`); undefined without keyed processors.
+   */
+  keyedChangesLater(out: KeyedEntryOut): KeyedChangesLater | undefined {
+    return this.keyed?.takeChangesLater(out)
   }
 
   get timerService(): TimerService {
