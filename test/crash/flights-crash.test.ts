@@ -163,9 +163,10 @@ describe(`crash test: the flights demo over ${FLIGHTS.toLocaleString('en-US')} f
 
   it('stops with a clear error when the disk is full, and resumes exactly once there is room', async () => {
     const dir = join(root, 'full-disk')
-    // A file size limit stands in for a full disk: the checkpoint file cannot grow past 2 MB (the
-    // first commits fit; a large one goes through the journal, which writes its changes twice).
-    const full = startChild(dir, 2048)
+    // A file size limit stands in for a full disk: the checkpoint file cannot grow past 3 MB (the
+    // first commits fit, a large one going through the journal, which writes its changes twice; the
+    // whole run needs about 5 MB).
+    const full = startChild(dir, 3072)
     await assert.rejects(full.exited, /exited with code 3 .*cannot write checkpoints: .*(full|too large)/)
     const resumed = startChild(dir)
     assert.ok((await resumed.started) > 0, 'what was committed before the disk filled up is still there')
