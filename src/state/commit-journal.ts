@@ -56,7 +56,7 @@ export class CommitJournal {
     env.transactionSync(() => {
       for (const c of commits.values()) {
         if (c.sealed) {
-          for (const chunk of c.chunks) applyOpsNow(this.target, chunk)
+          for (const chunk of c.chunks) applyOps(this.target, chunk, 0, Infinity, undefined, true)
           applied++
         }
         for (const k of c.keys) this.journal.removeSync(k)
@@ -184,8 +184,12 @@ export class Handled {
 
 const ignore = (): void => {}
 
-/** Queues a chunk's ops from byte `at` until `deadline`; returns where it stopped (the chunk's length when done). */
-function applyOps(target: Database<Buffer, Key>, chunk: Buffer, at: number, deadline: number, handled?: Handled): number {
+/**
+ * Queues a chunk's ops from byte `at` until `deadline`; returns where it stopped (the chunk's length
+ * when done). `now`: writes them inside the caller's synchronous transaction instead (recovery: lmdb-js
+ * queues its asynchronous writes outside it).
+ */
+function applyOps(target: Database<Buffer, Key>, chunk: Buffer, at: number, deadline: number, handled?: Handled, now = false): number {
   let n = 0
   while (at < chunk.length) {
     if (++n % OPS_PER_CHECK === 0 && performance.now() >= deadline) return at
@@ -193,27 +197,15 @@ function applyOps(target: Database<Buffer, Key>, chunk: Buffer, at: number, dead
     const key = chunk.subarray(at + 2, at + 2 + keyLength)
     const valueLength = chunk.readUInt32LE(at + 2 + keyLength)
     at += 6 + keyLength
-    if (valueLength === REMOVED) handled?.add(target.remove(key))
-    else {
-      handled?.add(target.put(key, chunk.subarray(at, at + valueLength)))
+    if (valueLength === REMOVED) {
+      if (now) target.removeSync(key)
+      else handled?.add(target.remove(key))
+    } else {
+      const value = chunk.subarray(at, at + valueLength)
+      if (now) target.putSync(key, value)
+      else handled?.add(target.put(key, value))
       at += valueLength
     }
   }
   return at
-}
-
-/** Applies a chunk's ops inside the caller's synchronous transaction (recovery). */
-function applyOpsNow(target: Database<Buffer, Key>, chunk: Buffer): void {
-  let at = 0
-  while (at < chunk.length) {
-    const keyLength = chunk.readUInt16LE(at)
-    const key = chunk.subarray(at + 2, at + 2 + keyLength)
-    const valueLength = chunk.readUInt32LE(at + 2 + keyLength)
-    at += 6 + keyLength
-    if (valueLength === REMOVED) target.removeSync(key)
-    else {
-      target.putSync(key, chunk.subarray(at, at + valueLength))
-      at += valueLength
-    }
-  }
 }

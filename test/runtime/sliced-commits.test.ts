@@ -48,43 +48,54 @@ function counting(poison?: number): Topology {
 
 const yieldTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
+/**
+ * Runs `records` (key, timestamp) through `build()` in memory, and through `build(15_000)` with a state
+ * directory and every commit sliced (records sent a few at a time, so processing goes on while commits
+ * are being written), which fails at the 15,000th record; a run on the same directory then resumes.
+ * Returns the output of the uninterrupted run, the resumed output, and the commits before the failure.
+ */
+async function failAndResume(
+  applicationId: string,
+  build: (poison?: number) => Topology,
+  records: ReadonlyArray<readonly [string, number]>,
+): Promise<{ expected: string[]; output: string[]; commits: number; onDisk: number }> {
+  const expected: string[] = []
+  const whole = new EmbeddedRuntime(build(), { applicationId, logger: silentLogger })
+  whole.subscribe<string, string>('out', (r) => expected.push(r.value!))
+  whole.start()
+  for (const [k, ts] of records) whole.producer('in').send(k, 'v', ts)
+  await whole.stop()
+
+  const config = { applicationId, stateDir: freshStateDir(), commitMaxRecords: 1000, sliceCommitsAbove: 0, logger: silentLogger, errorHandler: ErrorHandlers.failOnUserCodeErrors(silentLogger) }
+  const failing = new EmbeddedRuntime(build(15_000), config)
+  const failed = new Promise<Error>((resolve) => failing.on('error', resolve))
+  failing.start()
+  for (let i = 0; i < records.length && failing.state === 'RUNNING'; i++) {
+    const [k, ts] = records[i]!
+    failing.producer('in').send(k, 'v', ts)
+    if (i % 100 === 99) await yieldTurn()
+  }
+  const failure = await failed
+  assert.match(failure.message, /poison/, String((failure.cause as Error | undefined)?.stack))
+
+  const output: string[] = []
+  const resumed = new EmbeddedRuntime(build(), config)
+  resumed.subscribe<string, string>('out', (r) => output.push(r.value!))
+  resumed.start()
+  // The input records on disk are processed again from the committed positions; the rest are sent.
+  const onDisk = resumed.committedEndOffsets('in').reduce((a, b) => a + b, 0)
+  for (const [k, ts] of records.slice(onDisk)) resumed.producer('in').send(k, 'v', ts)
+  await resumed.stop()
+  return { expected, output, commits: failing.commitStats().commits, onDisk }
+}
+
 describe('commits written in slices (copy on write)', () => {
   it('a run that fails mid-way while commits are sliced resumes with exactly the output of an uninterrupted run', async () => {
     const random = seededRandom(7)
     const records = Array.from({ length: 20_000 }, (_, i) => [`k${Math.floor(random() * 3000)}`, i] as const)
-
-    const expected: string[] = []
-    const whole = new EmbeddedRuntime(counting(), { applicationId: 'sliced', logger: silentLogger })
-    whole.subscribe<string, string>('out', (r) => expected.push(r.value!))
-    whole.start()
-    for (const [k, ts] of records) whole.producer('in').send(k, 'v', ts)
-    await whole.stop()
-
-    // Every commit is sliced, and records are sent a few at a time, so processing goes on while
-    // commits are being written; the 15,000th record fails the run.
-    const dir = freshStateDir()
-    const config = { applicationId: 'sliced', stateDir: dir, commitMaxRecords: 1000, sliceCommitsAbove: 0, logger: silentLogger, errorHandler: ErrorHandlers.failOnUserCodeErrors(silentLogger) }
-    const failing = new EmbeddedRuntime(counting(15_000), config)
-    const failed = new Promise<Error>((resolve) => failing.on('error', resolve))
-    failing.start()
-    for (let i = 0; i < records.length && failing.state === 'RUNNING'; i++) {
-      const [k, ts] = records[i]!
-      failing.producer('in').send(k, 'v', ts)
-      if (i % 100 === 99) await yieldTurn()
-    }
-    const failure = await failed
-    assert.match(failure.message, /poison/, String((failure.cause as Error | undefined)?.stack))
-    const sliced = failing.commitStats()
-    assert.ok(sliced.commits > 10, `commits before the failure: ${sliced.commits}`)
-
-    const output: string[] = []
-    const resumed = new EmbeddedRuntime(counting(), config)
-    resumed.subscribe<string, string>('out', (r) => output.push(r.value!))
-    resumed.start()
-    const sentBefore = resumed.committedEndOffsets('in').reduce((a, b) => a + b, 0)
-    assert.ok(sentBefore > 0, `input records on disk after the failure: ${sentBefore}`)
-    for (const [k, ts] of records.slice(sentBefore)) resumed.producer('in').send(k, 'v', ts)
-    await resumed.stop()
+    const { expected, output, commits, onDisk } = await failAndResume('sliced', counting, records)
+    assert.ok(commits > 10, `commits before the failure: ${commits}`)
+    assert.ok(onDisk > 0, `input records on disk after the failure: ${onDisk}`)
     assert.equal(output.length, expected.length)
     assert.deepEqual(output, expected)
   })
@@ -131,32 +142,8 @@ describe('commits written in slices: timers and TTL', () => {
     const random = seededRandom(11)
     // Out of order by up to 50 ms, 300 keys: timers are deleted, registered, fire; state expires.
     const records = Array.from({ length: 20_000 }, (_, i) => [`k${Math.floor(random() * 300)}`, i * 2 + Math.floor(random() * 50)] as const)
-    const expected: string[] = []
-    const whole = new EmbeddedRuntime(alerts(), { applicationId: 'alerts', logger: silentLogger })
-    whole.subscribe<string, string>('out', (r) => expected.push(r.value!))
-    whole.start()
-    for (const [k, ts] of records) whole.producer('in').send(k, 'v', ts)
-    await whole.stop()
-
-    const dir = freshStateDir()
-    const config = { applicationId: 'alerts', stateDir: dir, commitMaxRecords: 1000, sliceCommitsAbove: 0, logger: silentLogger }
-    const failing = new EmbeddedRuntime(alerts(15_000), config)
-    const failed = new Promise<Error>((resolve) => failing.on('error', resolve))
-    failing.start()
-    for (let i = 0; i < records.length && failing.state === 'RUNNING'; i++) {
-      const [k, ts] = records[i]!
-      failing.producer('in').send(k, 'v', ts)
-      if (i % 100 === 99) await yieldTurn()
-    }
-    assert.match((await failed).message, /poison/)
-
-    const output: string[] = []
-    const resumed = new EmbeddedRuntime(alerts(), config)
-    resumed.subscribe<string, string>('out', (r) => output.push(r.value!))
-    resumed.start()
-    const sentBefore = resumed.committedEndOffsets('in').reduce((a, b) => a + b, 0)
-    for (const [k, ts] of records.slice(sentBefore)) resumed.producer('in').send(k, 'v', ts)
-    await resumed.stop()
+    const { expected, output } = await failAndResume('alerts', alerts, records)
+    assert.ok(expected.length > 1000, `alerts: ${expected.length}`)
     assert.equal(output.length, expected.length)
     assert.deepEqual(output, expected)
   })
