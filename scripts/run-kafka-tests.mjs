@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run test:kafka`: the tests under test/kafka-broker against a real Kafka broker. With PUNCTUAL_KAFKA_BOOTSTRAP
 // set they use that broker; otherwise this starts one (scripts/kafka-broker.mjs: Kafka from Maven Central,
-// jars cached outside the clone), runs the tests, and stops it. Extra arguments narrow the files.
+// jars cached outside the clone), runs the tests, and stops it. Extra arguments narrow the files. A test that never
+// settles fails after 15 minutes, and a file whose tests are done exits even if a failed test left a client open.
 import { spawnSync } from 'node:child_process'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -26,7 +27,7 @@ if (bootstrap === undefined || bootstrap === '') {
   bootstrap = broker.bootstrap
   console.log(`Kafka broker at ${bootstrap} (started in ${((Date.now() - t0) / 1000).toFixed(1)} s, pid ${broker.pid})`)
 }
-const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', ...files], {
+const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', '--test-timeout=900000', '--test-force-exit', ...files], {
   stdio: 'inherit',
   env: { ...process.env, PUNCTUAL_KAFKA_BOOTSTRAP: bootstrap },
 })

@@ -2,6 +2,8 @@
 // Runs every test/**/*.test.ts with node's test runner through tsx, but those under test/kafka-broker, which
 // need a broker (`npm run test:kafka`). Node 20's --test takes no globs, so the files are listed here.
 // Extra arguments (e.g. a path filter) narrow the list.
+// A test that never settles fails after 10 minutes, and a file whose tests are done exits even when a failed test
+// left a runtime's timer armed: a hang costs minutes and names the test, not the whole CI budget.
 import { spawnSync } from 'node:child_process'
 import { readdirSync } from 'node:fs'
 import { join, sep } from 'node:path'
@@ -21,5 +23,5 @@ if (files.length === 0) {
   console.error('no test files matched')
   process.exit(1)
 }
-const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], { stdio: 'inherit' })
+const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-timeout=600000', '--test-force-exit', ...files], { stdio: 'inherit' })
 process.exit(r.status ?? 1)

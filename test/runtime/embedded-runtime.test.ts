@@ -208,15 +208,22 @@ describe('EmbeddedRuntime', () => {
       }),
       'src',
     )
-    const rt = new EmbeddedRuntime(topology, { applicationId: 'idle', maxTaskIdleMs: 60, logger: silentLogger })
-    rt.start()
-    rt.producer('a').send('k', 'a1', 1)
-    await tick()
-    await tick()
-    assert.deepEqual(seen, [], 'waits while b is empty')
-    await until(() => seen.length === 1)
-    assert.deepEqual(seen, ['a1'])
-    await rt.stop()
+    const clock = new ManualClock(0)
+    const rt = new EmbeddedRuntime(topology, { applicationId: 'idle', maxTaskIdleMs: 60, clock, logger: silentLogger })
+    try {
+      rt.start()
+      rt.producer('a').send('k', 'a1', 1)
+      await tick()
+      clock.advance(59)
+      await tick()
+      await tick()
+      assert.deepEqual(seen, [], 'waits while b is empty')
+      clock.advance(1)
+      await until(() => seen.length === 1)
+      assert.deepEqual(seen, ['a1'])
+    } finally {
+      await rt.stop()
+    }
   })
 
   it('commits processed positions and releases consumed input', async () => {
