@@ -5,6 +5,7 @@ import type { ConsumedMessage, TopicPartitionRef } from './fetcher.js'
 
 /** What the reader needs of its consumer: assigned by hand (no group), partition EOF events on. */
 export interface RestoreConsumer {
+  connect(options: object, callback: (err: { message: string } | null | undefined) => void): unknown
   assign(partitions: Array<TopicPartitionRef & { offset: number }>): unknown
   consume(max: number, callback: (err: { message: string; code: number } | null | undefined, messages: ConsumedMessage[]) => void): void
   on(event: 'partition.eof', listener: (eof: TopicPartitionRef & { offset: number }) => void): unknown
@@ -23,6 +24,10 @@ const BATCH = 2000
  * open transaction of a crashed instance is not read), as a `ChangelogSource`: the task manager folds
  * them into the task's state in bounded steps while the other tasks process. The records of different
  * topics interleave; within a topic they are in offset order, which is all a last-wins fold needs.
+ *
+ * The reader owns its consumer from connect to disconnect, and never disconnects it while a connect or a
+ * consume call is under way: the client can crash the process when a disconnect overlaps either
+ * (confluent-kafka-javascript issue 34). A close during one disconnects when it returns.
  */
 export class ChangelogReader implements ChangelogSource {
   private buffer: ChangelogRecord[] = []
@@ -34,6 +39,11 @@ export class ChangelogReader implements ChangelogSource {
   private waiter: (() => void) | undefined
   private closed = false
   private failure: Error | undefined
+  /** A connect or consume call of the client has not called back yet. */
+  private busy = false
+  /** Settles once a closed reader's consumer has disconnected. */
+  private disconnecting: Promise<void> | undefined
+  private disconnectDone: (() => void) | undefined
 
   constructor(
     private readonly consumer: RestoreConsumer,
@@ -42,8 +52,18 @@ export class ChangelogReader implements ChangelogSource {
     private readonly onError: (err: Error) => void,
   ) {}
 
-  /** Starts reading (the consumer is connected). */
-  start(): void {
+  /** Connects the consumer and starts reading; `onConnectFailed` hears of a connect that failed. */
+  open(onConnectFailed: (err: { message: string }) => void): void {
+    this.busy = true
+    this.consumer.connect({}, (err) => {
+      this.busy = false
+      if (this.closed) return this.disconnect()
+      if (err) onConnectFailed(err)
+      else this.start()
+    })
+  }
+
+  private start(): void {
     const names = this.topics.topics()
     this.consumer.on('partition.eof', (eof) => {
       if (eof.partition !== this.partition || !names.includes(eof.topic)) return
@@ -85,15 +105,23 @@ export class ChangelogReader implements ChangelogSource {
     return new Promise((resolve) => (this.waiter = resolve))
   }
 
-  get isClosed(): boolean {
-    return this.closed
-  }
-
   /** Stops reading and disconnects its consumer (the task was revoked before it restored, or it is read). */
   close(): void {
     if (this.closed) return
     this.closed = true
-    this.consumer.disconnect()
+    this.disconnecting = new Promise((resolve) => (this.disconnectDone = resolve))
+    if (!this.busy) this.disconnect()
+  }
+
+  /** Settles once the reader is closed and its consumer disconnected. */
+  disconnected(): Promise<void> {
+    return this.disconnecting ?? Promise.resolve()
+  }
+
+  private disconnect(): void {
+    const done = this.disconnectDone
+    this.disconnectDone = undefined
+    if (done !== undefined) this.consumer.disconnect(() => done())
   }
 
   private done(): boolean {
@@ -102,8 +130,10 @@ export class ChangelogReader implements ChangelogSource {
 
   private fetch(): void {
     if (this.closed || this.done()) return
+    this.busy = true
     this.consumer.consume(BATCH, (err, messages) => {
-      if (this.closed) return
+      this.busy = false
+      if (this.closed) return this.disconnect()
       if (err && err.code !== TIMED_OUT) {
         this.failure = new Error(`restoring from ${this.topics.topics().join(', ')} partition ${this.partition}: ${err.message}`)
         this.onError(this.failure)

@@ -495,12 +495,7 @@ export class KafkaRuntime {
     consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
     const reader = new ChangelogReader(consumer as unknown as RestoreConsumer, this.changelogTopics.get(def.subtopology.id) as ChangelogTopics, def.partition, (err) => this.fail(err))
     this.readers.set(taskId, reader)
-    consumer.connect({}, (err) => {
-      // Closed while it connected (its task was revoked or lost): nothing to read any more.
-      if (reader.isClosed) return
-      if (err) this.fail(new PunctualError('ILLEGAL_STATE', `task ${taskId}: connecting its restore consumer: ${err.message}`, { cause: err }))
-      else reader.start()
-    })
+    reader.open((err) => this.fail(new PunctualError('ILLEGAL_STATE', `task ${taskId}: connecting its restore consumer: ${err.message}`, { cause: err })))
     return reader
   }
 
@@ -617,6 +612,8 @@ export class KafkaRuntime {
       }
     }
     for (const reader of this.readers.values()) reader.close()
+    for (const reader of this.readers.values()) await reader.disconnected()
+    this.readers.clear()
     // Leaving the group revokes what is assigned: the rebalance callback still needs the consumer.
     const consumer = this.consumer
     if (consumer !== undefined) await new Promise<void>((resolve) => consumer.disconnect(() => resolve()))
