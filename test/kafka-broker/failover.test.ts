@@ -17,7 +17,8 @@ class Instance {
   processed = 0
   tasks: string[] = []
   restoring: string[] = []
-  readonly exited: Promise<number | null>
+  /** How the process ended: its exit code, or the signal that ended it. */
+  readonly exited: Promise<number | NodeJS.Signals>
   private readonly child: ChildProcess
 
   constructor(readonly name: string, args: string[], workload: string) {
@@ -28,7 +29,7 @@ class Instance {
       this.tasks = report.tasks
       this.restoring = report.restoring
     })
-    this.exited = new Promise((resolve) => this.child.once('exit', (code) => resolve(code)))
+    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve(code ?? (signal as NodeJS.Signals))))
   }
 
   kill(signal: NodeJS.Signals): void {
@@ -98,7 +99,7 @@ describe('KafkaRuntime failover: instances as processes, one killed with SIGKILL
       // go to the others, restored from what it last committed.
       const victim = [a, b, c].sort((x, y) => y.tasks.length - x.tasks.length)[0] as Instance
       victim.kill('SIGKILL')
-      assert.equal(await victim.exited, null)
+      assert.equal(await victim.exited, 'SIGKILL')
       instances.splice(instances.indexOf(victim), 1)
       const d = start('d')
       await feeding

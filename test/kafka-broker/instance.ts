@@ -21,11 +21,10 @@ rt.on('error', (err) => {
   process.stderr.write(`instance failed: ${err.stack ?? err.message}\n`)
   process.exit(1)
 })
-await rt.start()
-const report = (): void => void process.stdout.write(`${JSON.stringify({ processed: rt.metrics().processedRecords, tasks: rt.taskIds(), restoring: rt.restoreProgress().map((r) => `${r.taskId}:${r.restored}/${r.remaining ?? '?'}`) })}\n`)
-const timer = setInterval(report, 200)
+// Installed before the start, so that a SIGTERM while the instance joins its group stops it cleanly too.
+const reporting: { timer?: NodeJS.Timeout } = {}
 process.once('SIGTERM', () => {
-  clearInterval(timer)
+  clearInterval(reporting.timer)
   rt.stop().then(
     () => process.exit(0),
     (err: unknown) => {
@@ -34,3 +33,6 @@ process.once('SIGTERM', () => {
     },
   )
 })
+await rt.start()
+const report = (): void => void process.stdout.write(`${JSON.stringify({ processed: rt.metrics().processedRecords, tasks: rt.taskIds(), restoring: rt.restoreProgress().map((r) => `${r.taskId}:${r.restored}/${r.remaining ?? '?'}`) })}\n`)
+reporting.timer = setInterval(report, 200)
