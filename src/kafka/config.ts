@@ -32,6 +32,12 @@ export interface KafkaRuntimeConfig {
   commitMaxRecords?: number
   /** How long a task waits for an empty input partition before processing the others. @default 0 */
   maxTaskIdleMs?: number
+  /**
+   * How often what commits passed is deleted from the application's repartition topics (Kafka Streams'
+   * `repartition.purge.interval.ms`); 0 purges after every commit.
+   * @default 30000
+   */
+  repartitionPurgeIntervalMs?: number
   /** Directory for spill files. @default a temporary directory, removed on stop */
   stateDir?: string
   /** librdkafka settings for every client (security, timeouts, ...). */
@@ -102,6 +108,7 @@ export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKaf
     commitIntervalMs: int('commitIntervalMs', config.commitIntervalMs, guarantee === 'exactly_once_v2' ? 100 : 30_000, 1),
     commitMaxRecords: int('commitMaxRecords', config.commitMaxRecords, 10_000, 1),
     maxTaskIdleMs: int('maxTaskIdleMs', config.maxTaskIdleMs, 0, 0),
+    repartitionPurgeIntervalMs: int('repartitionPurgeIntervalMs', config.repartitionPurgeIntervalMs, 30_000, 0),
     stateDir: config.stateDir ?? temporaryStateDir(config.applicationId),
     client: settings('client'),
     consumer: settings('consumer'),

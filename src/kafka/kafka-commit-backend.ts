@@ -45,6 +45,8 @@ export class KafkaCommitBackend implements CommitBackend {
     /** The cluster's name of an input topic of the topology. */
     private readonly clusterName: (topic: string) => string,
     private readonly clock: Clock,
+    /** Told the offsets each commit made the group's, once it has. */
+    private readonly onCommitted: (offsets: readonly PartitionOffset[]) => void = () => {},
   ) {}
 
   commit(commits: readonly TaskCommit[]): Promise<void> {
@@ -68,7 +70,8 @@ export class KafkaCommitBackend implements CommitBackend {
         offsets.push({ topic: this.clusterName(tp.slice(0, at)), partition: Number(tp.slice(at + 1)), offset })
       }
     }
-    return this.exactlyOnce ? this.commitTransaction(offsets) : this.flushAndCommit(positions, offsets)
+    const done = this.exactlyOnce ? this.commitTransaction(offsets) : this.flushAndCommit(positions, offsets)
+    return done.then(() => this.onCommitted(offsets))
   }
 
   private async commitTransaction(offsets: PartitionOffset[]): Promise<void> {

@@ -27,6 +27,8 @@ import type { KafkaRuntimeConfig, ValidKafkaRuntimeConfig } from './config.js'
 import { Fetcher } from './fetcher.js'
 import type { FetchingConsumer, TopicPartitionRef } from './fetcher.js'
 import { KafkaCommitBackend } from './kafka-commit-backend.js'
+import { RepartitionPurger } from './repartition-purger.js'
+import type { DeleteRecords } from './repartition-purger.js'
 import type { CommitClient, PartitionOffset } from './kafka-commit-backend.js'
 import { ProducerSink } from './producer-sink.js'
 import type { RecordProducer } from './producer-sink.js'
@@ -110,6 +112,8 @@ export class KafkaRuntime {
   private definitions: TaskDefinition[] = []
   private readonly changelogTopics = new Map<number, ChangelogTopics>()
   private readonly readers = new Map<string, ChangelogReader>()
+  /** With repartition topics: deletes what commits passed, through an admin client of its own. */
+  private purging: { purger: RepartitionPurger; admin: Client.KafkaJS.Admin } | undefined
   /** Rebalance events, handled one after the other (a revocation waits for its commit). */
   private rebalancing: Promise<void> = Promise.resolve()
   /** Partitions assigned to this instance, as `topic:partition` of the cluster. */
@@ -179,7 +183,10 @@ export class KafkaRuntime {
       const collector = new KafkaRecordCollector(plan.names, counts, sink.send)
       const exactlyOnce = config.processingGuarantee === 'exactly_once_v2'
       const consumer = this.createConsumer(client)
-      const backend = new KafkaCommitBackend(exactlyOnce, this.commitClient(consumer), sink, (sub) => this.changelogTopics.get(sub) as ChangelogTopics, (t) => plan.names.get(t) ?? t, config.clock)
+      const purger = await this.repartitionPurger(client, plan)
+      const backend = new KafkaCommitBackend(exactlyOnce, this.commitClient(consumer), sink, (sub) => this.changelogTopics.get(sub) as ChangelogTopics, (t) => plan.names.get(t) ?? t, config.clock, (offsets) =>
+        purger?.committed(offsets),
+      )
       this.committer = new Committer(backend)
       this.fetcher = new Fetcher(consumer as unknown as FetchingConsumer, this.loop.onAppend, (err) => this.fail(new PunctualError('ILLEGAL_STATE', `fetching: ${err.message}`, { cause: err })))
       const fetcher = this.fetcher
@@ -273,6 +280,20 @@ export class KafkaRuntime {
     } finally {
       await admin.disconnect()
     }
+  }
+
+  /** A purger of the repartition topics, with its admin client connected; none without repartition topics. */
+  private async repartitionPurger(client: typeof Client, plan: TopicPlan): Promise<RepartitionPurger | undefined> {
+    if (plan.repartition.size === 0) return undefined
+    const admin = this.admin(client)
+    await admin.connect()
+    const deleteRecords: DeleteRecords = async (topic, partitions) => {
+      await admin.deleteTopicRecords({ topic, partitions: partitions.map((p) => ({ partition: p.partition, offset: String(p.offset) })) })
+    }
+    const { config } = this
+    const purger = new RepartitionPurger((t) => plan.repartition.has(t), deleteRecords, config.clock, config.repartitionPurgeIntervalMs, this.logger)
+    this.purging = { purger, admin }
+    return purger
   }
 
   private admin(client: typeof Client): Client.KafkaJS.Admin {
@@ -621,6 +642,12 @@ export class KafkaRuntime {
     const producer = this.producer
     this.producer = undefined
     if (producer !== undefined) await new Promise<void>((resolve) => producer.disconnect(() => resolve()))
+    const purging = this.purging
+    this.purging = undefined
+    if (purging !== undefined) {
+      await purging.purger.settled()
+      await purging.admin.disconnect()
+    }
     this.committer?.close()
     this.stateDirectory?.release()
     this.stateDirectory = undefined

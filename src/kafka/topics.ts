@@ -17,6 +17,8 @@ export interface TopicPlan {
   readonly partitions: ReadonlyMap<number, number>
   /** Topics to create when missing, each with the partition count it must have. */
   readonly create: readonly InternalTopic[]
+  /** The cluster's names of the repartition topics (what commits pass is deleted from them). */
+  readonly repartition: ReadonlySet<string>
 }
 
 /** Kafka's rule for a topic name: at most 249 characters of ASCII letters, digits, '.', '_' and '-'. */
@@ -100,6 +102,7 @@ export function planTopics(topology: Topology, applicationId: string, existing: 
   }
 
   const create: InternalTopic[] = []
+  const repartition = new Set<string>()
   const plan = (name: string, count: number, config: Readonly<Record<string, string>>): void => {
     if (!LEGAL_TOPIC.test(name)) {
       problems.push(`topic name ${JSON.stringify(name)} is not a legal Kafka topic name (ASCII letters, digits, '.', '_', '-'; at most 249 characters): rename the store or the operation it comes from`)
@@ -112,7 +115,9 @@ export function planTopics(topology: Topology, applicationId: string, existing: 
   for (const topic of internal) {
     const writer = writers.get(topic)
     const count = writer === undefined ? undefined : partitions.get(writer.id)
-    if (count !== undefined) plan(clusterName(topic), count, REPARTITION)
+    if (count === undefined) continue
+    plan(clusterName(topic), count, REPARTITION)
+    repartition.add(clusterName(topic))
   }
   for (const sub of subs) {
     const count = partitions.get(sub.id)
@@ -122,5 +127,5 @@ export function planTopics(topology: Topology, applicationId: string, existing: 
   }
   for (const t of [...sources, ...sinks]) clusterName(t)
   if (problems.length > 0) throw new PunctualError('INVALID_TOPOLOGY', `the topology does not fit the Kafka cluster:\n- ${problems.join('\n- ')}`)
-  return { names, partitions, create }
+  return { names, partitions, create, repartition }
 }

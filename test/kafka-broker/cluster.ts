@@ -105,6 +105,18 @@ export class TestCluster {
     return out
   }
 
+  /** Each partition's log start offset (low) and high watermark, in partition order. */
+  async offsets(topic: string): Promise<Array<{ low: number; high: number }>> {
+    const offsets = await this.admin.fetchTopicOffsets(topic)
+    return offsets.sort((a, b) => a.partition - b.partition).map((o) => ({ low: Number(o.low), high: Number(o.high) }))
+  }
+
+  /** The group's committed offset of each partition of `topic`, in partition order (-1: none). */
+  async committed(group: string, topic: string): Promise<number[]> {
+    const [offsets] = await this.admin.fetchOffsets({ groupId: group, topics: [topic] })
+    return (offsets?.partitions ?? []).sort((a, b) => a.partition - b.partition).map((p) => Number(p.offset))
+  }
+
   async close(): Promise<void> {
     await this.admin.disconnect()
   }

@@ -14,6 +14,7 @@ describe('KafkaRuntime config', () => {
     const eos = validateKafkaRuntimeConfig({ ...base, processingGuarantee: 'exactly_once_v2' })
     assert.equal(eos.commitIntervalMs, 100)
     assert.equal(eos.commitMaxRecords, 10_000)
+    assert.equal(eos.repartitionPurgeIntervalMs, 30_000)
   })
 
   const refused: Array<[string, Record<string, unknown>, string]> = [
@@ -23,6 +24,7 @@ describe('KafkaRuntime config', () => {
     ['a setting punctual owns', { consumer: { 'isolation.level': 'read_uncommitted' } }, 'consumer["isolation.level"]: punctual sets this itself'],
     ['a setting that is not a scalar', { producer: { 'linger.ms': [5] } }, 'producer["linger.ms"] must be a string, number or boolean'],
     ['a commit interval of 0', { commitIntervalMs: 0 }, 'commitIntervalMs must be an integer >= 1, got 0'],
+    ['a negative purge interval', { repartitionPurgeIntervalMs: -1 }, 'repartitionPurgeIntervalMs must be an integer >= 0, got -1'],
   ]
   for (const [what, change, message] of refused) {
     it(`refuses ${what}, naming the setting and the value`, () => {

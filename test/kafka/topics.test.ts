@@ -43,6 +43,7 @@ describe('Kafka topics of a topology', () => {
         ['app-punctual-1-changelog', 4, 'compact'],
       ],
     )
+    assert.deepEqual([...plan.repartition], ['app-by-value-repartition'], 'the topics whose read records are purged')
   })
 
   it('reports topics that do not exist, and co-partitioned topics of different counts, naming topics and counts', () => {
