@@ -1,5 +1,6 @@
 import type { KeyValueStore, StoreKey } from '../processor/api.js'
 import { ChangeLog } from './change-log.js'
+import { ReadCache } from './read-cache.js'
 import { compareStoreKeys as compareKeys } from './key-part.js'
 import { DURABLE } from './durable.js'
 import type { DurableStore } from './durable.js'
@@ -37,11 +38,11 @@ const DELETED = Symbol('deleted')
 export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueStore<K, V> {
   private disk: StoreDisk | undefined
   /** Without a disk: every entry. With one: changes since the last commit. */
-  private readonly mem = new Map<K, V | typeof DELETED>()
+  private mem = new Map<K, V | typeof DELETED>()
   /** With a disk: changes taken by a commit that is not durable yet. */
-  private readonly committing = new Map<K, V | typeof DELETED>()
-  /** With a disk: entries read, oldest first, at most cacheEntries. */
-  private readonly cache = new Map<K, V>()
+  private committing = new Map<K, V | typeof DELETED>()
+  /** With a disk: entries read (or written and committed), at most cacheEntries. */
+  private readonly cache: ReadCache<K, V>
   private readonly log = new ChangeLog<K>({
     saved: (k) => {
       const v = this.mem.get(k)
@@ -53,6 +54,13 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
       // With a disk, the changes are on their way there: reads find them in `committing` until the
       // commit is durable (reads of the disk see the previous commit until then).
       if (this.disk === undefined) return
+      if (this.committing.size === 0) {
+        // The usual case (the last commit is durable): the changes become the commit's as they are.
+        const taken = this.mem
+        this.mem = this.committing
+        this.committing = taken
+        return
+      }
       for (const [k, v] of this.mem) this.committing.set(k, v)
       this.mem.clear()
     },
@@ -68,8 +76,10 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
 
   constructor(
     readonly name: string,
-    private readonly cacheEntries: number,
-  ) {}
+    cacheEntries: number,
+  ) {
+    this.cache = new ReadCache(cacheEntries)
+  }
 
   readonly [PERSISTENT]: PersistentCapability = {
     attach: (disk) => {
@@ -158,6 +168,5 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
 
   private remember(key: K, value: V): void {
     this.cache.set(key, value)
-    if (this.cache.size > this.cacheEntries) this.cache.delete(this.cache.keys().next().value as K)
   }
 }
