@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: benchmarks (not tests). Prints a table and writes bench/results.json.
  * Options: --only NAME[,NAME] (timer-memory, lateness-idle, lateness-load, pass-through, timers,
- * windowed-final, spill, buffer-memory, restore, restore-changelog, lateness-commits, side-by-side, and
+ * windowed-final, spill, buffer-memory, restore, restore-changelog, lateness-commits, count-keys, side-by-side, and
  * kafka, which runs only when named: it needs Java and a broker, and takes minutes),
  * --seconds N (lateness run length). Run with --expose-gc (npm run bench does) for memory figures.
  * A run of one benchmark updates its entries in bench/results.json and keeps the others.
@@ -17,12 +17,12 @@ import { punctuationLateness } from './punctuation-lateness.js'
 import { passThrough } from './pass-through.js'
 import { timerMemory, timerStreaming, timerThroughput } from './timers.js'
 import { bytesPerBufferedEntry, spillThroughput, windowedFinal } from './windowed.js'
-import { changelogRestoreTime, latenessDuringCommits, restoreTime } from './durable.js'
+import { changelogRestoreTime, countKeys, latenessDuringCommits, restoreTime } from './durable.js'
 import { sideBySide } from './side-by-side.js'
 import { kafkaBench } from './kafka.js'
 import { median } from './stats.js'
 
-const ALL = ['timer-memory', 'lateness-idle', 'lateness-load', 'pass-through', 'timers', 'windowed-final', 'spill', 'buffer-memory', 'restore', 'restore-changelog', 'lateness-commits', 'side-by-side']
+const ALL = ['timer-memory', 'lateness-idle', 'lateness-load', 'pass-through', 'timers', 'windowed-final', 'spill', 'buffer-memory', 'restore', 'restore-changelog', 'lateness-commits', 'count-keys', 'side-by-side']
 /** Benchmarks that run only when named. */
 const ON_REQUEST = ['kafka']
 /** `--child`: run what `--only` names and print the rows and results as one JSON line (for the parent). */
@@ -197,6 +197,16 @@ if (want('lateness-commits')) {
     'wall-clock punctuation lateness while durable commits write 1 M keys + 1 M timers (100 ms schedule)',
     `p50 ${f(r.p50Ms)} ms, p99 ${f(r.p99Ms)} ms, max ${f(r.maxMs)} ms`,
     `${r.fires} calls; ${r.commits} commits, mean ${r.commitMeanMs.toFixed(1)} ms, max ${r.commitMaxMs.toFixed(0)} ms (on the event loop: mean ${r.commitBlockingMeanMs.toFixed(1)} ms, max ${r.commitBlockingMaxMs.toFixed(0)} ms)`,
+    '',
+  ])
+}
+if (want('count-keys')) {
+  const r = await countKeys()
+  results['count-keys'] = r
+  rows.push([
+    'durable count per key (DSL count, persistent store), 1 M distinct keys',
+    `${(r.recordsPerSecond / 1e3).toFixed(0)} k records/s`,
+    `${r.commits} commits, mean ${r.commitMeanMs.toFixed(1)} ms (on the event loop: mean ${r.commitBlockingMeanMs.toFixed(1)} ms, max ${r.commitBlockingMaxMs.toFixed(0)} ms)`,
     '',
   ])
 }
