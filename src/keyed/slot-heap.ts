@@ -147,8 +147,14 @@ export class SlotHeap {
     for (let s = ((this.size - 2) / ARITY) | 0; s >= 0; s--) this.siftDown(s, time[2 * s] as number, word[4 * s + 2] as number, word[4 * s + 3] as number)
   }
 
-  private grow(): void {
-    const capacity = Math.ceil((this.time.length / 2) * GROWTH)
+  /** Makes room for `count` more slots at once (a restore knows how many come). */
+  reserve(count: number): void {
+    const needed = this.size + count
+    if (needed > this.time.length / 2) this.grow(needed)
+  }
+
+  private grow(atLeast = 0): void {
+    const capacity = Math.max(atLeast, Math.ceil((this.time.length / 2) * GROWTH))
     const buffer = new ArrayBuffer(capacity * SLOT_BYTES)
     new Uint8Array(buffer).set(new Uint8Array(this.time.buffer))
     this.time = new Float64Array(buffer)

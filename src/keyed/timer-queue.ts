@@ -166,6 +166,12 @@ export class TimerQueue {
    * never fires, so nothing can tell the difference, except that whether it was a duplicate is not known
    * at the call (the listener is told of accepted ones when they are indexed).
    */
+  /** Makes room for `count` more timers at once (a restore knows how many it enqueues). */
+  reserve(count: number): void {
+    this.records.reserve(count)
+    this.heap.reserve(count)
+  }
+
   enqueue(owner: number, key: StoreKey, timestamp: number, seq: number): void {
     if (this.indexed && this.heap.size === 0 && this.isEmptyAndUnheard()) this.dropIndex()
     if (!this.indexed) {

@@ -122,8 +122,14 @@ export class TimerRecords {
     return this.int[6 * id + 5] as number
   }
 
-  private grow(): void {
-    const capacity = Math.ceil(this.keys.length * GROWTH)
+  /** Makes room for `count` more timers at once (a restore knows how many come). */
+  reserve(count: number): void {
+    const needed = this.nextId + count
+    if (needed > this.keys.length) this.grow(needed)
+  }
+
+  private grow(atLeast = 0): void {
+    const capacity = Math.max(atLeast, Math.ceil(this.keys.length * GROWTH))
     const buffer = new ArrayBuffer(capacity * RECORD_BYTES)
     new Uint8Array(buffer).set(new Uint8Array(this.num.buffer))
     this.num = new Float64Array(buffer)

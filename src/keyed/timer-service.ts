@@ -193,6 +193,13 @@ export class TimerService {
   restore(records: readonly TimerRecord[], userOwner: (name: string) => number, ttlOwner: (name: string) => number): void {
     const tracking = this.changes !== undefined
     if (tracking) this.listen(false)
+    // Each queue grows once to what it receives, rather than by half again and again.
+    const counts = new Map<TimerQueue, number>()
+    for (const r of records) {
+      const queue = (r.kind === 'user' ? this.user : this.ttl)[r.domain]
+      counts.set(queue, (counts.get(queue) ?? 0) + 1)
+    }
+    for (const [queue, count] of counts) queue.reserve(count)
     for (const r of records) {
       const queues = r.kind === 'user' ? this.user : this.ttl
       queues[r.domain].enqueue(r.kind === 'user' ? userOwner(r.owner) : ttlOwner(r.owner), r.key, r.timestamp, r.seq)
