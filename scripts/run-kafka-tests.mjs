@@ -4,7 +4,8 @@
 // jars cached outside the clone), runs the tests, and stops it. Extra arguments narrow the files. A test that never
 // settles fails after 15 minutes, and a file whose tests are done exits even if a failed test left a client open.
 import { spawnSync } from 'node:child_process'
-import { readdirSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startBroker, stopBroker } from './kafka-broker.mjs'
 
@@ -27,9 +28,12 @@ if (bootstrap === undefined || bootstrap === '') {
   bootstrap = broker.bootstrap
   console.log(`Kafka broker at ${bootstrap} (started in ${((Date.now() - t0) / 1000).toFixed(1)} s, pid ${broker.pid})`)
 }
+// The tests' temporary directories go under one folder of this run, removed at the end.
+const scratch = mkdtempSync(join(tmpdir(), 'punctual-kafka-tests-'))
 const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', '--test-timeout=900000', '--test-force-exit', ...files], {
   stdio: 'inherit',
-  env: { ...process.env, PUNCTUAL_KAFKA_BOOTSTRAP: bootstrap },
+  env: { ...process.env, PUNCTUAL_KAFKA_BOOTSTRAP: bootstrap, TMPDIR: scratch },
 })
+rmSync(scratch, { recursive: true, force: true })
 if (broker !== undefined) await stopBroker(broker.dir)
 process.exit(r.status ?? 1)

@@ -4,8 +4,11 @@
 // Extra arguments (e.g. a path filter) narrow the list.
 // A test that never settles fails after 10 minutes, and a file whose tests are done exits even when a failed test
 // left a runtime's timer armed: a hang costs minutes and names the test, not the whole CI budget.
+// The tests' temporary directories (state directories, spill files, crash-test runs) go under one folder
+// of this run (TMPDIR), removed at the end: a run leaves nothing behind.
 import { spawnSync } from 'node:child_process'
-import { readdirSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join, sep } from 'node:path'
 
 function find(dir) {
@@ -23,5 +26,10 @@ if (files.length === 0) {
   console.error('no test files matched')
   process.exit(1)
 }
-const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-timeout=600000', '--test-force-exit', ...files], { stdio: 'inherit' })
+const scratch = mkdtempSync(join(tmpdir(), 'punctual-tests-'))
+const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-timeout=600000', '--test-force-exit', ...files], {
+  stdio: 'inherit',
+  env: { ...process.env, TMPDIR: scratch },
+})
+rmSync(scratch, { recursive: true, force: true })
 process.exit(r.status ?? 1)
