@@ -645,7 +645,7 @@ export class KafkaRuntime {
     const purging = this.purging
     this.purging = undefined
     if (purging !== undefined) {
-      await purging.purger.settled()
+      await purging.purger.close()
       await purging.admin.disconnect()
     }
     this.committer?.close()

@@ -20,6 +20,7 @@ export class RepartitionPurger {
   private readonly due = new Map<string, PartitionOffset>()
   private last: number
   private inFlight: Promise<void> | undefined
+  private closed = false
 
   constructor(
     private readonly isRepartition: (topic: string) => boolean,
@@ -38,7 +39,7 @@ export class RepartitionPurger {
   }
 
   private purgeIfDue(): void {
-    if (this.due.size === 0 || this.inFlight !== undefined) return
+    if (this.closed || this.due.size === 0 || this.inFlight !== undefined) return
     const now = this.clock.now()
     if (now - this.last < this.intervalMs) return
     this.last = now
@@ -63,8 +64,9 @@ export class RepartitionPurger {
     )
   }
 
-  /** Settles once no purge is under way (a stop waits for it before disconnecting the admin client). */
-  async settled(): Promise<void> {
+  /** Starts no purge any more, and settles once none is under way (a stop, before it disconnects the admin client). */
+  async close(): Promise<void> {
+    this.closed = true
     await this.inFlight
   }
 }

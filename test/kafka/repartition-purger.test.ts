@@ -63,7 +63,6 @@ describe('RepartitionPurger: what commits passed is deleted from the repartition
     assert.equal(requests.length, 2, 'the second is under way')
     clock.advance(100)
     requests[1]?.settle()
-    await purger.settled()
     await tick()
     assert.equal(requests.length, 3)
     assert.deepEqual(sent()[2], { topic: 't-repartition', partitions: [{ partition: 0, offset: 3 }] })
@@ -96,6 +95,20 @@ describe('RepartitionPurger: what commits passed is deleted from the repartition
     clock.advance(100)
     purger.committed([])
     assert.deepEqual(sent()[1], { topic: 't-repartition', partitions: [{ partition: 2, offset: 41 }] })
+  })
+
+  it('closed: waits for the request under way, and sends no other, not even for offsets committed meanwhile', async () => {
+    const { purger, requests } = setUp(0)
+    purger.committed([{ topic: 'x-repartition', partition: 0, offset: 1 }])
+    purger.committed([{ topic: 'x-repartition', partition: 0, offset: 2 }])
+    let closed = false
+    const closing = purger.close().then(() => (closed = true))
+    await tick()
+    assert.equal(closed, false, 'not while a request is under way')
+    requests[0]?.settle()
+    await closing
+    purger.committed([{ topic: 'x-repartition', partition: 0, offset: 3 }])
+    assert.equal(requests.length, 1)
   })
 
   it('with an interval of 0, purges after every commit', () => {
