@@ -77,6 +77,8 @@ interface ReportingClient {
 
 /** How long one client call (a transaction step, a flush, a commit) may take before the runtime fails. */
 const CALL_TIMEOUT_MS = 60_000
+/** How long a stop waits for the restore consumers to disconnect. */
+const READER_DISCONNECT_WAIT_MS = 5_000
 
 /**
  * Runs a topology on Apache Kafka, as Kafka Streams does: the instances of one application share its
@@ -633,7 +635,12 @@ export class KafkaRuntime {
       }
     }
     for (const reader of this.readers.values()) reader.close()
-    for (const reader of this.readers.values()) await reader.disconnected()
+    // Bounded: a client callback that never comes must not keep a stop from finishing.
+    const readers = Promise.all([...this.readers.values()].map((r) => r.disconnected()))
+    let waited: NodeJS.Timeout | undefined
+    const bound = new Promise<void>((resolve) => (waited = setTimeout(resolve, READER_DISCONNECT_WAIT_MS)))
+    await Promise.race([readers, bound])
+    clearTimeout(waited)
     this.readers.clear()
     // Leaving the group revokes what is assigned: the rebalance callback still needs the consumer.
     const consumer = this.consumer
