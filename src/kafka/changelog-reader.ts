@@ -20,8 +20,8 @@ const BATCH = 2000
 
 /**
  * A task's changelog records on Kafka, read from the beginning of its partition of each of its
- * sub-topology's changelog topics to their end (under read_committed: the last stable offset, so an
- * open transaction of a crashed instance is not read), as a `ChangelogSource`: the task manager folds
+ * sub-topology's changelog topics (or from a local checkpoint's offsets) to their end (under
+ * read_committed: the last stable offset, so an open transaction of a crashed instance is not read), as a `ChangelogSource`: the task manager folds
  * them into the task's state in bounded steps while the other tasks process. The records of different
  * topics interleave; within a topic they are in offset order, which is all a last-wins fold needs.
  *
@@ -50,7 +50,11 @@ export class ChangelogReader implements ChangelogSource {
     private readonly topics: ChangelogTopics,
     private readonly partition: number,
     private readonly onError: (err: Error) => void,
-  ) {}
+    /** Per topic, the offset to read from (a local checkpoint's); the beginning for the others. */
+    private readonly from: Readonly<Record<string, number>> = {},
+  ) {
+    for (const [topic, offset] of Object.entries(from)) this.positions.set(topic, offset)
+  }
 
   /** Connects the consumer and starts reading; `onConnectFailed` hears of a connect that failed. */
   open(onConnectFailed: (err: { message: string }) => void): void {
@@ -75,7 +79,7 @@ export class ChangelogReader implements ChangelogSource {
         if (!err) this.ends.set(topic, offsets.highOffset)
       })
     }
-    this.consumer.assign(names.map((topic) => ({ topic, partition: this.partition, offset: OFFSET_BEGINNING })))
+    this.consumer.assign(names.map((topic) => ({ topic, partition: this.partition, offset: this.from[topic] ?? OFFSET_BEGINNING })))
     this.fetch()
   }
 

@@ -6,6 +6,9 @@ import { sumMetrics } from '../metrics.js'
 import type { MetricsSnapshot } from '../metrics.js'
 import type { StreamTask } from '../processor/internal/task.js'
 import type { Topology } from '../processor/topology.js'
+import { concatSources } from '../runtime/changelog-source.js'
+import type { ChangelogSource } from '../runtime/changelog-source.js'
+import type { ChangelogRecord } from '../runtime/changelog.js'
 import { Committer } from '../runtime/committer.js'
 import type { CommitStats } from '../runtime/committer.js'
 import type { RuntimeState } from '../runtime/embedded-runtime.js'
@@ -22,6 +25,8 @@ import { ChangelogReader } from './changelog-reader.js'
 import type { RestoreConsumer } from './changelog-reader.js'
 import { ChangelogTopics } from './changelog-topics.js'
 import { loadKafkaClient } from './client.js'
+import { LocalCheckpoints } from './local-checkpoints.js'
+import type { TaskChangelogPartitions } from './local-checkpoints.js'
 import { validateKafkaRuntimeConfig } from './config.js'
 import type { KafkaRuntimeConfig, ValidKafkaRuntimeConfig } from './config.js'
 import { Fetcher } from './fetcher.js'
@@ -122,6 +127,10 @@ export class KafkaRuntime {
   private readonly assigned = new Set<string>()
   private stateDirectory: StateDirectory | undefined
   private readonly ownsStateDir: boolean
+  /** Tasks' state kept in the state directory when they leave, so that they come back reading only the changelog's tail. */
+  private checkpoints: LocalCheckpoints | undefined
+  /** Per restoring task: the records its local checkpoint gave (restore report). */
+  private readonly restoredLocally = new Map<string, number>()
 
   constructor(
     private readonly topology: Topology,
@@ -185,6 +194,7 @@ export class KafkaRuntime {
       const collector = new KafkaRecordCollector(plan.names, counts, sink.send)
       const exactlyOnce = config.processingGuarantee === 'exactly_once_v2'
       const consumer = this.createConsumer(client)
+      this.checkpoints = new LocalCheckpoints(config.stateDir, (topic, partition) => this.endOffset(topic, partition), this.logger)
       const purger = await this.repartitionPurger(client, plan)
       const backend = new KafkaCommitBackend(exactlyOnce, this.commitClient(consumer), sink, (sub) => this.changelogTopics.get(sub) as ChangelogTopics, (t) => plan.names.get(t) ?? t, config.clock, (offsets) =>
         purger?.committed(offsets),
@@ -203,7 +213,12 @@ export class KafkaRuntime {
           stateDir: config.stateDir,
           committer: this.committer,
           onWallClockChange: this.loop.onWallClockChange,
-          onRestored: ({ taskId, count, ms }) => this.logger.info({ taskId, records: count, ms: Math.round(ms) }, `task ${taskId} restored from its changelog topics`),
+          onRestored: ({ taskId, count, ms }) => {
+            const local = this.restoredLocally.get(taskId) ?? 0
+            this.restoredLocally.delete(taskId)
+            const how = local > 0 ? `its local checkpoint (${local} records) and the changelog's tail (${count - local} records)` : `its changelog topics (${count} records)`
+            this.logger.info({ taskId, records: count, local, ms: Math.round(ms) }, `task ${taskId} restored from ${how}`)
+          },
         },
         this.tasks,
       )
@@ -231,6 +246,8 @@ export class KafkaRuntime {
         await this.rebalancing
         // The consumer keeps polling meanwhile: librdkafka reports an offset commit's result through it.
         await this.loop.commitAndWait()
+        // A temporary state directory goes with the instance: nothing to keep for a later run.
+        if (!this.ownsStateDir) await this.saveCheckpoints(this.taskIds())
         await this.fetcher?.stop()
         this.logger.info({ processedRecords: this.metrics().processedRecords }, 'stopping: committed')
         this.currentState = 'NOT_RUNNING'
@@ -447,7 +464,8 @@ export class KafkaRuntime {
     if (ids.length === 0) return
     this.logger.info({ tasks: ids.join(',') }, 'tasks assigned')
     await this.stableOffsets(ids)
-    ;(this.taskManager as TaskManager).assign(ids, (taskId) => this.changelogReader(taskId))
+    await this.checkpoints?.load(ids.map((id) => this.changelogPartitions(id)))
+    ;(this.taskManager as TaskManager).assign(ids, (taskId) => this.restoreSource(taskId))
     this.loop.scheduleRun()
     this.loop.rearm()
   }
@@ -466,8 +484,11 @@ export class KafkaRuntime {
       if (consumer.assignmentLost() || this.recovering) manager.lose(ids)
       else if (this.currentState === 'RUNNING') {
         await this.loop.settled()
+        const leaving = this.checkpointRecords(ids)
         manager.revoke(ids, () => this.loop.commitNow())
         await this.loop.settled()
+        // Before the partitions go: their changelogs' ends are still this commit's.
+        await this.checkpoints?.save(leaving)
       }
     }
     for (const p of partitions) this.fetcher?.remove(p.topic, p.partition)
@@ -497,8 +518,43 @@ export class KafkaRuntime {
     return this.definitions.filter((d) => d.subtopology.sourceTopics.every((t) => this.assigned.has(`${plan.names.get(t) ?? t}:${d.partition}`))).map((d) => d.id)
   }
 
-  /** A reader of a task's changelog topics, on a consumer of its own (assigned by hand, no group). */
-  private changelogReader(taskId: string): ChangelogReader {
+  /** Where a task assigned here restores from: its local checkpoint, if it has one, then its changelog topics. */
+  private restoreSource(taskId: string): ChangelogSource {
+    const local = this.checkpoints?.take(taskId)
+    if (local === undefined) return this.changelogReader(taskId)
+    this.restoredLocally.set(taskId, local.count)
+    return concatSources(local.source(), this.changelogReader(taskId, local.offsets))
+  }
+
+  /** A task's partition of each of its sub-topology's changelog topics. */
+  private changelogPartitions(taskId: string): TaskChangelogPartitions {
+    const def = this.definitions.find((d) => d.id === taskId) as TaskDefinition
+    return { taskId, partition: def.partition, topics: (this.changelogTopics.get(def.subtopology.id) as ChangelogTopics).topics() }
+  }
+
+  /** The state of these active tasks as changelog records, for their local checkpoints. */
+  private checkpointRecords(ids: readonly string[]): Array<TaskChangelogPartitions & { records: ChangelogRecord[] }> {
+    const committer = this.committer as Committer
+    return this.tasks.filter((t) => ids.includes(t.taskId.toString())).map((task) => ({ ...this.changelogPartitions(task.taskId.toString()), records: committer.codecOf(task).checkpointRecords(task.checkpoint()) }))
+  }
+
+  /** Keeps these active tasks' state, just committed, in the state directory. */
+  private async saveCheckpoints(ids: readonly string[]): Promise<void> {
+    await this.checkpoints?.save(this.checkpointRecords(ids))
+  }
+
+  /** A partition's end offset (its high watermark), asked of the broker. */
+  private endOffset(topic: string, partition: number): Promise<number> {
+    const consumer = this.consumer as Consumer
+    return new Promise((resolve, reject) =>
+      consumer.queryWatermarkOffsets(topic, partition, CALL_TIMEOUT_MS, (err, offsets) =>
+        err ? reject(new PunctualError('ILLEGAL_STATE', `reading the end offset of ${topic}-${partition}: ${err.message}`, { cause: err })) : resolve(offsets.highOffset),
+      ),
+    )
+  }
+
+  /** A reader of a task's changelog topics (from the beginning, or from `from`), on a consumer of its own (assigned by hand, no group). */
+  private changelogReader(taskId: string, from?: Readonly<Record<string, number>>): ChangelogReader {
     const client = this.client as typeof Client
     const def = this.definitions.find((d) => d.id === taskId) as TaskDefinition
     const consumer = new client.RdKafka.KafkaConsumer({
@@ -516,7 +572,7 @@ export class KafkaRuntime {
     } as Client.ConsumerGlobalConfig) as Consumer
     consumer.setDefaultConsumeTimeout(50)
     consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
-    const reader = new ChangelogReader(consumer as unknown as RestoreConsumer, this.changelogTopics.get(def.subtopology.id) as ChangelogTopics, def.partition, (err) => this.fail(err))
+    const reader = new ChangelogReader(consumer as unknown as RestoreConsumer, this.changelogTopics.get(def.subtopology.id) as ChangelogTopics, def.partition, (err) => this.fail(err), from)
     this.readers.set(taskId, reader)
     reader.open((err) => this.fail(new PunctualError('ILLEGAL_STATE', `task ${taskId}: connecting its restore consumer: ${err.message}`, { cause: err })))
     return reader
@@ -571,7 +627,8 @@ export class KafkaRuntime {
         const complete = this.completeTasks()
         if (complete.length > 0) {
           await this.stableOffsets(complete)
-          manager.assign(complete, (taskId) => this.changelogReader(taskId))
+          await this.checkpoints?.load(complete.map((id) => this.changelogPartitions(id)))
+          manager.assign(complete, (taskId) => this.restoreSource(taskId))
         }
         this.logger.info({ tasks: complete.join(',') }, 'recovered from the failed transaction: tasks restoring from their last commit')
         this.loop.scheduleRun()
@@ -656,6 +713,7 @@ export class KafkaRuntime {
       await purging.admin.disconnect()
     }
     this.committer?.close()
+    await this.checkpoints?.written()
     this.stateDirectory?.release()
     this.stateDirectory = undefined
     if (this.ownsStateDir) rmSync(this.config.stateDir, { recursive: true, force: true })

@@ -38,3 +38,25 @@ export function recordsSource(records: Iterable<ChangelogRecord>): ChangelogSour
     },
   }
 }
+
+/**
+ * The records of `first`, then those of `second` (a task's local checkpoint, then its changelog's tail):
+ * `second` is read only once `first` is, so records apply in the order they were written.
+ */
+export function concatSources(first: ChangelogSource, second: ChangelogSource): ChangelogSource {
+  const firstDone = (): boolean => first.remaining() === 0
+  return {
+    remaining() {
+      const a = first.remaining()
+      const b = second.remaining()
+      return a === undefined || b === undefined ? undefined : a + b
+    },
+    read(max) {
+      if (!firstDone()) return first.read(max)
+      return second.read(max)
+    },
+    ...(second.whenReadable === undefined && first.whenReadable === undefined
+      ? {}
+      : { whenReadable: () => (!firstDone() ? (first.whenReadable?.() ?? Promise.resolve()) : (second.whenReadable?.() ?? Promise.resolve())) }),
+  }
+}

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { Serdes, silentLogger, StreamsBuilder } from '../../src/index.js'
 import type { Logger } from '../../src/util/logger.js'
@@ -23,13 +26,16 @@ function countsAboveOne(input: string, output: string) {
   return b.build()
 }
 
-/** A logger that hands each restore report (the info line with taskId, records and ms) to `onRestored`. */
-function restoreLogger(onRestored: (taskId: string, records: number, ms: number) => void): Logger {
+/**
+ * A logger that hands each restore report (the info line with taskId, records and ms) to `onRestored`,
+ * with the records of them its local checkpoint gave.
+ */
+function restoreLogger(onRestored: (taskId: string, records: number, ms: number, local: number) => void): Logger {
   const logger: Logger = {
     ...silentLogger,
     info: (fields: unknown) => {
-      const f = fields as { taskId?: unknown; records?: unknown; ms?: unknown }
-      if (typeof f.taskId === 'string' && typeof f.records === 'number' && typeof f.ms === 'number') onRestored(f.taskId, f.records, f.ms)
+      const f = fields as { taskId?: unknown; records?: unknown; ms?: unknown; local?: unknown }
+      if (typeof f.taskId === 'string' && typeof f.records === 'number' && typeof f.ms === 'number') onRestored(f.taskId, f.records, f.ms, f.local as number)
     },
     child: () => logger,
   }
@@ -73,5 +79,61 @@ describe('KafkaRuntime: a big task moves', () => {
     await second.stop()
     const out = (await broker.cluster.readAll(output, 1)).flat().map((r) => `${r.key}=${r.value}`)
     assert.deepEqual(out.sort(), again.map((r) => `${r.key}=2`).sort())
+  })
+
+  it('an instance that comes back with its state directory reads its local checkpoint, then only the changelog written since', async () => {
+    const input = `${run}-local-in`
+    const output = `${run}-local-out`
+    await broker.cluster.createTopic(input, 1)
+    await broker.cluster.createTopic(output, 1)
+    const n = 20_000
+    const at = (i: number, pass: number) => ({ key: `key-${i}`, value: 'v', timestamp: 1_700_000_000_000 + pass * n + i })
+    const dir = mkdtempSync(join(tmpdir(), 'punctual-local-'))
+    const stateDir = join(dir, 'state')
+    const config = { applicationId: `${run}-local-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'exactly_once_v2' as const }
+    const restores: Array<{ records: number; local: number }> = []
+    const logger = restoreLogger((_t, records, _ms, local) => restores.push({ records, local }))
+    const firstRestores: number[] = []
+    try {
+      // Every key counted once, on an instance with a state directory: its stop keeps the task there.
+      await broker.cluster.produce(input, 1, Array.from({ length: n }, (_, i) => at(i, 0)))
+      const first = new KafkaRuntime(countsAboveOne(input, output), { ...config, stateDir, logger: restoreLogger((_t, records) => firstRestores.push(records)) })
+      broker.track(first)
+      await first.start()
+      await until('the first run counted every key', () => first.metrics().processedRecords >= n, 300_000)
+      await first.stop()
+      assert.ok(existsSync(join(stateDir, 'tasks', '0_0.checkpoint')), 'the stop wrote the task’s checkpoint')
+      assert.deepEqual(firstRestores, [0], 'nothing to restore the first time')
+
+      // Meanwhile another instance (no state directory of its own) runs the task: 100 counts go to 2.
+      const other = new KafkaRuntime(countsAboveOne(input, output), { ...config, logger })
+      broker.track(other)
+      await other.start()
+      await until('the other instance restored the task', () => restores.length === 1, 300_000)
+      assert.equal(restores[0]?.local, 0, 'the other instance has no checkpoint')
+      await broker.cluster.produce(input, 1, Array.from({ length: 100 }, (_, i) => at(i, 1)))
+      await until('the other instance counted them', () => other.metrics().processedRecords >= 100, 120_000)
+      await other.stop()
+
+      // Back with its state directory: the checkpoint, then the other instance's changes from the changelog.
+      const back = new KafkaRuntime(countsAboveOne(input, output), { ...config, stateDir, logger })
+      broker.track(back)
+      await back.start()
+      await until('the instance that came back restored the task', () => restores.length === 2, 300_000)
+      const { records, local } = restores[1] as { records: number; local: number }
+      process.stdout.write(`# restored from the local checkpoint: ${local} records, then ${records - local} from the changelog's tail\n`)
+      assert.ok(local >= n, `${local} records from the checkpoint, at least one per key`)
+      assert.ok(records - local >= 100 && records - local < 1_000, `${records - local} records from the changelog: the other instance's 100 counts and its clocks, not the whole changelog`)
+      // Keys the other instance counted go to 3 (the tail was applied); a key only the checkpoint knows goes to 2.
+      const last = [...Array.from({ length: 100 }, (_, i) => at(i, 2)), at(n - 1, 2)]
+      await broker.cluster.produce(input, 1, last)
+      await until('the instance that came back counted them', () => back.metrics().processedRecords >= last.length, 120_000)
+      await back.stop()
+      const out = (await broker.cluster.readAll(output, 1)).flat().map((r) => `${r.key}=${r.value}`)
+      const expected = [...Array.from({ length: 100 }, (_, i) => `key-${i}=2`), ...Array.from({ length: 100 }, (_, i) => `key-${i}=3`), `key-${n - 1}=2`]
+      assert.deepEqual(out.sort(), expected.sort())
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

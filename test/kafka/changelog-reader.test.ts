@@ -11,6 +11,7 @@ type Callback<A extends unknown[]> = (...args: A) => void
 /** A restore consumer whose calls answer only when the test says: it records what was called while what was under way. */
 class FakeConsumer implements RestoreConsumer {
   readonly calls: string[] = []
+  assigned: Array<TopicPartitionRef & { offset: number }> = []
   connecting: Callback<[null]> | undefined
   consuming: Callback<[null, ConsumedMessage[]]> | undefined
   disconnecting: Callback<[]> | undefined
@@ -20,7 +21,8 @@ class FakeConsumer implements RestoreConsumer {
     this.calls.push('connect')
     this.connecting = callback
   }
-  assign(): void {
+  assign(partitions: Array<TopicPartitionRef & { offset: number }>): void {
+    this.assigned = partitions
     this.calls.push('assign')
   }
   consume(_max: number, callback: Callback<[null, ConsumedMessage[]]>): void {
@@ -112,5 +114,22 @@ describe('ChangelogReader: its restore consumer', () => {
     assert.deepEqual(failures, ['broker unreachable'])
     const never = reader(new FakeConsumer())
     await never.disconnected()
+  })
+
+  it('reads from the beginning, or from the offsets given (a local checkpoint), counting what remains from there', () => {
+    const own = new ChangelogTopics('app', 0, ['counts'])
+    const [store, task] = own.topics() as [string, string]
+    const fromStart = new FakeConsumer()
+    new ChangelogReader(fromStart, own, 0, (err) => assert.fail(err)).open((err) => assert.fail(err.message))
+    fromStart.connected()
+    assert.deepEqual(fromStart.assigned, [{ topic: store, partition: 0, offset: -2 }, { topic: task, partition: 0, offset: -2 }])
+
+    const fromCheckpoint = new FakeConsumer()
+    const tail = new ChangelogReader(fromCheckpoint, own, 0, (err) => assert.fail(err), { [store]: 7, [task]: 1 })
+    tail.open((err) => assert.fail(err.message))
+    fromCheckpoint.connected()
+    assert.deepEqual(fromCheckpoint.assigned, [{ topic: store, partition: 0, offset: 7 }, { topic: task, partition: 0, offset: 1 }])
+    // The fake's end offsets are 1: nothing remains of the task topic, nor of the store topic past 7 (never 0 before the end).
+    assert.equal(tail.remaining(), 1)
   })
 })
