@@ -45,9 +45,10 @@ const ASSIGN = -175
 const REVOKE = -174
 /**
  * Why an at-least-once offset commit may not go through for a while: the member left the group or its
- * assignment changed (it rejoins by itself), the coordinator moved, the broker is away.
+ * assignment changed (it rejoins by itself), the coordinator moved or is loading, the broker is away.
  */
 const GROUP_COMMIT_LAPSES = new Set([
+  14, // COORDINATOR_LOAD_IN_PROGRESS (a broker that just restarted)
   15, // COORDINATOR_NOT_AVAILABLE
   16, // NOT_COORDINATOR
   22, // ILLEGAL_GENERATION
