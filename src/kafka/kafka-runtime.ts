@@ -83,6 +83,10 @@ interface ReportingClient {
 
 /** How long one client call (a transaction step, a flush, a commit) may take before the runtime fails. */
 const CALL_TIMEOUT_MS = 60_000
+/** How long one request for the group's committed offsets may go unanswered before it is made again. */
+const COMMITTED_ATTEMPT_MS = 5_000
+/** librdkafka's "local: timed out". */
+const TIMED_OUT = -185
 /** How long a stop waits for the restore consumers to disconnect. */
 const READER_DISCONNECT_WAIT_MS = 5_000
 
@@ -508,9 +512,7 @@ export class KafkaRuntime {
     const consumer = this.consumer as Consumer
     const plan = this.plan as TopicPlan
     const partitions = this.definitions.filter((d) => ids.includes(d.id)).flatMap((d) => d.subtopology.sourceTopics.map((t) => ({ topic: plan.names.get(t) ?? t, partition: d.partition })))
-    await new Promise<void>((resolve, reject) => {
-      consumer.committed(partitions, CALL_TIMEOUT_MS, (err) => (err ? reject(new PunctualError('ILLEGAL_STATE', `reading the group's offsets of ${partitions.map((p) => `${p.topic}-${p.partition}`).join(', ')}: ${err.message}`, { cause: err, retriable: true })) : resolve()))
-    })
+    await committedOffsets(consumer, partitions)
   }
 
   /** Tasks all of whose input partitions are assigned here. */
@@ -661,9 +663,7 @@ export class KafkaRuntime {
   private async seekToCommitted(partitions: TopicPartitionRef[]): Promise<void> {
     if (partitions.length === 0) return
     const consumer = this.consumer as Consumer
-    const committed = await new Promise<Client.TopicPartitionOffset[]>((resolve, reject) =>
-      consumer.committed(partitions, CALL_TIMEOUT_MS, (e, offsets) => (e ? reject(new PunctualError('ILLEGAL_STATE', `reading the group's offsets: ${e.message}`, { cause: e })) : resolve(offsets))),
-    )
+    const committed = await committedOffsets(consumer, partitions)
     for (const c of committed) {
       const offset = c.offset !== undefined && c.offset >= 0 ? c.offset : OFFSET_BEGINNING
       await new Promise<void>((resolve, reject) => consumer.seek({ topic: c.topic, partition: c.partition, offset }, CALL_TIMEOUT_MS, (e) => (e ? reject(new PunctualError('ILLEGAL_STATE', `seeking ${c.topic}-${c.partition} to ${offset}: ${e.message}`, { cause: e })) : resolve())))
@@ -733,6 +733,26 @@ async function retried(call: () => Promise<void>): Promise<void> {
     } catch (err) {
       if ((err as { isRetriable?: boolean }).isRetriable !== true || Date.now() + pause > deadline) throw err
       await new Promise((resolve) => setTimeout(resolve, pause))
+    }
+  }
+}
+
+/**
+ * The group's committed offsets of these partitions (stable ones: the consumer reads committed). Asked
+ * again after COMMITTED_ATTEMPT_MS without an answer, up to CALL_TIMEOUT_MS: after a broker restart, the
+ * client can drop a request made while it had no coordinator, and its caller would wait the whole
+ * timeout for an answer that is not coming.
+ */
+async function committedOffsets(consumer: Client.KafkaConsumer, partitions: TopicPartitionRef[]): Promise<Client.TopicPartitionOffset[]> {
+  const deadline = Date.now() + CALL_TIMEOUT_MS
+  for (;;) {
+    const attempt = Math.min(COMMITTED_ATTEMPT_MS, Math.max(1, deadline - Date.now()))
+    try {
+      return await new Promise<Client.TopicPartitionOffset[]>((resolve, reject) => consumer.committed(partitions, attempt, (err, offsets) => (err ? reject(err) : resolve(offsets))))
+    } catch (err) {
+      if ((err as { code?: number }).code !== TIMED_OUT || Date.now() >= deadline) {
+        throw new PunctualError('ILLEGAL_STATE', `reading the group's offsets of ${partitions.map((p) => `${p.topic}-${p.partition}`).join(', ')}: ${(err as Error).message}`, { cause: err })
+      }
     }
   }
 }
