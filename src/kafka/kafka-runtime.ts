@@ -83,6 +83,15 @@ interface ReportingClient {
 
 /** How long one client call (a transaction step, a flush, a commit) may take before the runtime fails. */
 const CALL_TIMEOUT_MS = 60_000
+/**
+ * librdkafka settings of every client, before the user's (who may override them). No re-bootstrap when
+ * every known broker is unreachable (a one-broker cluster restarting, a client cut off for a moment):
+ * librdkafka 2.15 then drops those brokers, can keep the group coordinator cached on one of them, and a
+ * `sendOffsetsToTransaction` waits for it forever, past its timeout (librdkafka issues 5456 and 5511).
+ * The client reconnects to the brokers it knows instead.
+ */
+const CLIENT_DEFAULTS = { 'metadata.recovery.strategy': 'none' } as const
+
 /** How long one request for the group's committed offsets may go unanswered before it is made again. */
 const COMMITTED_ATTEMPT_MS = 5_000
 /** librdkafka's "local: timed out". */
@@ -321,7 +330,7 @@ export class KafkaRuntime {
   }
 
   private admin(client: typeof Client): Client.KafkaJS.Admin {
-    const kafka = new client.KafkaJS.Kafka({ ...this.config.client, 'bootstrap.servers': this.config.bootstrapServers, kafkaJS: { logLevel: client.KafkaJS.logLevel.ERROR } } as Client.KafkaJS.CommonConstructorConfig)
+    const kafka = new client.KafkaJS.Kafka({ ...CLIENT_DEFAULTS, ...this.config.client, 'bootstrap.servers': this.config.bootstrapServers, kafkaJS: { logLevel: client.KafkaJS.logLevel.ERROR } } as Client.KafkaJS.CommonConstructorConfig)
     return kafka.admin()
   }
 
@@ -334,6 +343,7 @@ export class KafkaRuntime {
       'linger.ms': 5,
       // As Kafka Streams: a crashed instance's open transaction blocks read_committed readers this long at most.
       ...(exactlyOnce ? { 'transaction.timeout.ms': 10_000 } : {}),
+      ...CLIENT_DEFAULTS,
       ...config.client,
       ...config.producer,
       'bootstrap.servers': config.bootstrapServers,
@@ -365,6 +375,7 @@ export class KafkaRuntime {
   private createConsumer(client: typeof Client): Consumer {
     const { config } = this
     const consumer = new client.RdKafka.KafkaConsumer({
+      ...CLIENT_DEFAULTS,
       ...config.client,
       ...config.consumer,
       'bootstrap.servers': config.bootstrapServers,
@@ -561,6 +572,7 @@ export class KafkaRuntime {
     const client = this.client as typeof Client
     const def = this.definitions.find((d) => d.id === taskId) as TaskDefinition
     const consumer = new client.RdKafka.KafkaConsumer({
+      ...CLIENT_DEFAULTS,
       ...this.config.client,
       ...this.config.consumer,
       'bootstrap.servers': this.config.bootstrapServers,
