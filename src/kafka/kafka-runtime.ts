@@ -84,18 +84,22 @@ interface ReportingClient {
 /** How long one client call (a transaction step, a flush, a commit) may take before the runtime fails. */
 const CALL_TIMEOUT_MS = 60_000
 /**
- * librdkafka settings of every client, before the user's (who may override them). No re-bootstrap when
+ * librdkafka settings of the producer, before the user's (who may override them). No re-bootstrap when
  * every known broker is unreachable (a one-broker cluster restarting, a client cut off for a moment):
- * librdkafka 2.15 then drops those brokers, can keep the group coordinator cached on one of them, and a
- * `sendOffsetsToTransaction` waits for it forever, past its timeout (librdkafka issues 5456 and 5511).
- * The client reconnects to the brokers it knows instead.
+ * librdkafka 2.15 then drops those brokers, can keep the transaction's group coordinator cached on one of
+ * them, and `sendOffsetsToTransaction` waits for it forever, past its timeout (librdkafka issues 5456
+ * and 5511). Without re-bootstrap a step times out instead, and a producer that cannot abort in time is
+ * replaced (`abortOrReplaceProducer`). The consumers keep librdkafka's default: without re-bootstrap a
+ * consumer that dropped its brokers never finds its group coordinator again.
  */
-const CLIENT_DEFAULTS = { 'metadata.recovery.strategy': 'none' } as const
+const PRODUCER_DEFAULTS = { 'metadata.recovery.strategy': 'none' } as const
 
 /** How long one request for the group's committed offsets may go unanswered before it is made again. */
 const COMMITTED_ATTEMPT_MS = 5_000
 /** librdkafka's "local: timed out". */
 const TIMED_OUT = -185
+/** How long an abort of a failed transaction may take before the producer is replaced instead. */
+const ABORT_TIMEOUT_MS = 10_000
 /** How long a stop waits for the restore consumers to disconnect. */
 const READER_DISCONNECT_WAIT_MS = 5_000
 
@@ -330,7 +334,7 @@ export class KafkaRuntime {
   }
 
   private admin(client: typeof Client): Client.KafkaJS.Admin {
-    const kafka = new client.KafkaJS.Kafka({ ...CLIENT_DEFAULTS, ...this.config.client, 'bootstrap.servers': this.config.bootstrapServers, kafkaJS: { logLevel: client.KafkaJS.logLevel.ERROR } } as Client.KafkaJS.CommonConstructorConfig)
+    const kafka = new client.KafkaJS.Kafka({ ...this.config.client, 'bootstrap.servers': this.config.bootstrapServers, kafkaJS: { logLevel: client.KafkaJS.logLevel.ERROR } } as Client.KafkaJS.CommonConstructorConfig)
     return kafka.admin()
   }
 
@@ -343,7 +347,7 @@ export class KafkaRuntime {
       'linger.ms': 5,
       // As Kafka Streams: a crashed instance's open transaction blocks read_committed readers this long at most.
       ...(exactlyOnce ? { 'transaction.timeout.ms': 10_000 } : {}),
-      ...CLIENT_DEFAULTS,
+      ...PRODUCER_DEFAULTS,
       ...config.client,
       ...config.producer,
       'bootstrap.servers': config.bootstrapServers,
@@ -375,7 +379,6 @@ export class KafkaRuntime {
   private createConsumer(client: typeof Client): Consumer {
     const { config } = this
     const consumer = new client.RdKafka.KafkaConsumer({
-      ...CLIENT_DEFAULTS,
       ...config.client,
       ...config.consumer,
       'bootstrap.servers': config.bootstrapServers,
@@ -432,7 +435,7 @@ export class KafkaRuntime {
       done?.(err ?? undefined)
     })
     return {
-      sendOffsetsToTransaction: (offsets) => retried(() => promised((cb) => producer().sendOffsetsToTransaction(offsets, consumer, CALL_TIMEOUT_MS, cb))),
+      sendOffsetsToTransaction: (offsets) => retried(() => promised((cb) => producer().sendOffsetsToTransaction(offsets, consumer, CALL_TIMEOUT_MS, cb)), abortOnTimeout),
       commitTransaction: () => retried(() => promised((cb) => producer().commitTransaction(CALL_TIMEOUT_MS, cb))),
       beginTransaction: () => promised((cb) => producer().beginTransaction(cb)),
       flush: () => promised((cb) => producer().flush(CALL_TIMEOUT_MS, cb)),
@@ -479,7 +482,10 @@ export class KafkaRuntime {
     const ids = this.completeTasks().filter((id) => !this.taskIds().includes(id) && !(this.taskManager as TaskManager).restoringIds().includes(id))
     if (ids.length === 0) return
     this.logger.info({ tasks: ids.join(',') }, 'tasks assigned')
-    await this.stableOffsets(ids)
+    if (!(await this.stableOffsets(ids, () => consumer.assignmentLost()))) {
+      this.logger.info({ tasks: ids.join(',') }, 'the assignment was lost while the group offsets were read: the tasks wait for the next one')
+      return
+    }
     await this.checkpoints?.load(ids.map((id) => this.changelogPartitions(id)))
     ;(this.taskManager as TaskManager).assign(ids, (taskId) => this.restoreSource(taskId))
     this.loop.scheduleRun()
@@ -519,11 +525,17 @@ export class KafkaRuntime {
    * a last stable offset short of the previous owner's last commit, and resume from older positions
    * than the records it already processed.
    */
-  private async stableOffsets(ids: readonly string[]): Promise<void> {
+  private async stableOffsets(ids: readonly string[], lost: () => boolean): Promise<boolean> {
     const consumer = this.consumer as Consumer
     const plan = this.plan as TopicPlan
     const partitions = this.definitions.filter((d) => ids.includes(d.id)).flatMap((d) => d.subtopology.sourceTopics.map((t) => ({ topic: plan.names.get(t) ?? t, partition: d.partition })))
-    await committedOffsets(consumer, partitions)
+    try {
+      await committedOffsets(consumer, partitions, lost)
+      return true
+    } catch (err) {
+      if (err instanceof AssignmentLost) return false
+      throw err
+    }
   }
 
   /** Tasks all of whose input partitions are assigned here. */
@@ -572,7 +584,6 @@ export class KafkaRuntime {
     const client = this.client as typeof Client
     const def = this.definitions.find((d) => d.id === taskId) as TaskDefinition
     const consumer = new client.RdKafka.KafkaConsumer({
-      ...CLIENT_DEFAULTS,
       ...this.config.client,
       ...this.config.consumer,
       'bootstrap.servers': this.config.bootstrapServers,
@@ -632,20 +643,26 @@ export class KafkaRuntime {
           fetcher.remove(p.topic, p.partition)
           fetcher.add(p.topic, p.partition, 0)
         }
-        await this.seekToCommitted(partitions)
+        const lost = (): boolean => (this.consumer as Consumer).assignmentLost()
+        const sought = await this.seekToCommitted(partitions, lost).then(
+          () => true,
+          (e: unknown) => (e instanceof AssignmentLost ? false : Promise.reject(e)),
+        )
         fetcher.assigned(partitions)
         fetcher.start()
         const producer = this.producer as Client.Producer
         await promised((cb) => producer.beginTransaction(cb))
         this.sink?.release()
         this.recovering = false
-        const complete = this.completeTasks()
+        const complete = sought ? this.completeTasks() : []
+        if (complete.length > 0 && !(await this.stableOffsets(complete, lost))) complete.length = 0
         if (complete.length > 0) {
-          await this.stableOffsets(complete)
           await this.checkpoints?.load(complete.map((id) => this.changelogPartitions(id)))
           manager.assign(complete, (taskId) => this.restoreSource(taskId))
+          this.logger.info({ tasks: complete.join(',') }, 'recovered from the failed transaction: tasks restoring from their last commit')
+        } else {
+          this.logger.info({}, "recovered from the failed transaction; the group took this instance's partitions back meanwhile (its member was fenced): their tasks restore when they are assigned again")
         }
-        this.logger.info({ tasks: complete.join(',') }, 'recovered from the failed transaction: tasks restoring from their last commit')
         this.loop.scheduleRun()
         this.loop.rearm()
       })
@@ -660,22 +677,24 @@ export class KafkaRuntime {
   private async abortOrReplaceProducer(): Promise<void> {
     const old = this.producer as Client.Producer
     try {
-      await retried(() => promised((cb) => old.abortTransaction(CALL_TIMEOUT_MS, cb)))
+      await retried(() => promised((cb) => old.abortTransaction(ABORT_TIMEOUT_MS, cb)), abortOnTimeout)
       return
     } catch (err) {
-      if ((err as { isFatal?: boolean }).isFatal !== true) throw err
+      // Fenced, or no answer from its coordinator: a new producer finds the coordinator afresh.
+      const e = err as { isFatal?: boolean; code?: number }
+      if (e.isFatal !== true && e.code !== TIMED_OUT) throw err
+      this.logger.warn({ code: e.code }, `the producer ${e.isFatal === true ? 'was fenced' : 'could not abort its transaction in time'}: replacing it`)
     }
-    this.logger.warn({}, 'the producer was fenced: replacing it')
     await new Promise<void>((resolve) => old.disconnect(() => resolve()))
     const producer = await this.connectProducer(this.client as typeof Client)
     this.sink?.use(producer as unknown as RecordProducer)
   }
 
   /** Moves the consumer of these partitions to the group's committed offsets (the beginning where none is). */
-  private async seekToCommitted(partitions: TopicPartitionRef[]): Promise<void> {
+  private async seekToCommitted(partitions: TopicPartitionRef[], lost: () => boolean): Promise<void> {
     if (partitions.length === 0) return
     const consumer = this.consumer as Consumer
-    const committed = await committedOffsets(consumer, partitions)
+    const committed = await committedOffsets(consumer, partitions, lost)
     for (const c of committed) {
       const offset = c.offset !== undefined && c.offset >= 0 ? c.offset : OFFSET_BEGINNING
       await new Promise<void>((resolve, reject) => consumer.seek({ topic: c.topic, partition: c.partition, offset }, CALL_TIMEOUT_MS, (e) => (e ? reject(new PunctualError('ILLEGAL_STATE', `seeking ${c.topic}-${c.partition} to ${offset}: ${e.message}`, { cause: e })) : resolve())))
@@ -735,19 +754,24 @@ export class KafkaRuntime {
 
 /**
  * A transaction step again while librdkafka says it may be (a coordinator loading after a broker
- * restart, a broker away for a moment), with growing pauses, for CALL_TIMEOUT_MS at most.
+ * restart, a broker away for a moment), with growing pauses, for CALL_TIMEOUT_MS at most; `stop` says
+ * which retriable errors are not worth another try.
  */
-async function retried(call: () => Promise<void>): Promise<void> {
+async function retried(call: () => Promise<void>, stop: (err: unknown) => boolean = () => false): Promise<void> {
   const deadline = Date.now() + CALL_TIMEOUT_MS
   for (let pause = 100; ; pause = Math.min(2 * pause, 2000)) {
     try {
       return await call()
     } catch (err) {
+      if (stop(err)) throw err
       if ((err as { isRetriable?: boolean }).isRetriable !== true || Date.now() + pause > deadline) throw err
       await new Promise((resolve) => setTimeout(resolve, pause))
     }
   }
 }
+
+/** The consumer's assignment was lost (its member fenced) while the runtime waited for the group's offsets. */
+class AssignmentLost extends Error {}
 
 /**
  * The group's committed offsets of these partitions (stable ones: the consumer reads committed). Asked
@@ -755,18 +779,31 @@ async function retried(call: () => Promise<void>): Promise<void> {
  * client can drop a request made while it had no coordinator, and its caller would wait the whole
  * timeout for an answer that is not coming.
  */
-async function committedOffsets(consumer: Client.KafkaConsumer, partitions: TopicPartitionRef[]): Promise<Client.TopicPartitionOffset[]> {
+async function committedOffsets(consumer: Client.KafkaConsumer, partitions: TopicPartitionRef[], lost: () => boolean): Promise<Client.TopicPartitionOffset[]> {
   const deadline = Date.now() + CALL_TIMEOUT_MS
   for (;;) {
     const attempt = Math.min(COMMITTED_ATTEMPT_MS, Math.max(1, deadline - Date.now()))
     try {
       return await new Promise<Client.TopicPartitionOffset[]>((resolve, reject) => consumer.committed(partitions, attempt, (err, offsets) => (err ? reject(err) : resolve(offsets))))
     } catch (err) {
+      // A fenced member rejoins only once its lost partitions are given up, which waits for this rebalance event handling to end.
+      if ((err as { code?: number }).code === TIMED_OUT && lost()) throw new AssignmentLost()
       if ((err as { code?: number }).code !== TIMED_OUT || Date.now() >= deadline) {
         throw new PunctualError('ILLEGAL_STATE', `reading the group's offsets of ${partitions.map((p) => `${p.topic}-${p.partition}`).join(', ')}: ${(err as Error).message}`, { cause: err })
       }
     }
   }
+}
+
+/**
+ * A transaction step that timed out locally is not tried again: librdkafka can keep a request to a
+ * coordinator it lost waiting past its timeout (issue 5456), and every retry times out the same way.
+ * The transaction is aborted instead (marked so for `onFailure`), and its tasks go back to their last commit.
+ */
+function abortOnTimeout(err: unknown): boolean {
+  if ((err as { code?: number }).code !== TIMED_OUT) return false
+  ;(err as { isTxnRequiresAbort?: boolean }).isTxnRequiresAbort = true
+  return true
 }
 
 /** A client call taking a node-style callback, as a promise. */
