@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
+import { inspectCommand } from './inspect-command.js'
 import { runApp, runKafkaApp } from './run-command.js'
 import { scenarioRun } from './scenario-command.js'
 import type { Io } from './scenario-command.js'
@@ -46,6 +47,14 @@ export async function main(argv: readonly string[], io: Io = stdio): Promise<num
         io.err("punctual run: --state-dir <dir> is required (or --kafka <bootstrap> to run on Kafka)")
         code = 2
       } else code = await runApp(app, opts.stateDir, io)
+    })
+  program
+    .command('inspect')
+    .description('what a state directory holds: its application, each task\'s stream time, input positions, punctuations, pending timers, keyed states and stores (read-only; refused while a process holds it)')
+    .argument('<state-dir>', 'the state directory')
+    .option('--json', 'print the report as JSON')
+    .action((stateDir: string, opts: { json?: boolean }) => {
+      code = inspectCommand(stateDir, opts, io)
     })
   try {
     await program.parseAsync([...argv])

@@ -98,6 +98,17 @@ function lock(path: string): void {
   throw new PunctualError('STATE_DIR_LOCKED', `state directory ${path}: could not take over a stale lock`)
 }
 
+/** The process holding a state directory, if a live one does. */
+export function lockOwner(path: string): number | undefined {
+  let owner: number
+  try {
+    owner = Number(readFileSync(join(path, LOCK_FILE), 'utf8').trim())
+  } catch {
+    return undefined
+  }
+  return Number.isInteger(owner) && owner > 0 && isAlive(owner) ? owner : undefined
+}
+
 function isAlive(pid: number): boolean {
   if (pid === process.pid) return true
   try {
