@@ -38,6 +38,11 @@ export default tseslint.config(
     'Keyed state, windows, suppression and the DSL build on the public processor API; the task that runs them (processor/internal) uses them, not the other way round.',
     ['**/processor/internal/*'],
   ),
+  forbid(
+    ['src/monitoring/**'],
+    [...ENGINE, ...ABOVE_ENGINE],
+    'src/monitoring serves metrics snapshots (src/metrics.ts); the runtimes start it, so it imports none of them, nor the engine.',
+  ),
   forbid(['src/state/**'], ['log', ...ABOVE_ENGINE], 'State stores and checkpoints know neither the runtimes nor where topics are kept (the embedded runtime puts its log beside the checkpoints).', ['**/processor/internal/*']),
   forbid(
     ['src/processor/api.ts', 'src/processor/serdes.ts'],

@@ -1,5 +1,45 @@
 import type { DropReason } from './processor/errors.js'
 
+/**
+ * Upper bounds (ms) of the buckets of wall-clock punctuation lateness; a last bucket takes the rest.
+ * From "on time" (the one timer fires within a millisecond) to "held up by a long commit or a stall".
+ */
+export const PUNCTUATION_LATENESS_BUCKETS_MS: readonly number[] = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000]
+
+/** A histogram over fixed buckets, preallocated: observing a value allocates nothing. */
+export class BucketHistogram {
+  /** Per bucket (the bounds' order, then one for values above the last bound): how many values fell in it. */
+  readonly counts: Float64Array
+  sum = 0
+  count = 0
+
+  constructor(readonly bounds: readonly number[]) {
+    this.counts = new Float64Array(bounds.length + 1)
+  }
+
+  observe(value: number): void {
+    let i = 0
+    while (i < this.bounds.length && value > (this.bounds[i] as number)) i++
+    this.counts[i] = (this.counts[i] as number) + 1
+    this.sum += value
+    this.count++
+  }
+
+  snapshot(): HistogramSnapshot {
+    let cumulative = 0
+    const buckets = this.bounds.map((le, i) => ({ le, count: (cumulative += this.counts[i] as number) }))
+    return { buckets, sum: this.sum, count: this.count }
+  }
+}
+
+/** A histogram's buckets as Prometheus has them: cumulative counts of values up to `le`. */
+export interface HistogramSnapshot {
+  readonly buckets: ReadonlyArray<{ readonly le: number; readonly count: number }>
+  readonly sum: number
+  /** All values, those above the last bound included. */
+  readonly count: number
+}
+
 /** Counters of one task. Plain fields: incrementing them costs nothing on the per-record path. */
 export class TaskMetrics {
   processedRecords = 0
@@ -12,6 +52,97 @@ export class TaskMetrics {
     timer: 0,
     late: 0,
   }
+  /**
+   * How far behind stream time records arrived (0 for a record that is not behind), summed, and the
+   * largest: Kafka Streams' record-lateness (its average is the sum over the records processed).
+   */
+  recordLatenessSumMs = 0
+  recordLatenessMaxMs = 0
+  /** How late wall-clock punctuations fired after their due time (catch-up calls at start not included). */
+  readonly punctuationLateness = new BucketHistogram(PUNCTUATION_LATENESS_BUCKETS_MS)
+}
+
+/** Pending timers of a task by kind (user timers, TTL cleanup timers) and time domain. */
+export interface PendingTimers {
+  readonly user: { readonly event: number; readonly processing: number }
+  readonly ttl: { readonly event: number; readonly processing: number }
+}
+
+/**
+ * The capability of a store that buffers records (a suppression): what it holds now. Read only when
+ * metrics are asked for.
+ */
+export const BUFFER_METRICS = Symbol('punctual.bufferMetrics')
+export interface BufferingStore {
+  [BUFFER_METRICS](): { readonly records: number; readonly bytes: number }
+}
+
+export function bufferingStore(store: unknown): BufferingStore | undefined {
+  return typeof store === 'object' && store !== null && BUFFER_METRICS in store ? (store as BufferingStore) : undefined
+}
+
+/** What a suppression holds. */
+export interface SuppressionBufferMetrics {
+  readonly store: string
+  readonly records: number
+  /** Sum of the entries' sizes (key and value bytes as serialized, and a fixed overhead). */
+  readonly bytes: number
+}
+
+/** One task, as it stands. */
+export interface TaskMetricsSnapshot {
+  readonly taskId: string
+  readonly processedRecords: number
+  readonly punctuations: number
+  readonly droppedRecords: Readonly<Record<DropReason, number>>
+  /** The largest timestamp the task has processed; undefined before its first record. */
+  readonly streamTime: number | undefined
+  /** The wall clock minus stream time (how far processing is behind now), when there is a stream time. */
+  readonly streamTimeLagMs: number | undefined
+  readonly recordLateness: { readonly avgMs: number; readonly maxMs: number }
+  readonly punctuationLateness: HistogramSnapshot
+  readonly pendingTimers: PendingTimers
+  /** Due times of the next stream-time and wall-clock punctuations (undefined: none scheduled). */
+  readonly nextPunctuation: { readonly streamTime: number | undefined; readonly wallClock: number | undefined }
+  readonly suppressionBuffers: readonly SuppressionBufferMetrics[]
+}
+
+/** How far a task's restore has come. */
+export interface RestoreProgress {
+  readonly taskId: string
+  /** Changelog records (the Kafka runtime, or a task moved within the embedded one), or the state directory. */
+  readonly from: 'changelog' | 'stateDirectory'
+  /** Changelog records, or state directory entries (keyed state keys, timers, store entries), read. */
+  readonly restored: number
+  /** Still to read, when known. */
+  readonly remaining: number | undefined
+}
+
+/** How many commits ran and how long they took. */
+export interface CommitStats {
+  readonly commits: number
+  /** From the start of a commit until it is durable. */
+  readonly meanMs: number
+  readonly maxMs: number
+  /** The part of a commit that runs on the event loop (collecting changes, encoding, queuing writes), in all. */
+  readonly blockingMeanMs: number
+  /** The longest the event loop was held at once by a commit (the call that takes it, or one of its later slices). */
+  readonly blockingMaxMs: number
+}
+
+/** A runtime's metrics: the counters summed over every task it ran, and each active task as it stands. */
+export interface RuntimeMetrics extends MetricsSnapshot {
+  readonly applicationId: string
+  /** The runtime's state (CREATED, RUNNING, ...). */
+  readonly state: string
+  /** The runtime's clock when the snapshot was taken. */
+  readonly wallClockTime: number
+  /** The active tasks, in the order they process. */
+  readonly tasks: readonly TaskMetricsSnapshot[]
+  /** Tasks restoring, and how far they have come. */
+  readonly restoring: readonly RestoreProgress[]
+  /** Commits so far (none before start). */
+  readonly commits: CommitStats | undefined
 }
 
 /** A snapshot of counters summed over tasks. */
@@ -28,5 +159,5 @@ export function sumMetrics(all: Iterable<TaskMetrics>): MetricsSnapshot {
     out.punctuations += m.punctuations
     for (const k of Object.keys(m.droppedRecords) as DropReason[]) out.droppedRecords[k] += m.droppedRecords[k]
   }
-  return out
+  return { processedRecords: out.processedRecords, punctuations: out.punctuations, droppedRecords: out.droppedRecords }
 }

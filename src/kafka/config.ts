@@ -8,6 +8,8 @@ import type { Scheduler } from '../time/scheduler.js'
 import { consoleLogger } from '../util/logger.js'
 import type { Logger } from '../util/logger.js'
 import { temporaryStateDir } from '../util/state-dir.js'
+import { validateMetricsEndpoint } from '../monitoring/metrics-server.js'
+import type { MetricsEndpoint } from '../monitoring/metrics-server.js'
 
 /** Kafka Streams' processing guarantees (`exactly_once_v2`: KIP-447, one transactional producer per instance). */
 export type ProcessingGuarantee = 'at_least_once' | 'exactly_once_v2'
@@ -62,10 +64,16 @@ export interface KafkaRuntimeConfig {
   deadLetterTopic?: string
   /** @default writes to stderr */
   logger?: Logger
+  /**
+   * Serves the metrics over HTTP, opt-in: `GET http://host:port/metrics` in Prometheus' text format
+   * (`metricsAddress()` tells where, with port 0 a free one). @default none
+   */
+  metrics?: MetricsEndpoint
 }
 
-export type ValidKafkaRuntimeConfig = Required<Omit<KafkaRuntimeConfig, 'client' | 'consumer' | 'producer' | 'deadLetterTopic'>> & {
+export type ValidKafkaRuntimeConfig = Required<Omit<KafkaRuntimeConfig, 'client' | 'consumer' | 'producer' | 'deadLetterTopic' | 'metrics'>> & {
   readonly deadLetterTopic: string | undefined
+  readonly metrics: Required<MetricsEndpoint> | undefined
   readonly client: KafkaClientSettings
   readonly consumer: KafkaClientSettings
   readonly producer: KafkaClientSettings
@@ -118,5 +126,6 @@ export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKaf
     errorHandler: config.errorHandler ?? ErrorHandlers.failOnUserCodeErrors(logger),
     deadLetterTopic: checkDeadLetterTopic(where, config.deadLetterTopic),
     logger,
+    metrics: validateMetricsEndpoint(where, config.metrics),
   }
 }

@@ -2,8 +2,10 @@ import { randomUUID } from 'node:crypto'
 import { rmSync } from 'node:fs'
 import type * as Client from '@confluentinc/kafka-javascript'
 import { PunctualError } from '../errors.js'
-import { sumMetrics } from '../metrics.js'
-import type { MetricsSnapshot } from '../metrics.js'
+import type { RuntimeMetrics } from '../metrics.js'
+import { runtimeMetrics, StateListeners } from '../runtime/runtime-metrics.js'
+import { RuntimeMetricsServer } from '../monitoring/metrics-server.js'
+import type { MetricsAddress } from '../monitoring/metrics-server.js'
 import type { StreamTask } from '../processor/internal/task.js'
 import type { Topology } from '../processor/topology.js'
 import { concatSources } from '../runtime/changelog-source.js'
@@ -119,6 +121,8 @@ export class KafkaRuntime {
   private readonly loop: TaskLoop
   private readonly errorListeners: Array<(err: Error) => void> = []
   private currentState: RuntimeState = 'CREATED'
+  private readonly stateListeners = new StateListeners<RuntimeState>()
+  private readonly metricsServer: RuntimeMetricsServer
   private failure: Error | undefined
   private committer: Committer | undefined
   private taskManager: TaskManager | undefined
@@ -159,6 +163,7 @@ export class KafkaRuntime {
     this.ownsStateDir = config.stateDir === undefined
     this.transactionalId = `${this.config.applicationId}-${randomUUID()}`
     this.logger = this.config.logger.child?.({ applicationId: this.config.applicationId }) ?? this.config.logger
+    this.metricsServer = new RuntimeMetricsServer(this.config.metrics)
     this.loop = new TaskLoop({
       tasks: this.tasks,
       clock: this.config.clock,
@@ -179,10 +184,23 @@ export class KafkaRuntime {
     return this.currentState
   }
 
-  /** Told when the runtime stops on a failure while running (not for a failing `start()`, which rejects). */
-  on(event: 'error', listener: (err: Error) => void): this {
-    if (event === 'error') this.errorListeners.push(listener)
+  /**
+   * `'error'`: told when the runtime stops on a failure while running (not for a failing `start()`, which
+   * rejects). `'stateChange'`: told each change of `state` (new state first); a listener that throws is logged.
+   */
+  on(event: 'error', listener: (err: Error) => void): this
+  on(event: 'stateChange', listener: (next: RuntimeState, previous: RuntimeState) => void): this
+  on(event: 'error' | 'stateChange', listener: ((err: Error) => void) | ((next: RuntimeState, previous: RuntimeState) => void)): this {
+    if (event === 'error') this.errorListeners.push(listener as (err: Error) => void)
+    else if (event === 'stateChange') this.stateListeners.add(listener as (next: RuntimeState, previous: RuntimeState) => void)
+    else throw new PunctualError('INVALID_ARGUMENT', `runtime.on: no event ${JSON.stringify(event)}; the events are 'error' and 'stateChange'`)
     return this
+  }
+
+  private setState(next: RuntimeState): void {
+    const previous = this.currentState
+    this.currentState = next
+    this.stateListeners.changed(next, previous, (err) => this.logger.error({ err }, `a stateChange listener threw: ${(err as Error).message}`))
   }
 
   /**
@@ -242,7 +260,12 @@ export class KafkaRuntime {
       )
       if (exactlyOnce) await promised((cb) => producer.beginTransaction(cb))
       await promised((cb) => consumer.connect({}, cb))
-      this.currentState = 'RUNNING'
+      this.setState('RUNNING')
+      this.metricsServer.start(
+        () => this.metrics(),
+        (address) => this.logger.info({ url: address.url }, `metrics at ${address.url}`),
+        (err) => this.fail(err),
+      )
       const sources = [...new Set(this.topology.subtopologies().flatMap((s) => s.sourceTopics))].map((t) => plan.names.get(t) ?? t)
       consumer.subscribe(sources)
       fetcher.start()
@@ -250,7 +273,7 @@ export class KafkaRuntime {
       this.logger.info({ bootstrapServers: config.bootstrapServers, processingGuarantee: config.processingGuarantee, topics: sources.join(',') }, 'started: joining the group')
     } catch (err) {
       await this.shutDown()
-      this.currentState = 'ERROR'
+      this.setState('ERROR')
       throw err
     }
   }
@@ -258,7 +281,7 @@ export class KafkaRuntime {
   /** Commits the tasks, leaves the group and disconnects. Rejects with the failure if the runtime had stopped on an error. */
   async stop(): Promise<void> {
     if (this.currentState === 'RUNNING') {
-      this.currentState = 'PENDING_SHUTDOWN'
+      this.setState('PENDING_SHUTDOWN')
       this.loop.disarm()
       try {
         await this.rebalancing
@@ -268,20 +291,25 @@ export class KafkaRuntime {
         if (!this.ownsStateDir) await this.saveCheckpoints(this.taskIds())
         await this.fetcher?.stop()
         this.logger.info({ processedRecords: this.metrics().processedRecords }, 'stopping: committed')
-        this.currentState = 'NOT_RUNNING'
+        this.setState('NOT_RUNNING')
       } catch (err) {
         this.fail(err)
       }
       await this.shutDown()
     } else if (this.currentState === 'CREATED') {
-      this.currentState = 'NOT_RUNNING'
+      this.setState('NOT_RUNNING')
     }
     if (this.failure !== undefined) throw this.failure
   }
 
-  /** Counts of the tasks this instance ran (active ones and those it no longer has). */
-  metrics(): MetricsSnapshot {
-    return sumMetrics(this.taskManager?.metrics() ?? [])
+  /** Counters of the tasks this instance ran (active ones and those it no longer has), and each active task as it stands. */
+  metrics(): RuntimeMetrics {
+    return runtimeMetrics({ applicationId: this.config.applicationId, state: this.currentState, clock: this.config.clock, tasks: this.taskManager, commits: this.committer?.stats() })
+  }
+
+  /** Where the metrics are served (the `metrics` setting), once listening; undefined without the setting. */
+  metricsAddress(): Promise<MetricsAddress | undefined> {
+    return this.metricsServer.address()
   }
 
   /** How many commits ran and how long they took (undefined before start). */
@@ -706,7 +734,7 @@ export class KafkaRuntime {
     if (this.failure !== undefined || this.currentState === 'NOT_RUNNING') return
     const error = err instanceof Error ? err : new Error(String(err))
     this.failure = error
-    this.currentState = 'ERROR'
+    this.setState('ERROR')
     this.loop.disarm()
     if (this.errorListeners.length === 0) this.logger.error({ err: error }, `stopped on an error: ${error.message}`)
     for (const l of this.errorListeners) l(error)
@@ -745,6 +773,7 @@ export class KafkaRuntime {
       await purging.admin.disconnect()
     }
     this.committer?.close()
+    await this.metricsServer.close()
     await this.checkpoints?.written()
     this.stateDirectory?.release()
     this.stateDirectory = undefined

@@ -1,3 +1,4 @@
+import type { PendingTimers } from '../metrics.js'
 import type { StoreKey } from '../processor/api.js'
 import type { TimeDomain } from './api.js'
 import { TimerQueue } from './timer-queue.js'
@@ -168,6 +169,14 @@ export class TimerService {
 
   ttlTimerCount(domain: TimeDomain): number {
     return this.ttl[domain].size
+  }
+
+  /** Pending timers by kind and domain. */
+  pending(): PendingTimers {
+    return {
+      user: { event: this.user.event.size, processing: this.user.processing.size },
+      ttl: { event: this.ttl.event.size, processing: this.ttl.processing.size },
+    }
   }
 
   /** Every pending timer, in firing order (`compareTimers`). */

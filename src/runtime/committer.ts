@@ -8,16 +8,9 @@ import type { ChangelogListener, ChangelogRecord, TaskChangelog } from './change
 import { TaskChangelogCodec } from './changelog-records.js'
 import type { CheckpointRestore, CommitBackend, TaskCommit } from './commit-backend.js'
 
-export interface CommitStats {
-  readonly commits: number
-  /** From the start of a commit until it is durable. */
-  readonly meanMs: number
-  readonly maxMs: number
-  /** The part of a commit that runs on the event loop (collecting changes, encoding, queuing writes), in all. */
-  readonly blockingMeanMs: number
-  /** The longest the event loop was held at once by a commit (the call that takes it, or one of its later slices). */
-  readonly blockingMaxMs: number
-}
+import type { CommitStats } from '../metrics.js'
+
+export type { CommitStats } from '../metrics.js'
 
 /**
  * Collects each task's commit (checkpoint, state changes, their changelog records) the same way for

@@ -10,6 +10,8 @@ import type { Logger } from '../util/logger.js'
 import { temporaryStateDir } from '../util/state-dir.js'
 import type { ChangelogListener } from './changelog.js'
 import { SLICE_COMMITS_ABOVE } from '../state/checkpoint-store.js'
+import { validateMetricsEndpoint } from '../monitoring/metrics-server.js'
+import type { MetricsEndpoint } from '../monitoring/metrics-server.js'
 
 export interface TopicConfig {
   readonly partitions: number
@@ -62,6 +64,11 @@ export interface EmbeddedRuntimeConfig {
   /** @default writes to stderr */
   logger?: Logger
   /**
+   * Serves the metrics over HTTP, opt-in: `GET http://host:port/metrics` in Prometheus' text format
+   * (`metricsAddress()` tells where, with port 0 a free one). @default none
+   */
+  metrics?: MetricsEndpoint
+  /**
    * The application's state directory. Given, it makes the run durable: each commit writes the tasks'
    * state, their input positions and the topics to it, and a restart with the same directory resumes
    * exactly where the last commit left off. It must be new, empty, or this application's (another
@@ -79,7 +86,8 @@ export interface EmbeddedRuntimeConfig {
 
 /** Validates once, at construction, and fills in defaults. */
 /** A validated configuration: every setting filled in but the optional listener. */
-export type ValidRuntimeConfig = Required<Omit<EmbeddedRuntimeConfig, 'topics' | 'changelog' | 'deadLetterTopic'>> & Pick<EmbeddedRuntimeConfig, 'changelog'> & { readonly deadLetterTopic: string | undefined }
+export type ValidRuntimeConfig = Required<Omit<EmbeddedRuntimeConfig, 'topics' | 'changelog' | 'deadLetterTopic' | 'metrics'>> &
+  Pick<EmbeddedRuntimeConfig, 'changelog'> & { readonly deadLetterTopic: string | undefined; readonly metrics: Required<MetricsEndpoint> | undefined }
 
 export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): ValidRuntimeConfig {
   const where = 'EmbeddedRuntime config'
@@ -113,6 +121,7 @@ export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): ValidRunti
     deadLetterTopic: checkDeadLetterTopic(where, config.deadLetterTopic),
     logger,
     stateDir: config.stateDir ?? temporaryStateDir(config.applicationId),
+    metrics: validateMetricsEndpoint(where, config.metrics),
     ...(config.changelog === undefined ? {} : { changelog: config.changelog }),
   }
 }

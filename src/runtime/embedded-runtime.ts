@@ -2,8 +2,10 @@ import { rmSync } from 'node:fs'
 import { PunctualError } from '../errors.js'
 import { DurableLog } from '../log/durable-log.js'
 import { TopicRegistry } from '../log/topics.js'
-import { sumMetrics } from '../metrics.js'
-import type { MetricsSnapshot } from '../metrics.js'
+import type { RuntimeMetrics } from '../metrics.js'
+import { runtimeMetrics, StateListeners } from './runtime-metrics.js'
+import { RuntimeMetricsServer } from '../monitoring/metrics-server.js'
+import type { MetricsAddress } from '../monitoring/metrics-server.js'
 import { NO_HEADERS } from '../processor/api.js'
 import type { Headers } from '../processor/api.js'
 import type { ErrorHandler } from '../processor/errors.js'
@@ -59,6 +61,8 @@ export class EmbeddedRuntime {
   private readonly subscriptions = new Subscriptions(() => this.durableTopics !== undefined)
   private readonly errorListeners: Array<(err: Error) => void> = []
   private currentState: RuntimeState = 'CREATED'
+  private readonly stateListeners = new StateListeners<RuntimeState>()
+  private readonly metricsServer: RuntimeMetricsServer
   private failure: Error | undefined
   private stateDirectory: StateDirectory | undefined
   /** True when no stateDir was given: the runtime made a temporary one and removes it on stop. */
@@ -82,6 +86,7 @@ export class EmbeddedRuntime {
     this.config = valid
     this.clock = valid.clock
     this.logger = valid.logger.child?.({ applicationId: valid.applicationId }) ?? valid.logger
+    this.metricsServer = new RuntimeMetricsServer(valid.metrics)
     this.errorHandler = valid.errorHandler
     this.loop = new TaskLoop({
       tasks: this.tasks,
@@ -163,9 +168,23 @@ export class EmbeddedRuntime {
     return unsubscribe
   }
 
-  on(event: 'error', listener: (err: Error) => void): this {
-    if (event === 'error') this.errorListeners.push(listener)
+  /**
+   * `'error'`: told when the runtime stops on a failure while running. `'stateChange'`: told each change
+   * of `state` (new state first), as Kafka Streams' StateListener; a listener that throws is logged.
+   */
+  on(event: 'error', listener: (err: Error) => void): this
+  on(event: 'stateChange', listener: (next: RuntimeState, previous: RuntimeState) => void): this
+  on(event: 'error' | 'stateChange', listener: ((err: Error) => void) | ((next: RuntimeState, previous: RuntimeState) => void)): this {
+    if (event === 'error') this.errorListeners.push(listener as (err: Error) => void)
+    else if (event === 'stateChange') this.stateListeners.add(listener as (next: RuntimeState, previous: RuntimeState) => void)
+    else throw new PunctualError('INVALID_ARGUMENT', `runtime.on: no event ${JSON.stringify(event)}; the events are 'error' and 'stateChange'`)
     return this
+  }
+
+  private setState(next: RuntimeState): void {
+    const previous = this.currentState
+    this.currentState = next
+    this.stateListeners.changed(next, previous, (err) => this.logger.error({ err }, `a stateChange listener threw: ${(err as Error).message}`))
   }
 
   /**
@@ -209,7 +228,12 @@ export class EmbeddedRuntime {
       this.shutDownOnFailure(err)
       throw err
     }
-    this.currentState = 'RUNNING'
+    this.setState('RUNNING')
+    this.metricsServer.start(
+      () => this.metrics(),
+      (address) => this.logger.info({ url: address.url }, `metrics at ${address.url}`),
+      (err) => this.fail(err),
+    )
     // What init restored or registered (schedules' baselines, catch-up fires) is durable from the start.
     this.loop.commit()
     this.loop.scheduleRun()
@@ -227,7 +251,7 @@ export class EmbeddedRuntime {
    */
   async stop(options: { drain?: boolean } = {}): Promise<void> {
     if (this.currentState === 'RUNNING') {
-      this.currentState = 'PENDING_SHUTDOWN'
+      this.setState('PENDING_SHUTDOWN')
       this.loop.disarm()
       try {
         if (options.drain ?? true) {
@@ -238,20 +262,31 @@ export class EmbeddedRuntime {
         await this.loop.commitAndWait()
         this.subscriptions.deliver()
         for (const task of this.tasks) task.close()
-        this.currentState = 'NOT_RUNNING'
+        this.setState('NOT_RUNNING')
         this.logger.info({ processedRecords: this.metrics().processedRecords }, 'stopped')
       } catch (err) {
         this.fail(err)
       }
       this.closeStateDirectory()
     } else if (this.currentState === 'CREATED') {
-      this.currentState = 'NOT_RUNNING'
+      this.setState('NOT_RUNNING')
     }
+    await this.metricsServer.close()
     if (this.failure !== undefined) throw this.failure
   }
 
-  metrics(): MetricsSnapshot {
-    return sumMetrics(this.taskManager?.metrics() ?? [])
+  /** Where the metrics are served (the `metrics` setting), once listening; undefined without the setting. */
+  metricsAddress(): Promise<MetricsAddress | undefined> {
+    return this.metricsServer.address()
+  }
+
+  /**
+   * Counters summed over every task this runtime ran, and each active task as it stands: stream time and
+   * its lag behind the clock, record lateness, wall-clock punctuation lateness, pending timers, what each
+   * suppression buffers; restores under way and commit times.
+   */
+  metrics(): RuntimeMetrics {
+    return runtimeMetrics({ applicationId: this.config.applicationId, state: this.currentState, clock: this.clock, tasks: this.taskManager, commits: this.committer.stats() })
   }
 
   /**
@@ -382,7 +417,7 @@ export class EmbeddedRuntime {
   /** Closes tasks and releases the state directory after a failure; the first failure is the one reported. */
   private shutDownOnFailure(err: unknown): Error {
     const error = err instanceof Error ? err : new Error(String(err))
-    this.currentState = 'ERROR'
+    this.setState('ERROR')
     this.loop.disarm()
     for (const task of this.tasks) {
       try {

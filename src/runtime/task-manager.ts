@@ -1,5 +1,5 @@
 import { PunctualError } from '../errors.js'
-import type { TaskMetrics } from '../metrics.js'
+import type { RestoreProgress, TaskMetrics } from '../metrics.js'
 import type { StreamTask } from '../processor/internal/task.js'
 import type { ChangelogRecord } from './changelog.js'
 import { ChangelogRestorer } from './changelog-records.js'
@@ -13,16 +13,7 @@ import type { TaskRestore } from './task-restore.js'
 /** Entries a restore reads per step while a stopping runtime finishes it. */
 const FINISH_BATCH = 10_000
 
-/** How far a task's restore has come. */
-export interface RestoreProgress {
-  readonly taskId: string
-  /** Changelog records (the Kafka runtime, or a task moved within the embedded one), or the state directory. */
-  readonly from: 'changelog' | 'stateDirectory'
-  /** Changelog records, or state directory entries (keyed state keys, timers, store entries), read. */
-  readonly restored: number
-  /** Still to read, when known. */
-  readonly remaining: number | undefined
-}
+export type { RestoreProgress } from '../metrics.js'
 
 /** A task being restored: what it is read from, and how far. */
 interface Restoring {

@@ -1,3 +1,4 @@
+import { BUFFER_METRICS } from '../metrics.js'
 import type { StoreKey } from '../processor/api.js'
 import { DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
@@ -226,6 +227,11 @@ export class SuppressionStore<K, V> {
 
   get buffer(): SuppressionBuffer<K, V> {
     return this.current
+  }
+
+  /** What the buffer holds (metrics). */
+  [BUFFER_METRICS](): { records: number; bytes: number } {
+    return { records: this.current.numRecords, bytes: this.current.bufferSize }
   }
 
   /**

@@ -3,7 +3,7 @@ import { readKey, readValue } from '../processor/record-io.js'
 import type { PartitionLog } from '../log/partition-log.js'
 import { TopicRegistry } from '../log/topics.js'
 import { sumMetrics } from '../metrics.js'
-import type { MetricsSnapshot } from '../metrics.js'
+import type { MetricsSnapshot, TaskMetricsSnapshot } from '../metrics.js'
 import { NO_HEADERS } from '../processor/api.js'
 import type { Headers, KeyValueStore, StateStore, StoreKey, StreamRecord } from '../processor/api.js'
 import { ErrorHandlers } from '../processor/errors.js'
@@ -145,8 +145,9 @@ export class TopologyTestDriver {
     throw new PunctualError('ILLEGAL_STATE', `no keyed processor named "${processorName}" in this topology`)
   }
 
-  metrics(): MetricsSnapshot {
-    return sumMetrics(this.tasks.map((t) => t.metrics))
+  /** Counters summed over the tasks, and each task as it stands (as a runtime's `metrics()` gives them). */
+  metrics(): MetricsSnapshot & { readonly tasks: readonly TaskMetricsSnapshot[] } {
+    return { ...sumMetrics(this.tasks.map((t) => t.metrics)), tasks: this.tasks.map((t) => t.metricsSnapshot()) }
   }
 
   /** What the tasks would commit now; pass it to a new driver to simulate a restart. */

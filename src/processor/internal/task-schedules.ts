@@ -12,6 +12,8 @@ export interface ScheduleHost {
   run(p: Punctuation, now: number): void
   /** Called when the earliest wall-clock due time may have moved. */
   wallClockChanged(): void
+  /** How long after its due time a wall-clock punctuation fired (metrics). */
+  wallClockLateness(ms: number): void
 }
 
 /**
@@ -90,7 +92,7 @@ export class TaskSchedules {
   }
 
   punctuateWall(now: number): number {
-    return this.wall.punctuate(now, this.fire)
+    return this.wall.punctuate(now, this.fireWall)
   }
 
   lastFireTimes(): Record<string, number> {
@@ -100,5 +102,11 @@ export class TaskSchedules {
   private readonly fire = (p: Punctuation, now: number): void => {
     this.lastFires.set(p.name, now)
     this.host.run(p, now)
+  }
+
+  /** A wall-clock punctuation fired on its timer: `due` is still the point it fires for. */
+  private readonly fireWall = (p: Punctuation, now: number): void => {
+    this.host.wallClockLateness(now - p.due)
+    this.fire(p, now)
   }
 }

@@ -1,3 +1,5 @@
+import { BUFFER_METRICS, bufferingStore } from '../../metrics.js'
+import type { SuppressionBufferMetrics } from '../../metrics.js'
 import type { StateStore, StoreKey } from '../api.js'
 import { durableStore } from '../../state/stores.js'
 import type { StoreBuilder } from '../../state/stores.js'
@@ -58,6 +60,16 @@ export class TaskStores {
   /** The changes last taken are durable. */
   committed(): void {
     for (const store of this.stores.values()) durableStore(store)?.committed?.()
+  }
+
+  /** What each buffering store (a suppression) holds now. */
+  suppressionBuffers(): SuppressionBufferMetrics[] {
+    const out: SuppressionBufferMetrics[] = []
+    for (const [name, store] of this.stores) {
+      const buffering = bufferingStore(store)
+      if (buffering !== undefined) out.push({ store: name, ...buffering[BUFFER_METRICS]() })
+    }
+    return out
   }
 
   close(): void {

@@ -9,6 +9,7 @@ import { KeyedTaskState } from '../../keyed/keyed-task-state.js'
 import type { KeyedChanges, KeyedChangesLater, KeyedEntryOut } from '../../keyed/keyed-task-state.js'
 import type { TimerService } from '../../keyed/timer-service.js'
 import { TaskMetrics } from '../../metrics.js'
+import type { PendingTimers, TaskMetricsSnapshot } from '../../metrics.js'
 import type { Cancellable, ProcessorSupplier, Punctuator, RecordMetadata, ScheduleSpec, StateStore, StoreKey } from '../api.js'
 import type { DropReason } from '../errors.js'
 import { InputChooser } from './input-chooser.js'
@@ -26,6 +27,8 @@ import { TaskStores } from './task-stores.js'
 import type { StoreBuilder } from '../../state/stores.js'
 import { TaskIdImpl } from './task-config.js'
 import type { TaskCheckpoint, TaskConfig } from './task-config.js'
+
+const NO_TIMERS: PendingTimers = { user: { event: 0, processing: 0 }, ttl: { event: 0, processing: 0 } }
 
 /** Stream time before the first record. Timestamps are >= 0, so -1 keeps the field a plain number. */
 const UNKNOWN = -1
@@ -63,6 +66,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
         wallClockNow: () => this.config.clock.now(),
         run: this.runPunctuation,
         wallClockChanged: () => this.config.onWallClockChange?.(),
+        wallClockLateness: (ms) => this.metrics.punctuationLateness.observe(ms),
       },
       checkpoint?.lastFires,
     )
@@ -120,6 +124,11 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
       if (q === undefined) break
       const record = q.take()
       if (record.timestamp > this.streamTime) this.streamTime = record.timestamp
+      else {
+        const lateness = this.streamTime - record.timestamp
+        this.metrics.recordLatenessSumMs += lateness
+        if (lateness > this.metrics.recordLatenessMaxMs) this.metrics.recordLatenessMaxMs = lateness
+      }
       this.current = q
       try {
         q.source.process(record)
@@ -149,6 +158,27 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
   /** Earliest wall-clock time this task needs to be woken for (timer, punctuation, end of an idle wait). */
   nextWallClockDue(): number {
     return Math.min(this.schedules.nextWallDue(), this.keyed?.timerService.nextProcessingDueToArm() ?? Infinity, this.chooser.nextIdleDeadline())
+  }
+
+  /** The task's metrics as they stand: its counters, clocks, pending timers and suppression buffers. */
+  metricsSnapshot(): TaskMetricsSnapshot {
+    const m = this.metrics
+    const streamTime = this.streamTimeOrUndefined()
+    const nextStream = this.schedules.nextStreamDue()
+    const nextWall = this.schedules.nextWallDue()
+    return {
+      taskId: this.taskId.toString(),
+      processedRecords: m.processedRecords,
+      punctuations: m.punctuations,
+      droppedRecords: { ...m.droppedRecords },
+      streamTime,
+      streamTimeLagMs: streamTime === undefined ? undefined : this.config.clock.now() - streamTime,
+      recordLateness: { avgMs: m.processedRecords === 0 ? 0 : m.recordLatenessSumMs / m.processedRecords, maxMs: m.recordLatenessMaxMs },
+      punctuationLateness: m.punctuationLateness.snapshot(),
+      pendingTimers: this.keyed?.timerService.pending() ?? NO_TIMERS,
+      nextPunctuation: { streamTime: nextStream === Infinity ? undefined : nextStream, wallClock: nextWall === Infinity ? undefined : nextWall },
+      suppressionBuffers: this.stores.suppressionBuffers(),
+    }
   }
 
   /** Whether a record could be processed now. */

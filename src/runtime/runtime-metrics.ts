@@ -1,0 +1,47 @@
+import { sumMetrics } from '../metrics.js'
+import type { CommitStats, RuntimeMetrics } from '../metrics.js'
+import type { Clock } from '../time/clock.js'
+import type { TaskManager } from './task-manager.js'
+
+/** What a runtime's metrics are made of: shared by the embedded and the Kafka runtime. */
+export interface MetricsSource {
+  readonly applicationId: string
+  readonly state: string
+  readonly clock: Clock
+  readonly tasks: TaskManager | undefined
+  readonly commits: CommitStats | undefined
+}
+
+/** A runtime's metrics now: counters of every task it ran, and each active task as it stands. */
+export function runtimeMetrics(source: MetricsSource): RuntimeMetrics {
+  return {
+    ...sumMetrics(source.tasks?.metrics() ?? []),
+    applicationId: source.applicationId,
+    state: source.state,
+    wallClockTime: source.clock.now(),
+    tasks: source.tasks?.active.map((t) => t.metricsSnapshot()) ?? [],
+    restoring: source.tasks?.restoreProgress() ?? [],
+    commits: source.commits,
+  }
+}
+
+/** A runtime's state listeners (`on('stateChange', ...)`): told each change, new state first, as Kafka Streams' StateListener. */
+export class StateListeners<S extends string> {
+  private readonly listeners: Array<(next: S, previous: S) => void> = []
+
+  add(listener: (next: S, previous: S) => void): void {
+    this.listeners.push(listener)
+  }
+
+  /** Tells every listener; one that throws does not keep the others from hearing it. */
+  changed(next: S, previous: S, onListenerError: (err: unknown) => void): void {
+    if (next === previous) return
+    for (const l of this.listeners) {
+      try {
+        l(next, previous)
+      } catch (err) {
+        onListenerError(err)
+      }
+    }
+  }
+}
