@@ -150,6 +150,13 @@ if (want('windowed-final')) {
     `${(100 * r.durableShare).toFixed(0)}% of in-memory (median of ${r.durableShares.length} pairs, each with an in-memory run: ${r.durableShares.map((x) => `${(100 * x).toFixed(0)}%`).join(', ')}); same output: ${r.durableIdenticalOutput}`,
     '>= 50% of in-memory',
   ])
+  const pct = (x: number): string => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}%`
+  rows.push([
+    '  the same with metrics on (the Prometheus endpoint, scraped every 100 ms)',
+    `${pct(r.metricsCost)} time`,
+    `mean of ${r.metricsCosts.length} pairs, half with metrics first: ${r.metricsCosts.map(pct).join(', ')}; ${r.metricsScrapes} scrapes answered in all; same output: ${r.metricsIdenticalOutput}`,
+    'within 5%',
+  ])
 }
 if (want('spill')) {
   // Each run is an in-memory/spilling pair back to back; the median pair is reported.

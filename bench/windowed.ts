@@ -2,6 +2,9 @@ import { BufferConfig, EmbeddedRuntime, Serdes, silentLogger, StreamsBuilder, Su
 import type { Topology, Windowed } from '../src/index.js'
 import { TimeOrderedBuffer } from '../src/suppress/buffer.js'
 import { TopologyTestDriver } from '../src/testing/index.js'
+import { spawn } from 'node:child_process'
+import { createServer } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,6 +15,10 @@ import { median } from './stats.js'
 export const HOUR = 3_600_000
 /** Measured punctual/hand-written pairs in the windowed-final benchmark. */
 const PAIRS = 3
+/** How often the metrics-on runs are scraped: ten times Prometheus' usual rate at its fastest. */
+const SCRAPE_EVERY_MS = 100
+/** Pairs of the metrics comparison: an even number, half in each order. */
+const METRICS_PAIRS = 4
 export const GRACE = 30 * 60_000
 
 export interface WindowedFinalResult {
@@ -33,6 +40,12 @@ export interface WindowedFinalResult {
   /** Each measured durable pair's share, in run order. */
   readonly durableShares: readonly number[]
   readonly durableIdenticalOutput: boolean
+  /** Extra time with the metrics endpoint on and scraped every 100 ms (0.03: 3% slower), the mean of pairs in both orders. */
+  readonly metricsCost: number
+  readonly metricsCosts: number[]
+  /** Scrapes answered, over every run with metrics. */
+  readonly metricsScrapes: number
+  readonly metricsIdenticalOutput: boolean
 }
 
 /** The output both sides compute: "origin window-start count" lines, in emission order. */
@@ -96,9 +109,15 @@ export function windowedFinalTopology(out: Output): Topology {
   return b.build()
 }
 
-export async function punctual(f: Flights, stateDir?: string): Promise<{ out: Output; peakHeap: number }> {
+/** With `metricsPort`: the metrics endpoint on, on that port (a scraper process reads it meanwhile). */
+export async function punctual(f: Flights, stateDir?: string, metricsPort?: number): Promise<{ out: Output; peakHeap: number }> {
   const out: Output = []
-  const rt = new EmbeddedRuntime(windowedFinalTopology(out), { applicationId: 'bench-windowed', logger: silentLogger, ...(stateDir === undefined ? {} : { stateDir }) })
+  const rt = new EmbeddedRuntime(windowedFinalTopology(out), {
+    applicationId: 'bench-windowed',
+    logger: silentLogger,
+    ...(stateDir === undefined ? {} : { stateDir }),
+    ...(metricsPort === undefined ? {} : { metrics: { port: metricsPort } }),
+  })
   rt.start()
   const producer = rt.producer<string, number>('flights', { valueSerde: Serdes.Double() })
   let peakHeap = 0
@@ -158,6 +177,34 @@ export async function windowedFinal(): Promise<WindowedFinalResult> {
   }
   const share = (x: (typeof durablePairs)[number]): number => x.memoryMs / x.durableMs
   const d = median(durablePairs, share)
+  // Metrics on (the endpoint, scraped every 100 ms) against off, in pairs. Prometheus scrapes from
+  // another process: so does the scraper here, started once, on a port the runs with metrics listen on.
+  const port = await freePort()
+  const url = `http://127.0.0.1:${port}/metrics`
+  const scraper = spawn(process.execPath, ['-e', `let n = 0; setInterval(() => fetch(${JSON.stringify(url)}).then((r) => r.text()).then(() => console.log(++n), () => {}), ${SCRAPE_EVERY_MS})`], { stdio: ['ignore', 'pipe', 'ignore'] })
+  let scrapes = 0
+  scraper.stdout.on('data', (d: Buffer) => (scrapes = Number(d.toString().trim().split('\n').at(-1))))
+  const metricsPairs: Array<{ out: Output; onMs: number; offMs: number }> = []
+  const timed = async (metricsPort?: number): Promise<{ out: Output; ms: number }> => {
+    gc?.()
+    const start = performance.now()
+    const { out } = await punctual(flights, undefined, metricsPort)
+    return { out, ms: performance.now() - start }
+  }
+  try {
+    // The first run of a pair is the slower one (about 7-10% here with both sides alike), so half the
+    // pairs run with metrics first and half without, and the cost is their mean.
+    for (let i = 0; i < METRICS_PAIRS; i++) {
+      const onFirst = i % 2 === 0
+      const first = await timed(onFirst ? port : undefined)
+      const second = await timed(onFirst ? undefined : port)
+      const [on, off] = onFirst ? [first, second] : [second, first]
+      metricsPairs.push({ out: on.out, onMs: on.ms, offMs: off.ms })
+    }
+  } finally {
+    scraper.kill()
+  }
+  const cost = (x: (typeof metricsPairs)[number]): number => x.onMs / x.offMs - 1
   return {
     records: flights.count,
     finalResults: p.out.length,
@@ -172,7 +219,22 @@ export async function windowedFinal(): Promise<WindowedFinalResult> {
     durableShare: share(d),
     durableShares: durablePairs.map(share),
     durableIdenticalOutput: durablePairs.every((x) => same(x.out)),
+    metricsCost: metricsPairs.reduce((sum, x) => sum + cost(x), 0) / metricsPairs.length,
+    metricsCosts: metricsPairs.map(cost),
+    metricsScrapes: scrapes,
+    metricsIdenticalOutput: metricsPairs.every((x) => same(x.out)),
   }
+}
+
+/** A port free now (the metrics runs listen on it). */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer()
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
 }
 
 /** Suppression throughput with 90% of buffered entries spilled to disk, against the same in memory. */
