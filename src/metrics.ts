@@ -118,6 +118,17 @@ export interface RestoreProgress {
   readonly remaining: number | undefined
 }
 
+/**
+ * A task's lifecycle on a runtime: assigned, restoring (with progress, at most once a second per task,
+ * and once when it starts), running once restored (or at once with nothing to restore), then revoked
+ * (committed and closed) or lost (closed without a commit).
+ */
+export type TaskEvent =
+  | { readonly type: 'assigned'; readonly taskId: string }
+  | { readonly type: 'restoring'; readonly taskId: string; readonly from: RestoreProgress['from']; readonly restored: number; readonly remaining: number | undefined }
+  | { readonly type: 'running'; readonly taskId: string; readonly restored: number }
+  | { readonly type: 'revoked' | 'lost'; readonly taskId: string }
+
 /** How many commits ran and how long they took. */
 export interface CommitStats {
   readonly commits: number

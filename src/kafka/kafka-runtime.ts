@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto'
 import { rmSync } from 'node:fs'
 import type * as Client from '@confluentinc/kafka-javascript'
 import { PunctualError } from '../errors.js'
-import type { RuntimeMetrics } from '../metrics.js'
-import { runtimeMetrics, StateListeners } from '../runtime/runtime-metrics.js'
+import type { RuntimeMetrics, TaskEvent } from '../metrics.js'
+import { Listeners, runtimeMetrics } from '../runtime/runtime-metrics.js'
 import { RuntimeMetricsServer } from '../monitoring/metrics-server.js'
 import type { MetricsAddress } from '../monitoring/metrics-server.js'
 import type { StreamTask } from '../processor/internal/task.js'
@@ -121,7 +121,8 @@ export class KafkaRuntime {
   private readonly loop: TaskLoop
   private readonly errorListeners: Array<(err: Error) => void> = []
   private currentState: RuntimeState = 'CREATED'
-  private readonly stateListeners = new StateListeners<RuntimeState>()
+  private readonly stateListeners = new Listeners<[next: RuntimeState, previous: RuntimeState]>()
+  private readonly taskListeners = new Listeners<[event: TaskEvent]>()
   private readonly metricsServer: RuntimeMetricsServer
   private failure: Error | undefined
   private committer: Committer | undefined
@@ -190,17 +191,23 @@ export class KafkaRuntime {
    */
   on(event: 'error', listener: (err: Error) => void): this
   on(event: 'stateChange', listener: (next: RuntimeState, previous: RuntimeState) => void): this
-  on(event: 'error' | 'stateChange', listener: ((err: Error) => void) | ((next: RuntimeState, previous: RuntimeState) => void)): this {
+  on(event: 'task', listener: (event: TaskEvent) => void): this
+  on(event: 'error' | 'stateChange' | 'task', listener: ((err: Error) => void) | ((next: RuntimeState, previous: RuntimeState) => void) | ((event: TaskEvent) => void)): this {
     if (event === 'error') this.errorListeners.push(listener as (err: Error) => void)
     else if (event === 'stateChange') this.stateListeners.add(listener as (next: RuntimeState, previous: RuntimeState) => void)
-    else throw new PunctualError('INVALID_ARGUMENT', `runtime.on: no event ${JSON.stringify(event)}; the events are 'error' and 'stateChange'`)
+    else if (event === 'task') this.taskListeners.add(listener as (event: TaskEvent) => void)
+    else throw new PunctualError('INVALID_ARGUMENT', `runtime.on: no event ${JSON.stringify(event)}; the events are 'error', 'stateChange' and 'task'`)
     return this
   }
 
   private setState(next: RuntimeState): void {
     const previous = this.currentState
     this.currentState = next
-    this.stateListeners.changed(next, previous, (err) => this.logger.error({ err }, `a stateChange listener threw: ${(err as Error).message}`))
+    if (next !== previous) this.stateListeners.tell((err) => this.logger.error({ err }, `a stateChange listener threw: ${(err as Error).message}`), next, previous)
+  }
+
+  private readonly tellTask = (event: TaskEvent): void => {
+    this.taskListeners.tell((err) => this.logger.error({ err }, `a task listener threw: ${(err as Error).message}`), event)
   }
 
   /**
@@ -249,6 +256,7 @@ export class KafkaRuntime {
           stateDir: config.stateDir,
           committer: this.committer,
           onWallClockChange: this.loop.onWallClockChange,
+          onTaskEvent: this.tellTask,
           onRestored: ({ taskId, count, ms }) => {
             const local = this.restoredLocally.get(taskId) ?? 0
             this.restoredLocally.delete(taskId)

@@ -25,20 +25,19 @@ export function runtimeMetrics(source: MetricsSource): RuntimeMetrics {
   }
 }
 
-/** A runtime's state listeners (`on('stateChange', ...)`): told each change, new state first, as Kafka Streams' StateListener. */
-export class StateListeners<S extends string> {
-  private readonly listeners: Array<(next: S, previous: S) => void> = []
+/** A runtime's listeners of one event (`on('stateChange', ...)`, `on('task', ...)`). */
+export class Listeners<A extends unknown[]> {
+  private readonly listeners: Array<(...args: A) => void> = []
 
-  add(listener: (next: S, previous: S) => void): void {
+  add(listener: (...args: A) => void): void {
     this.listeners.push(listener)
   }
 
   /** Tells every listener; one that throws does not keep the others from hearing it. */
-  changed(next: S, previous: S, onListenerError: (err: unknown) => void): void {
-    if (next === previous) return
+  tell(onListenerError: (err: unknown) => void, ...args: A): void {
     for (const l of this.listeners) {
       try {
-        l(next, previous)
+        l(...args)
       } catch (err) {
         onListenerError(err)
       }

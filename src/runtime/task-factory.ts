@@ -7,6 +7,7 @@ import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import type { Subtopology, Topology } from '../processor/topology.js'
 import type { Clock } from '../time/clock.js'
 import type { Committer } from './committer.js'
+import type { TaskEvent } from '../metrics.js'
 
 /** What a runtime gives its tasks to read and write records: its input partitions and a collector. */
 export interface TaskIo {
@@ -28,6 +29,8 @@ export interface TaskFactoryConfig {
   readonly onWallClockChange: () => void
   /** Told when a task was restored, from its changelog records or the state directory. */
   readonly onRestored?: (report: RestoreReport) => void
+  /** Told each step of a task's lifecycle (`TaskEvent`). */
+  readonly onTaskEvent?: (event: TaskEvent) => void
 }
 
 /** How a task's state came back: from where, how much, how long it took. */

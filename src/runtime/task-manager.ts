@@ -12,6 +12,8 @@ import type { TaskRestore } from './task-restore.js'
 
 /** Entries a restore reads per step while a stopping runtime finishes it. */
 const FINISH_BATCH = 10_000
+/** A restoring task reports its progress (`TaskEvent` 'restoring') at most this often. */
+const PROGRESS_EVERY_MS = 1000
 
 export type { RestoreProgress } from '../metrics.js'
 
@@ -25,6 +27,8 @@ interface Restoring {
   readonly started: number
   /** Waiting for its source to have records (`whenReadable`). */
   waiting: boolean
+  /** When its progress was last reported. */
+  reported: number
 }
 
 /**
@@ -87,6 +91,7 @@ export class TaskManager {
       if (this.find(id) !== undefined || this.restoring.has(id)) continue
       const def = this.definition(id)
       this.order.set(id, this.assigned++)
+      this.config.onTaskEvent?.({ type: 'assigned', taskId: id })
       const kept = this.kept.get(id)
       const records = changelogs?.(id) ?? kept
       this.kept.delete(id)
@@ -97,7 +102,9 @@ export class TaskManager {
       if (restore !== undefined) {
         this.config.committer.forget(id)
         const from = records !== undefined ? 'changelog' : 'stateDirectory'
-        this.restoring.set(id, { def, from, restore, kept: records === kept ? kept : undefined, started: performance.now(), waiting: false })
+        const started = performance.now()
+        this.restoring.set(id, { def, from, restore, kept: records === kept ? kept : undefined, started, waiting: false, reported: started })
+        this.config.onTaskEvent?.({ type: 'restoring', taskId: id, from, restored: 0, remaining: restore.remaining() })
         continue
       }
       const task = createTask(def, this.config, undefined)
@@ -106,6 +113,7 @@ export class TaskManager {
     }
     // Initialized once all are built (timers go back in init, when their owners have registered).
     for (const task of fresh) task.init()
+    for (const task of fresh) this.config.onTaskEvent?.({ type: 'running', taskId: task.taskId.toString(), restored: 0 })
   }
 
   /**
@@ -127,6 +135,11 @@ export class TaskManager {
       const read = r.restore.read(budget)
       budget -= read
       if (!r.restore.done) {
+        const now = performance.now()
+        if (read > 0 && now - r.reported >= PROGRESS_EVERY_MS) {
+          r.reported = now
+          this.config.onTaskEvent?.({ type: 'restoring', taskId: id, from: r.from, restored: r.restore.count, remaining: r.restore.remaining() })
+        }
         if (read > 0 || r.restore.whenReadable === undefined) more = true
         else {
           r.waiting = true
@@ -144,6 +157,7 @@ export class TaskManager {
       this.activate(task)
       task.init()
       this.config.onRestored?.({ taskId: id, from: r.from, count: r.restore.count, ms: performance.now() - r.started })
+      this.config.onTaskEvent?.({ type: 'running', taskId: id, restored: r.restore.count })
       this.activated(id)
     }
     return more
@@ -202,6 +216,7 @@ export class TaskManager {
       this.restoring.delete(id)
       if (r.kept !== undefined) this.kept.set(id, r.kept)
       this.activated(id)
+      this.config.onTaskEvent?.({ type: 'revoked', taskId: id })
     }
     const tasks = ids.map((id) => this.find(id)).filter((t): t is StreamTask => t !== undefined)
     if (tasks.length === 0) return
@@ -209,6 +224,7 @@ export class TaskManager {
     for (const task of tasks) {
       if (!this.config.committer.durable) this.kept.set(task.taskId.toString(), this.config.committer.codecOf(task).checkpointRecords(task.checkpoint()))
       this.remove(task)
+      this.config.onTaskEvent?.({ type: 'revoked', taskId: task.taskId.toString() })
     }
   }
 
@@ -222,6 +238,7 @@ export class TaskManager {
       this.kept.delete(id)
       const task = this.find(id)
       if (task !== undefined) this.remove(task)
+      if (task !== undefined || this.restoring.has(id)) this.config.onTaskEvent?.({ type: 'lost', taskId: id })
       this.restoring.delete(id)
       this.config.committer.forget(id)
       // Whoever waited for it to become active waits no more: it will not.
