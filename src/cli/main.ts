@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { inspectCommand } from './inspect-command.js'
+import { topologyCommand } from './topology-command.js'
 import { runApp, runKafkaApp } from './run-command.js'
 import { scenarioRun } from './scenario-command.js'
 import type { Io } from './scenario-command.js'
@@ -47,6 +48,14 @@ export async function main(argv: readonly string[], io: Io = stdio): Promise<num
         io.err("punctual run: --state-dir <dir> is required (or --kafka <bootstrap> to run on Kafka)")
         code = 2
       } else code = await runApp(app, opts.stateDir, io)
+    })
+  program
+    .command('topology')
+    .description("print an application's topology (describe()), and with --svg draw it to a file")
+    .argument('<app>', 'a module whose default export is { applicationId, topology(), ... }, as for run')
+    .option('--svg <file>', 'write the topology as an SVG drawing')
+    .action(async (app: string, opts: { svg?: string }) => {
+      code = await topologyCommand(app, opts, io)
     })
   program
     .command('inspect')

@@ -9,20 +9,21 @@ import { createConsoleLogger } from '../util/logger.js'
 import type { Io } from './scenario-command.js'
 
 /** Loads an app module; TypeScript files need tsx (a dev dependency of most TypeScript projects). */
-async function loadApp(path: string): Promise<PunctualApp> {
+/** An application module's default export; `command` names the command in errors. */
+export async function loadApp(path: string, command = 'run'): Promise<PunctualApp> {
   const file = resolve(path)
   if (/\.[cm]?ts$/.test(file)) {
     try {
       const tsx = (await import('tsx/esm/api')) as { register: () => unknown }
       tsx.register()
     } catch (err) {
-      throw new PunctualError('INVALID_CONFIG', `punctual run: ${path} is TypeScript; install tsx or run a compiled .js file (${(err as Error).message})`, { cause: err })
+      throw new PunctualError('INVALID_CONFIG', `punctual ${command}: ${path} is TypeScript; install tsx or run a compiled .js file (${(err as Error).message})`, { cause: err })
     }
   }
   const mod = (await import(pathToFileURL(file).href)) as { default?: PunctualApp }
   const app = mod.default
   if (app === undefined || typeof app !== 'object' || typeof app.applicationId !== 'string' || typeof app.topology !== 'function') {
-    throw new PunctualError('INVALID_CONFIG', `punctual run: ${path} must export default { applicationId, topology(), config?, start? }`)
+    throw new PunctualError('INVALID_CONFIG', `punctual ${command}: ${path} must export default { applicationId, topology(), config?, start? }`)
   }
   return app
 }
