@@ -3,7 +3,8 @@ import { rmSync } from 'node:fs'
 import type * as Client from '@confluentinc/kafka-javascript'
 import { PunctualError } from '../errors.js'
 import type { RuntimeMetrics, TaskEvent } from '../metrics.js'
-import { Listeners, runtimeMetrics } from '../runtime/runtime-metrics.js'
+import { runtimeMetrics } from '../runtime/runtime-metrics.js'
+import { RuntimeEvents } from '../runtime/runtime-events.js'
 import { RuntimeMetricsServer } from '../monitoring/metrics-server.js'
 import type { MetricsAddress } from '../monitoring/metrics-server.js'
 import type { StreamTask } from '../processor/internal/task.js'
@@ -119,10 +120,8 @@ export class KafkaRuntime {
   private readonly logger: Logger
   private readonly tasks: StreamTask[] = []
   private readonly loop: TaskLoop
-  private readonly errorListeners: Array<(err: Error) => void> = []
   private currentState: RuntimeState = 'CREATED'
-  private readonly stateListeners = new Listeners<[next: RuntimeState, previous: RuntimeState]>()
-  private readonly taskListeners = new Listeners<[event: TaskEvent]>()
+  private readonly events: RuntimeEvents<RuntimeState>
   private readonly metricsServer: RuntimeMetricsServer
   private failure: Error | undefined
   private committer: Committer | undefined
@@ -165,6 +164,7 @@ export class KafkaRuntime {
     this.transactionalId = `${this.config.applicationId}-${randomUUID()}`
     this.logger = this.config.logger.child?.({ applicationId: this.config.applicationId }) ?? this.config.logger
     this.metricsServer = new RuntimeMetricsServer(this.config.metrics)
+    this.events = new RuntimeEvents(this.logger)
     this.loop = new TaskLoop({
       tasks: this.tasks,
       clock: this.config.clock,
@@ -193,21 +193,14 @@ export class KafkaRuntime {
   on(event: 'stateChange', listener: (next: RuntimeState, previous: RuntimeState) => void): this
   on(event: 'task', listener: (event: TaskEvent) => void): this
   on(event: 'error' | 'stateChange' | 'task', listener: ((err: Error) => void) | ((next: RuntimeState, previous: RuntimeState) => void) | ((event: TaskEvent) => void)): this {
-    if (event === 'error') this.errorListeners.push(listener as (err: Error) => void)
-    else if (event === 'stateChange') this.stateListeners.add(listener as (next: RuntimeState, previous: RuntimeState) => void)
-    else if (event === 'task') this.taskListeners.add(listener as (event: TaskEvent) => void)
-    else throw new PunctualError('INVALID_ARGUMENT', `runtime.on: no event ${JSON.stringify(event)}; the events are 'error', 'stateChange' and 'task'`)
+    this.events.add(event, listener)
     return this
   }
 
   private setState(next: RuntimeState): void {
     const previous = this.currentState
     this.currentState = next
-    if (next !== previous) this.stateListeners.tell((err) => this.logger.error({ err }, `a stateChange listener threw: ${(err as Error).message}`), next, previous)
-  }
-
-  private readonly tellTask = (event: TaskEvent): void => {
-    this.taskListeners.tell((err) => this.logger.error({ err }, `a task listener threw: ${(err as Error).message}`), event)
+    this.events.stateChanged(next, previous)
   }
 
   /**
@@ -256,7 +249,7 @@ export class KafkaRuntime {
           stateDir: config.stateDir,
           committer: this.committer,
           onWallClockChange: this.loop.onWallClockChange,
-          onTaskEvent: this.tellTask,
+          onTaskEvent: this.events.task,
           onRestored: ({ taskId, count, ms }) => {
             const local = this.restoredLocally.get(taskId) ?? 0
             this.restoredLocally.delete(taskId)
@@ -744,8 +737,7 @@ export class KafkaRuntime {
     this.failure = error
     this.setState('ERROR')
     this.loop.disarm()
-    if (this.errorListeners.length === 0) this.logger.error({ err: error }, `stopped on an error: ${error.message}`)
-    for (const l of this.errorListeners) l(error)
+    this.events.failed(error)
     void this.shutDown()
   }
 

@@ -3,7 +3,8 @@ import { PunctualError } from '../errors.js'
 import { DurableLog } from '../log/durable-log.js'
 import { TopicRegistry } from '../log/topics.js'
 import type { RuntimeMetrics, TaskEvent } from '../metrics.js'
-import { Listeners, runtimeMetrics } from './runtime-metrics.js'
+import { runtimeMetrics } from './runtime-metrics.js'
+import { RuntimeEvents } from './runtime-events.js'
 import { RuntimeMetricsServer } from '../monitoring/metrics-server.js'
 import type { MetricsAddress } from '../monitoring/metrics-server.js'
 import { NO_HEADERS } from '../processor/api.js'
@@ -59,10 +60,8 @@ export class EmbeddedRuntime {
   private readonly tasks: StreamTask[] = []
   private readonly loop: TaskLoop
   private readonly subscriptions = new Subscriptions(() => this.durableTopics !== undefined)
-  private readonly errorListeners: Array<(err: Error) => void> = []
   private currentState: RuntimeState = 'CREATED'
-  private readonly stateListeners = new Listeners<[next: RuntimeState, previous: RuntimeState]>()
-  private readonly taskListeners = new Listeners<[event: TaskEvent]>()
+  private readonly events: RuntimeEvents<RuntimeState>
   private readonly metricsServer: RuntimeMetricsServer
   private failure: Error | undefined
   private stateDirectory: StateDirectory | undefined
@@ -88,6 +87,7 @@ export class EmbeddedRuntime {
     this.clock = valid.clock
     this.logger = valid.logger.child?.({ applicationId: valid.applicationId }) ?? valid.logger
     this.metricsServer = new RuntimeMetricsServer(valid.metrics)
+    this.events = new RuntimeEvents(this.logger)
     this.errorHandler = valid.errorHandler
     this.loop = new TaskLoop({
       tasks: this.tasks,
@@ -177,21 +177,14 @@ export class EmbeddedRuntime {
   on(event: 'stateChange', listener: (next: RuntimeState, previous: RuntimeState) => void): this
   on(event: 'task', listener: (event: TaskEvent) => void): this
   on(event: 'error' | 'stateChange' | 'task', listener: ((err: Error) => void) | ((next: RuntimeState, previous: RuntimeState) => void) | ((event: TaskEvent) => void)): this {
-    if (event === 'error') this.errorListeners.push(listener as (err: Error) => void)
-    else if (event === 'stateChange') this.stateListeners.add(listener as (next: RuntimeState, previous: RuntimeState) => void)
-    else if (event === 'task') this.taskListeners.add(listener as (event: TaskEvent) => void)
-    else throw new PunctualError('INVALID_ARGUMENT', `runtime.on: no event ${JSON.stringify(event)}; the events are 'error', 'stateChange' and 'task'`)
+    this.events.add(event, listener)
     return this
   }
 
   private setState(next: RuntimeState): void {
     const previous = this.currentState
     this.currentState = next
-    if (next !== previous) this.stateListeners.tell((err) => this.logger.error({ err }, `a stateChange listener threw: ${(err as Error).message}`), next, previous)
-  }
-
-  private readonly tellTask = (event: TaskEvent): void => {
-    this.taskListeners.tell((err) => this.logger.error({ err }, `a task listener threw: ${(err as Error).message}`), event)
+    this.events.stateChanged(next, previous)
   }
 
   /**
@@ -224,7 +217,7 @@ export class EmbeddedRuntime {
         stateDir: this.config.stateDir,
         committer: this.committer,
         onWallClockChange: this.loop.onWallClockChange,
-        onTaskEvent: this.tellTask,
+        onTaskEvent: this.events.task,
         onRestored: ({ taskId, from, count, ms }: RestoreReport) =>
           this.logger.info({ taskId, from, [from === 'changelog' ? 'records' : 'entries']: count, ms: Math.round(ms) }, `task ${taskId} restored from ${from === 'changelog' ? 'its changelog' : 'the state directory'}`),
       }
@@ -418,8 +411,7 @@ export class EmbeddedRuntime {
   private fail(err: unknown): void {
     const error = this.shutDownOnFailure(err)
     this.failure = error
-    if (this.errorListeners.length === 0) this.logger.error({ err: error }, `stopped on an error: ${error.message}`)
-    for (const l of this.errorListeners) l(error)
+    this.events.failed(error)
   }
 
   /** Closes tasks and releases the state directory after a failure; the first failure is the one reported. */

@@ -24,23 +24,3 @@ export function runtimeMetrics(source: MetricsSource): RuntimeMetrics {
     commits: source.commits,
   }
 }
-
-/** A runtime's listeners of one event (`on('stateChange', ...)`, `on('task', ...)`). */
-export class Listeners<A extends unknown[]> {
-  private readonly listeners: Array<(...args: A) => void> = []
-
-  add(listener: (...args: A) => void): void {
-    this.listeners.push(listener)
-  }
-
-  /** Tells every listener; one that throws does not keep the others from hearing it. */
-  tell(onListenerError: (err: unknown) => void, ...args: A): void {
-    for (const l of this.listeners) {
-      try {
-        l(...args)
-      } catch (err) {
-        onListenerError(err)
-      }
-    }
-  }
-}
