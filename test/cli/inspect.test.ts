@@ -3,20 +3,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
-import { main } from '../../src/cli/main.js'
+import { cli } from '../helpers/cli.js'
 import { EmbeddedRuntime, PunctuationType, Serdes, silentLogger, StateDescriptors, StreamsBuilder } from '../../src/index.js'
 import type { KeyedProcessorContext } from '../../src/index.js'
 import { ManualClock } from '../../src/testing/index.js'
 
 const root = mkdtempSync(join(tmpdir(), 'punctual-inspect-'))
 after(() => rmSync(root, { recursive: true, force: true }))
-
-async function cli(...args: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
-  const out: string[] = []
-  const err: string[] = []
-  const code = await main(['node', 'punctual', ...args], { out: (l) => out.push(l), err: (l) => err.push(l) })
-  return { code, out, err }
-}
 
 /**
  * A count per key (a store), and beside it a keyed processor with a TTL'd value state, an event-time timer

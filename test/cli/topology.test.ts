@@ -3,21 +3,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
+import { cli } from '../helpers/cli.js'
 import { fileURLToPath } from 'node:url'
-import { main } from '../../src/cli/main.js'
 import { topologySvg } from '../../src/cli/topology-svg.js'
 import { StreamsBuilder } from '../../src/index.js'
 
 const APP = fileURLToPath(new URL('../fixtures/counter-app.ts', import.meta.url))
 const root = mkdtempSync(join(tmpdir(), 'punctual-topology-'))
 after(() => rmSync(root, { recursive: true, force: true }))
-
-async function cli(...args: string[]): Promise<{ code: number; out: string[]; err: string[] }> {
-  const out: string[] = []
-  const err: string[] = []
-  const code = await main(['node', 'punctual', ...args], { out: (l) => out.push(l), err: (l) => err.push(l) })
-  return { code, out, err }
-}
 
 describe('punctual topology APP [--svg FILE]', () => {
   it("prints the app's describe() and draws it", async () => {
