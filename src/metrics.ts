@@ -43,6 +43,8 @@ export interface HistogramSnapshot {
 /** Counters of one task. Plain fields: incrementing them costs nothing on the per-record path. */
 export class TaskMetrics {
   processedRecords = 0
+  /** Records the task's sinks wrote. */
+  emittedRecords = 0
   punctuations = 0
   readonly droppedRecords: Record<DropReason, number> = {
     'invalid-timestamp': 0,
@@ -60,6 +62,23 @@ export class TaskMetrics {
   recordLatenessMaxMs = 0
   /** How late wall-clock punctuations fired after their due time (catch-up calls at start not included). */
   readonly punctuationLateness = new BucketHistogram(PUNCTUATION_LATENESS_BUCKETS_MS)
+  /**
+   * Time spent processing records, summed over the task's processing slices: one clock read per slice,
+   * not per record, so the average per record is what is reported (Kafka Streams' process-latency-avg).
+   */
+  processTimeMs = 0
+  /** Time spent in punctuations (stream-time and wall-clock), summed, and the longest. */
+  punctuateTimeMs = 0
+  punctuateMaxMs = 0
+  /**
+   * End-to-end latency (the wall clock when a record is processed minus its timestamp; the clock is read
+   * once per processing slice): summed, smallest and largest, as Kafka Streams' record-e2e-latency.
+   */
+  e2eLatencySumMs = 0
+  e2eLatencyMinMs = Infinity
+  e2eLatencyMaxMs = -Infinity
+  /** Keyed-state entries removed by TTL cleanup. */
+  ttlExpired = 0
 }
 
 /** Pending timers of a task by kind (user timers, TTL cleanup timers) and time domain. */
@@ -74,7 +93,7 @@ export interface PendingTimers {
  */
 export const BUFFER_METRICS = Symbol('punctual.bufferMetrics')
 export interface BufferingStore {
-  [BUFFER_METRICS](): { readonly records: number; readonly bytes: number }
+  [BUFFER_METRICS](): { readonly records: number; readonly bytes: number; readonly spilled: number }
 }
 
 export function bufferingStore(store: unknown): BufferingStore | undefined {
@@ -87,14 +106,43 @@ export interface SuppressionBufferMetrics {
   readonly records: number
   /** Sum of the entries' sizes (key and value bytes as serialized, and a fixed overhead). */
   readonly bytes: number
+  /** Of `records`, those spilled to disk (`spillToDiskWhenFull`); 0 for a buffer that does not spill. */
+  readonly spilled: number
+}
+
+/** One input partition of a task: where the task stands and how far behind the partition's end. */
+export interface InputPartitionMetrics {
+  readonly topic: string
+  readonly partition: number
+  /** The offset of the next record the task will process. */
+  readonly position: number
+  /**
+   * The partition's end as last known: the embedded log's end, or on Kafka the high watermark of the
+   * last fetch (librdkafka's cached value; no request per snapshot).
+   */
+  readonly endOffset: number | undefined
+  /** `endOffset - position`: records written and not yet processed (Kafka Streams' records-lag). */
+  readonly lag: number | undefined
 }
 
 /** One task, as it stands. */
 export interface TaskMetricsSnapshot {
   readonly taskId: string
   readonly processedRecords: number
+  /** Records written by the task's sinks. */
+  readonly emittedRecords: number
   readonly punctuations: number
   readonly droppedRecords: Readonly<Record<DropReason, number>>
+  /** Average time to process a record, sinks and event-time timers it fires included (0 before any). */
+  readonly processLatencyAvgMs: number
+  /** Time punctuations took (stream-time and wall-clock; 0 before any). */
+  readonly punctuateLatency: { readonly avgMs: number; readonly maxMs: number }
+  /** Wall clock at processing minus record timestamp (undefined before the first record). */
+  readonly e2eLatency: { readonly avgMs: number; readonly minMs: number; readonly maxMs: number } | undefined
+  /** Keyed-state entries removed by TTL cleanup. */
+  readonly ttlExpired: number
+  /** The task's input partitions: position, end and lag. */
+  readonly inputs: readonly InputPartitionMetrics[]
   /** The largest timestamp the task has processed; undefined before its first record. */
   readonly streamTime: number | undefined
   /** The wall clock minus stream time (how far processing is behind now), when there is a stream time. */
@@ -102,6 +150,8 @@ export interface TaskMetricsSnapshot {
   readonly recordLateness: { readonly avgMs: number; readonly maxMs: number }
   readonly punctuationLateness: HistogramSnapshot
   readonly pendingTimers: PendingTimers
+  /** Due times of the earliest pending timers (user or TTL), by domain (undefined: none). */
+  readonly nextTimer: { readonly event: number | undefined; readonly processing: number | undefined }
   /** Due times of the next stream-time and wall-clock punctuations (undefined: none scheduled). */
   readonly nextPunctuation: { readonly streamTime: number | undefined; readonly wallClock: number | undefined }
   readonly suppressionBuffers: readonly SuppressionBufferMetrics[]
@@ -159,6 +209,8 @@ export interface RuntimeMetrics extends MetricsSnapshot {
 /** A snapshot of counters summed over tasks. */
 export interface MetricsSnapshot {
   readonly processedRecords: number
+  /** Records written by sinks. */
+  readonly emittedRecords: number
   readonly punctuations: number
   readonly droppedRecords: Readonly<Record<DropReason, number>>
 }
@@ -167,8 +219,9 @@ export function sumMetrics(all: Iterable<TaskMetrics>): MetricsSnapshot {
   const out = new TaskMetrics()
   for (const m of all) {
     out.processedRecords += m.processedRecords
+    out.emittedRecords += m.emittedRecords
     out.punctuations += m.punctuations
     for (const k of Object.keys(m.droppedRecords) as DropReason[]) out.droppedRecords[k] += m.droppedRecords[k]
   }
-  return { processedRecords: out.processedRecords, punctuations: out.punctuations, droppedRecords: out.droppedRecords }
+  return { processedRecords: out.processedRecords, emittedRecords: out.emittedRecords, punctuations: out.punctuations, droppedRecords: out.droppedRecords }
 }

@@ -29,6 +29,8 @@ export class FetchedPartition implements InputPartition {
     readonly partition: number,
     /** The position the consumer starts fetching at. */
     position: number,
+    /** The partition's high watermark as the consumer last heard it (for lag). */
+    private readonly highWatermark?: () => number | undefined,
   ) {
     this.nextOffset = position
   }
@@ -53,6 +55,12 @@ export class FetchedPartition implements InputPartition {
 
   endOffset(): number {
     return this.nextOffset
+  }
+
+  latestOffset(): number | undefined {
+    const high = this.highWatermark?.()
+    // Not told yet: what has been fetched is the least the partition holds.
+    return high === undefined ? this.nextOffset : Math.max(high, this.nextOffset)
   }
 
   read(offset: number, into: MutableLogRecord): boolean {

@@ -23,6 +23,8 @@ export interface FetchingConsumer {
   consume(max: number, callback: (err: { message: string; code: number } | null | undefined, messages: ConsumedMessage[]) => void): void
   pause(partitions: TopicPartitionRef[]): unknown
   resume(partitions: TopicPartitionRef[]): unknown
+  /** The offsets librdkafka last learnt from fetches (no request); throws when it knows none. */
+  getWatermarkOffsets?(topic: string, partition: number): { highOffset: number; lowOffset: number }
 }
 
 /** Messages one `consume` call takes at most. */
@@ -52,7 +54,17 @@ export class Fetcher {
 
   /** Starts reading a partition assigned to this instance; `position` is where its task reads first. */
   add(topic: string, partition: number, position: number): FetchedPartition {
-    const p = new FetchedPartition(topic, partition, position)
+    const consumer = this.consumer
+    const highWatermark = (): number | undefined => {
+      try {
+        const high = consumer.getWatermarkOffsets?.(topic, partition).highOffset
+        // Negative (librdkafka's invalid offset) until a fetch response has told it.
+        return high !== undefined && high >= 0 ? high : undefined
+      } catch {
+        return undefined
+      }
+    }
+    const p = new FetchedPartition(topic, partition, position, highWatermark)
     this.partitions.set(key(topic, partition), p)
     return p
   }

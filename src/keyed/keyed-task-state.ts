@@ -65,6 +65,8 @@ export class KeyedTaskState implements TimerTargets {
   private readonly tableByName = new Map<string, StateTable>()
   private pendingStates: KeyedSnapshot['states']
   private tracking = false
+  /** Entries TTL cleanup removed (values, map entries, list elements), for metrics. */
+  expiredEntries = 0
 
   constructor(
     onProcessingTimerAdded: () => void,
@@ -235,7 +237,10 @@ export class KeyedTaskState implements TimerTargets {
       ttlNow: () => ttlNow(domain),
       registerTtlTimer: (key, at) => timers.registerTtl(domain, owner, key, at),
       deleteTtlTimer: (key, at) => timers.deleteTtl(domain, owner, key, at),
-      expired: (entry) => node.expired(entry),
+      expired: (entry) => {
+        this.expiredEntries++
+        node.expired(entry)
+      },
     }
   }
 }

@@ -51,8 +51,28 @@ export class PrometheusMetrics {
         this.inc(app(), current().processedRecords)
       },
     })
+    new Counter({
+      name: 'punctual_emitted_records_total',
+      help: 'Records written by the sinks of every task this instance ran, those it no longer runs included',
+      labelNames: ['application_id'],
+      registers: [this.registry],
+      collect: function () {
+        this.reset()
+        this.inc(app(), current().emittedRecords)
+      },
+    })
 
     perTask('punctual_task_process_total', 'Records processed by the task (Kafka Streams: process-total)', (t) => t.processedRecords, 'counter')
+    perTask('punctual_task_emitted_records_total', 'Records the task’s sinks wrote', (t) => t.emittedRecords, 'counter')
+    perTask('punctual_task_process_latency_avg_ms', 'Time to process a record, on average (Kafka Streams: process-latency-avg)', (t) => t.processLatencyAvgMs)
+    perTask('punctual_task_punctuate_latency_avg_ms', 'Time a punctuation took, on average (Kafka Streams: punctuate-latency-avg)', (t) => t.punctuateLatency.avgMs)
+    perTask('punctual_task_punctuate_latency_max_ms', 'Time a punctuation took, at most (Kafka Streams: punctuate-latency-max)', (t) => t.punctuateLatency.maxMs)
+    perTask('punctual_task_record_e2e_latency_avg_ms', 'Wall clock at processing minus record timestamp, on average (Kafka Streams: record-e2e-latency-avg)', (t) => t.e2eLatency?.avgMs)
+    perTask('punctual_task_record_e2e_latency_min_ms', 'Wall clock at processing minus record timestamp, at least (Kafka Streams: record-e2e-latency-min)', (t) => t.e2eLatency?.minMs)
+    perTask('punctual_task_record_e2e_latency_max_ms', 'Wall clock at processing minus record timestamp, at most (Kafka Streams: record-e2e-latency-max)', (t) => t.e2eLatency?.maxMs)
+    perTask('punctual_task_ttl_expired_total', 'Keyed-state entries removed by TTL cleanup', (t) => t.ttlExpired, 'counter')
+    perTask('punctual_task_next_event_time_timer_ms', 'The stream time at which the task’s earliest event-time timer (user or TTL) is due', (t) => t.nextTimer.event)
+    perTask('punctual_task_next_processing_time_timer_ms', 'When the task’s earliest processing-time timer (user or TTL) is due (ms since the epoch)', (t) => t.nextTimer.processing)
     perTask('punctual_task_punctuate_total', 'Punctuations the task ran (Kafka Streams: punctuate-total)', (t) => t.punctuations, 'counter')
     perTask('punctual_task_stream_time_ms', 'The task’s stream time: the largest timestamp it processed (ms since the epoch)', (t) => t.streamTime)
     perTask('punctual_task_stream_time_lag_ms', 'The wall clock minus the task’s stream time', (t) => t.streamTimeLagMs)
@@ -90,6 +110,7 @@ export class PrometheusMetrics {
     for (const [name, help, field] of [
       ['punctual_suppression_buffer_records', 'Records a suppression buffers (Kafka Streams: suppression-buffer-count-current)', 'records'],
       ['punctual_suppression_buffer_bytes', 'Bytes a suppression buffers (Kafka Streams: suppression-buffer-size-current)', 'bytes'],
+      ['punctual_suppression_buffer_spilled_records', 'Of the records a suppression buffers, those spilled to disk', 'spilled'],
     ] as const) {
       new Gauge({
         name,
@@ -99,6 +120,27 @@ export class PrometheusMetrics {
         collect: function () {
           this.reset()
           for (const task of current().tasks) for (const b of task.suppressionBuffers) this.set({ ...app(), task_id: task.taskId, store: b.store }, b[field])
+        },
+      })
+    }
+    for (const [name, help, field] of [
+      ['punctual_task_input_position', 'The offset of the next record the task processes from an input partition', 'position'],
+      ['punctual_task_input_end_offset', 'An input partition’s end as last known (on Kafka, its high watermark)', 'endOffset'],
+      ['punctual_task_input_lag', 'Records of an input partition not processed yet (Kafka Streams: records-lag)', 'lag'],
+    ] as const) {
+      new Gauge({
+        name,
+        help,
+        labelNames: ['application_id', 'task_id', 'topic', 'partition'],
+        registers: [this.registry],
+        collect: function () {
+          this.reset()
+          for (const task of current().tasks) {
+            for (const input of task.inputs) {
+              const v = input[field]
+              if (v !== undefined) this.set({ ...app(), task_id: task.taskId, topic: input.topic, partition: input.partition }, v)
+            }
+          }
         },
       })
     }

@@ -35,6 +35,11 @@ export interface InputPartition {
   startOffset(): number
   /** The offset after the last record available now. */
   endOffset(): number
+  /**
+   * The partition's end as its source last saw it, for consumer lag, when records exist beyond what is
+   * available to read (on Kafka: the high watermark of the last fetch). Without it, `endOffset()`.
+   */
+  latestOffset?(): number | undefined
   /** Copies the record at `offset` into `into`; false when the partition no longer holds it. */
   read(offset: number, into: MutableLogRecord): boolean
 }

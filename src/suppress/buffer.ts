@@ -48,6 +48,8 @@ export interface SuppressionBuffer<K, V> extends StoreContents<string> {
   readonly numRecords: number
   /** Sum of entry sizes. */
   readonly bufferSize: number
+  /** Entries held on disk (0 in memory). */
+  readonly spilledRecords: number
   has(keyId: string): boolean
   /** The order time of a buffered key (for `waitFrom: first`, its first update's timestamp). */
   orderTimeOf(keyId: string): number | undefined
@@ -94,6 +96,10 @@ export class TimeOrderedBuffer<K, V> implements SuppressionBuffer<K, V> {
   get bufferSize(): number {
     return this.bytes
   }
+  get spilledRecords(): number {
+    return 0
+  }
+
 
   get(keyId: string): BufferEntry<K, V> | undefined {
     return this.byKey.get(keyId)
@@ -230,8 +236,9 @@ export class SuppressionStore<K, V> {
   }
 
   /** What the buffer holds (metrics). */
-  [BUFFER_METRICS](): { records: number; bytes: number } {
-    return { records: this.current.numRecords, bytes: this.current.bufferSize }
+  [BUFFER_METRICS](): { records: number; bytes: number; spilled: number } {
+    const b = this.current
+    return { records: b.numRecords, bytes: b.bufferSize, spilled: b.spilledRecords }
   }
 
   /**

@@ -97,6 +97,12 @@ describe('metrics over HTTP (Prometheus)', () => {
       assert.equal(value(samples, 'punctual_task_punctuation_lateness_ms_bucket', { ...onA, le: '+Inf' }), 1)
       assert.equal(value(samples, 'punctual_task_punctuation_lateness_ms_sum', onA), 5)
       assert.equal(value(samples, 'punctual_task_punctuation_lateness_ms_count', onA), 1)
+      assert.equal(value(samples, 'punctual_task_record_e2e_latency_max_ms', onA), 10_000 - 500, 'processed at 10000')
+      assert.equal(value(samples, 'punctual_task_record_e2e_latency_min_ms', onA), 10_000 - 1200)
+      assert.equal(value(samples, 'punctual_task_next_event_time_timer_ms', onA), 1250, 'the TTL timers at 1250 come before the user timer at 1300')
+      assert.equal(value(samples, 'punctual_task_ttl_expired_total', onA), 0)
+      assert.equal(value(samples, 'punctual_task_input_position', { ...onA, topic: 'input', partition: '0' }), 4)
+      assert.equal(value(samples, 'punctual_task_input_lag', { ...onA, topic: 'input', partition: '0' }), 0)
       assert.equal(value(samples, 'punctual_runtime_state', { application_id: 'prom', state: 'RUNNING' }), 1)
       assert.ok((value(samples, 'punctual_commit_total', { application_id: 'prom' }) ?? 0) >= 1)
 

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { BufferConfig, PunctuationType, Serdes, StateDescriptors, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
 import type { KeyedProcessorContext, ProcessorContext, Windowed } from '../../src/index.js'
@@ -101,5 +104,84 @@ describe('task metrics (TopologyTestDriver)', () => {
     assert.ok(buffer.bytes > 0)
     input.pipeInput('c', 'x', 150)
     assert.equal(driver.metrics().tasks[0]?.suppressionBuffers[0]?.records, 1, 'the first window closed; c’s is open')
+  })
+
+  it('records written, end-to-end latency, input positions', () => {
+    const b = new StreamsBuilder()
+    b.stream<string, string>('input')
+      .filter((_k, v) => v !== 'drop')
+      .to('out')
+    const driver = new TopologyTestDriver(b.build(), { wallClockStartMs: 10_000 })
+    const input = driver.createInputTopic('input', Serdes.String(), Serdes.String())
+    input.pipeInput('a', 'x', 1000)
+    driver.advanceWallClockTime(500)
+    input.pipeInput('b', 'drop', 2000)
+    input.pipeInput('c', 'x', 9000)
+    const task = driver.metrics().tasks[0]
+    assert.equal(task?.processedRecords, 3)
+    assert.equal(task.emittedRecords, 2, 'the filtered record is not written')
+    assert.equal(driver.metrics().emittedRecords, 2)
+    // The wall clock when processed minus the timestamp: 9000, 8500, 1500.
+    assert.deepEqual(task.e2eLatency, { avgMs: (9000 + 8500 + 1500) / 3, minMs: 1500, maxMs: 9000 })
+    assert.deepEqual(task.inputs, [{ topic: 'input', partition: 0, position: 3, endOffset: 3, lag: 0 }])
+    assert.ok(task.processLatencyAvgMs >= 0)
+  })
+
+  it('the earliest timers, and state removed by TTL', () => {
+    const driver = new TopologyTestDriver(timersTopology())
+    const input = driver.createInputTopic('input', Serdes.String(), Serdes.String())
+    assert.deepEqual(driver.metrics().tasks[0]?.nextTimer, { event: undefined, processing: undefined })
+    input.pipeInput('a', 'x', 0)
+    input.pipeInput('b', 'x', 10)
+    // TTL timers at 50 and 60 come before the user timers at 100 and 110.
+    assert.deepEqual(driver.metrics().tasks[0]?.nextTimer, { event: 50, processing: 1_000_000 })
+    assert.equal(driver.metrics().tasks[0]?.ttlExpired, 0)
+    input.pipeInput('c', 'x', 105)
+    const task = driver.metrics().tasks[0]
+    assert.equal(task?.ttlExpired, 2, 'a and b expired at 50 and 60')
+    assert.deepEqual(task.nextTimer, { event: 110, processing: 1_000_000 })
+  })
+
+  it('punctuation counts and latency', () => {
+    let calls = 0
+    const topology = new Topology().addSource('in', 'input').addProcessor(
+      'p',
+      () => ({
+        init(ctx: ProcessorContext) {
+          ctx.schedule({ type: PunctuationType.STREAM_TIME, intervalMs: 10 }, () => {
+            calls++
+          })
+        },
+        process() {},
+      }),
+      'in',
+    )
+    const driver = new TopologyTestDriver(topology)
+    const input = driver.createInputTopic('input', Serdes.String(), Serdes.String())
+    for (const ts of [0, 10, 20]) input.pipeInput('k', 'v', ts)
+    const task = driver.metrics().tasks[0]
+    assert.equal(task?.punctuations, calls)
+    assert.equal(calls, 3)
+    assert.ok(task.punctuateLatency.maxMs >= task.punctuateLatency.avgMs && task.punctuateLatency.avgMs >= 0)
+  })
+
+  it('suppression entries spilled to disk', () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'punctual-metrics-spill-'))
+    try {
+      const b = new StreamsBuilder()
+      b.table<string, string>('input')
+        .suppress(Suppressed.untilTimeLimit<string, string>(1000, BufferConfig.maxRecords(2).spillToDiskWhenFull()).withName('s'))
+        .toStream()
+        .to('out')
+      const driver = new TopologyTestDriver(b.build(), { stateDir })
+      const input = driver.createInputTopic('input', Serdes.String(), Serdes.String())
+      for (const [i, key] of ['a', 'b', 'c', 'd', 'e'].entries()) input.pipeInput(key, 'x', i)
+      const [buffer] = driver.metrics().tasks[0]?.suppressionBuffers ?? []
+      assert.equal(buffer?.records, 5)
+      assert.equal(buffer.spilled, 3, 'two in memory, the rest on disk')
+      driver.close()
+    } finally {
+      rmSync(stateDir, { recursive: true, force: true })
+    }
   })
 })

@@ -4,6 +4,7 @@ import type { Processor, ProcessorContext, StreamRecord } from '../api.js'
 import type { Serde } from '../serdes.js'
 import type { StreamPartitioner } from '../topology.js'
 import { markFailedNode } from './node-failure.js'
+import type { TaskMetrics } from '../../metrics.js'
 
 /** A node of a task's instantiated graph. `process` is the per-record entry point. */
 export abstract class ProcessorNode {
@@ -77,6 +78,8 @@ export class SinkNode extends ProcessorNode {
     private readonly valueSerde: Serde<unknown>,
     private readonly partitioner: StreamPartitioner<unknown, unknown> | undefined,
     private readonly collector: RecordCollector,
+    /** The task's counters: a sink counts what it writes. */
+    private readonly metrics: TaskMetrics,
   ) {
     super(name)
   }
@@ -93,6 +96,7 @@ export class SinkNode extends ProcessorNode {
           ? undefined
           : this.partitioner(topic, record.key, record.value, this.collector.partitionsFor(topic))
       this.collector.send(topic, partition, record.key, this.keySerde, record.value, this.valueSerde, ts, record.headers)
+      this.metrics.emittedRecords++
     } catch (err) {
       throw markFailedNode(err, this.name)
     }

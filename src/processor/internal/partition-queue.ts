@@ -1,6 +1,7 @@
 import { readKey, readValue } from '../record-io.js'
 import type { InputPartition, LogRecord, MutableLogRecord } from '../record-io.js'
 import type { DropReason } from '../errors.js'
+import type { InputPartitionMetrics } from '../../metrics.js'
 import type { StreamRecord } from '../api.js'
 import type { SourceNode } from './nodes.js'
 
@@ -91,5 +92,11 @@ export class PartitionQueue {
   /** The offset to resume from after a restart: everything before it is processed or dropped. */
   committableOffset(): number {
     return this.headRecord === undefined ? this.position : this.headOffset
+  }
+
+  metrics(): InputPartitionMetrics {
+    const position = this.committableOffset()
+    const end = this.input.latestOffset === undefined ? this.input.endOffset() : this.input.latestOffset()
+    return { topic: this.topic, partition: this.partition, position, endOffset: end, lag: end === undefined ? undefined : Math.max(0, end - position) }
   }
 }

@@ -95,7 +95,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
         user.context = new ProcessorContextImpl(this, user, def.stores)
         node = user
       } else {
-        node = new SinkNode(def.name, def.topic, def.keySerde, def.valueSerde, def.partitioner, collector)
+        node = new SinkNode(def.name, def.topic, def.keySerde, def.valueSerde, def.partitioner, collector, this.metrics)
       }
       if (def.kind !== 'source') for (const p of def.parents) (byName.get(p) as ProcessorNode).addChild(node)
       byName.set(def.name, node)
@@ -118,17 +118,27 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
    * timestamp, and fires stream-time punctuations after each. Returns how many records it processed.
    */
   process(max: number): number {
+    const m = this.metrics
+    // One read of each clock per slice: the slice's records share its wall-clock time for end-to-end
+    // latency, and its duration is spread over them for process latency.
+    const started = performance.now()
+    const now = this.config.clock.now()
     let n = 0
     while (n < max) {
       const q = this.chooser.choose()
       if (q === undefined) break
       const record = q.take()
-      if (record.timestamp > this.streamTime) this.streamTime = record.timestamp
+      const ts = record.timestamp
+      if (ts > this.streamTime) this.streamTime = ts
       else {
-        const lateness = this.streamTime - record.timestamp
-        this.metrics.recordLatenessSumMs += lateness
-        if (lateness > this.metrics.recordLatenessMaxMs) this.metrics.recordLatenessMaxMs = lateness
+        const lateness = this.streamTime - ts
+        m.recordLatenessSumMs += lateness
+        if (lateness > m.recordLatenessMaxMs) m.recordLatenessMaxMs = lateness
       }
+      const e2e = now - ts
+      m.e2eLatencySumMs += e2e
+      if (e2e < m.e2eLatencyMinMs) m.e2eLatencyMinMs = e2e
+      if (e2e > m.e2eLatencyMaxMs) m.e2eLatencyMaxMs = e2e
       this.current = q
       try {
         q.source.process(record)
@@ -138,13 +148,14 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
         this.errors.report('processing', err, { queue: q, offset: q.lastOffset })
       }
       this.current = undefined
-      this.metrics.processedRecords++
+      m.processedRecords++
       n++
       // Event-time timers first, then stream-time punctuations.
       const timers = this.keyed?.timerService
       if (timers !== undefined && timers.nextDue('event') <= this.streamTime) timers.advance('event', this.streamTime)
       if (this.schedules.nextStreamDue() <= this.streamTime) this.schedules.punctuateStream(this.streamTime)
     }
+    if (n > 0) m.processTimeMs += performance.now() - started
     return n
   }
 
@@ -166,16 +177,29 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
     const streamTime = this.streamTimeOrUndefined()
     const nextStream = this.schedules.nextStreamDue()
     const nextWall = this.schedules.nextWallDue()
+    const timers = this.keyed?.timerService
+    const due = (domain: TimeDomain): number | undefined => {
+      const at = timers?.nextDue(domain) ?? Infinity
+      return at === Infinity ? undefined : at
+    }
+    const perRecord = (sum: number): number => (m.processedRecords === 0 ? 0 : sum / m.processedRecords)
     return {
       taskId: this.taskId.toString(),
       processedRecords: m.processedRecords,
+      emittedRecords: m.emittedRecords,
       punctuations: m.punctuations,
       droppedRecords: { ...m.droppedRecords },
+      processLatencyAvgMs: perRecord(m.processTimeMs),
+      punctuateLatency: { avgMs: m.punctuations === 0 ? 0 : m.punctuateTimeMs / m.punctuations, maxMs: m.punctuateMaxMs },
+      e2eLatency: m.processedRecords === 0 ? undefined : { avgMs: perRecord(m.e2eLatencySumMs), minMs: m.e2eLatencyMinMs, maxMs: m.e2eLatencyMaxMs },
+      ttlExpired: this.keyed?.expiredEntries ?? 0,
+      inputs: this.queues.map((q) => q.metrics()),
       streamTime,
       streamTimeLagMs: streamTime === undefined ? undefined : this.config.clock.now() - streamTime,
-      recordLateness: { avgMs: m.processedRecords === 0 ? 0 : m.recordLatenessSumMs / m.processedRecords, maxMs: m.recordLatenessMaxMs },
+      recordLateness: { avgMs: perRecord(m.recordLatenessSumMs), maxMs: m.recordLatenessMaxMs },
       punctuationLateness: m.punctuationLateness.snapshot(),
-      pendingTimers: this.keyed?.timerService.pending() ?? NO_TIMERS,
+      pendingTimers: timers?.pending() ?? NO_TIMERS,
+      nextTimer: { event: due('event'), processing: due('processing') },
       nextPunctuation: { streamTime: nextStream === Infinity ? undefined : nextStream, wallClock: nextWall === Infinity ? undefined : nextWall },
       suppressionBuffers: this.stores.suppressionBuffers(),
     }
@@ -324,12 +348,18 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
   }
 
   private readonly runPunctuation = (p: Punctuation, now: number): void => {
-    this.metrics.punctuations++
+    const m = this.metrics
+    m.punctuations++
+    const started = performance.now()
     try {
       p.callback(now)
     } catch (err) {
       if (err instanceof PunctualError && err.fatal) throw err
       this.errors.report('punctuation', err, { punctuation: p })
+    } finally {
+      const took = performance.now() - started
+      m.punctuateTimeMs += took
+      if (took > m.punctuateMaxMs) m.punctuateMaxMs = took
     }
   }
 
