@@ -51,6 +51,11 @@ export default tseslint.config(
     ['./task*', './internal*', '**/processor/internal/*'],
   ),
   {
+    // The live page's script runs in the browser (served as is, no build step).
+    files: ['src/monitoring/live-page/**/*.js'],
+    languageOptions: { globals: { document: 'readonly', EventSource: 'readonly', fetch: 'readonly' } },
+  },
+  {
     files: ['bin/**/*.js', 'scripts/**/*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
   },

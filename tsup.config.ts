@@ -1,3 +1,4 @@
+import { cpSync } from 'node:fs'
 import { defineConfig } from 'tsup'
 
 export default defineConfig({
@@ -15,4 +16,8 @@ export default defineConfig({
   splitting: true,
   // Loaded at run time only for `punctual run app.ts`, from the user's own installation.
   external: ['tsx', 'tsx/esm/api'],
+  // The live page's static files, read at run time relative to the bundle (src/monitoring/live-page.ts).
+  onSuccess: async () => {
+    cpSync('src/monitoring/live-page', 'dist/live-page', { recursive: true })
+  },
 })

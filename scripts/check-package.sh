@@ -34,4 +34,17 @@ npx tsx tour.ts
 out="$(npx punctual run app.ts --state-dir ./state 2>/dev/null)"
 [ "$out" = "k HELLO" ] || { echo "the README's app printed '$out', not 'k HELLO'" >&2; exit 1; }
 npx punctual scenario run node_modules/punctual/conformance/scenarios --check | tail -1
-echo "package check: installed from the tarball, README and guide code type-checks, the README app runs"
+# The live page's static files ship beside the bundle: the installed package serves them.
+cat > live.mjs <<'JS'
+import { EmbeddedRuntime, Topology, silentLogger } from 'punctual'
+const rt = new EmbeddedRuntime(new Topology().addSource('in', 'input'), { applicationId: 'pkg', logger: silentLogger, metrics: { port: 0 } })
+rt.start()
+const { pageUrl } = await rt.metricsAddress()
+for (const [path, text] of [['', '<title>punctual</title>'], ['live.js', 'EventSource'], ['topology.svg', 'Source: in']]) {
+  const body = await (await fetch(pageUrl + path)).text()
+  if (!body.includes(text)) throw new Error(`${pageUrl}${path} does not serve the live page's file`)
+}
+await rt.stop()
+JS
+node live.mjs
+echo "package check: installed from the tarball, README and guide code type-checks, the README app runs, the live page is served"

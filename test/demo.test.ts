@@ -1,6 +1,6 @@
 // The flights demo as a newcomer runs it (npm start): its options, and a run resumed after it finished.
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -18,7 +18,7 @@ describe('the flights demo (npm start)', () => {
   it('--help prints the options and exits 0; an unknown option prints them and exits 2', () => {
     const help = demo('--help')
     assert.equal(help.code, 0)
-    assert.match(help.out, /^usage: npm start -- \[--limit N\] \[--partitions N\] \[--state-dir DIR\] \[--fresh\]/)
+    assert.match(help.out, /^usage: npm start -- \[--limit N\] \[--partitions N\] \[--state-dir DIR\] \[--fresh\] \[--ui \[--port N\]\] \[--rate N\]/)
     const bad = demo('--bogus')
     assert.equal(bad.code, 2)
     assert.match(bad.err, /Unknown option '--bogus'[\s\S]*usage: npm start/)
@@ -37,5 +37,36 @@ describe('the flights demo (npm start)', () => {
     assert.doesNotMatch(second.out, /loaded /, 'the flights are not read again')
     assert.doesNotMatch(second.out, /\[-\d+ s\]/, 'no progress line with a negative time')
     assert.match(second.out, /done: 0 flights in this run/)
+  })
+
+  it('--ui serves the live page while it runs, prints its address, and keeps it up until Ctrl-C', async () => {
+    const stateDir = join(mkdtempSync(join(tmpdir(), 'punctual-demo-ui-')), 'state')
+    const child = spawn(process.execPath, ['--import', 'tsx', 'demo/flights/main.ts', '--limit', '20000', '--state-dir', stateDir, '--ui', '--port', '0', '--rate', '50000'], { cwd: ROOT })
+    let out = ''
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d))
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+    const waitFor = async (pattern: RegExp): Promise<RegExpMatchArray> => {
+      for (;;) {
+        const m = pattern.exec(out)
+        if (m !== null) return m
+        if (child.exitCode !== null) throw new Error(`the demo exited (${child.exitCode}) before printing ${pattern}:\n${out}`)
+        await new Promise((r) => setTimeout(r, 50))
+      }
+    }
+    try {
+      const [, page] = await waitFor(/live page: (http:\/\/127\.0\.0\.1:\d+\/)/)
+      await waitFor(/every flight is processed; the live page stays up/)
+      const res = await fetch(`${page}metrics.json`)
+      const metrics = (await res.json()) as { applicationId: string; processedRecords: number; tasks: unknown[] }
+      assert.equal(metrics.applicationId, 'flights-demo')
+      assert.equal(metrics.processedRecords, 20_000)
+      assert.equal(metrics.tasks.length, 4)
+      assert.match(await (await fetch(page as string)).text(), /<title>punctual<\/title>/)
+      child.kill('SIGINT')
+      assert.equal(await exited, 0)
+      assert.match(out, /done: 20,000 flights in /)
+    } finally {
+      child.kill('SIGKILL')
+    }
   })
 })

@@ -10,15 +10,29 @@ import type { Windowed } from '../../src/index.js'
 import { FLIGHT_ROWS, loadFlights } from './data.js'
 import type { Flights } from './data.js'
 import { DAY, DELAYED_MIN, flightsTopology, HOURLY_GRACE } from './topology.js'
-import type { AirportAlert, DailyReport, FlightValue, Progress } from './topology.js'
+import type { AirportAlert, DailyReport, FlightValue } from './topology.js'
 
-const USAGE = `usage: npm start -- [--limit N] [--partitions N] [--state-dir DIR] [--fresh]
+const USAGE = `usage: npm start -- [--limit N] [--partitions N] [--state-dir DIR] [--fresh] [--ui [--port N]] [--rate N]
   --limit N         replay only the first N flights (default: all ${FLIGHT_ROWS.toLocaleString('en-US')})
   --partitions N    input partitions, one task each (default 4)
   --state-dir DIR   where state lives between runs (default .punctual/flights-demo)
-  --fresh           delete the state directory first and start over`
+  --fresh           delete the state directory first and start over
+  --ui              serve the live page (and Prometheus metrics at /metrics); feed at --rate, and keep
+                    the page up after the last flight until Ctrl-C
+  --port N          the live page's port (default 9464; 0 takes a free one)
+  --rate N          flights fed per second (default: as fast as they are processed; 20000 with --ui)`
 
-function parseArguments(): { limit: number; partitions: number; stateDir: string; fresh: boolean } {
+interface Options {
+  limit: number
+  partitions: number
+  stateDir: string
+  fresh: boolean
+  ui: boolean
+  port: number
+  rate: number
+}
+
+function parseArguments(): Options {
   let values
   try {
     values = parseArgs({
@@ -27,6 +41,9 @@ function parseArguments(): { limit: number; partitions: number; stateDir: string
         partitions: { type: 'string', default: '4' },
         'state-dir': { type: 'string', default: '.punctual/flights-demo' },
         fresh: { type: 'boolean', default: false },
+        ui: { type: 'boolean', default: false },
+        port: { type: 'string', default: '9464' },
+        rate: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     }).values
@@ -40,14 +57,18 @@ function parseArguments(): { limit: number; partitions: number; stateDir: string
   }
   const limit = values.limit === undefined ? Infinity : Number(values.limit)
   const partitions = Number(values.partitions)
-  if (!(limit > 0) || (limit !== Infinity && !Number.isInteger(limit)) || !Number.isInteger(partitions) || partitions < 1) {
+  const port = Number(values.port)
+  const rate = values.rate === undefined ? (values.ui ? 20_000 : Infinity) : Number(values.rate)
+  const valid =
+    limit > 0 && (limit === Infinity || Number.isInteger(limit)) && Number.isInteger(partitions) && partitions >= 1 && Number.isInteger(port) && port >= 0 && port <= 65_535 && rate > 0
+  if (!valid) {
     console.error(USAGE)
     process.exit(2)
   }
-  return { limit, partitions, stateDir: values['state-dir'], fresh: values.fresh }
+  return { limit, partitions, stateDir: values['state-dir'], fresh: values.fresh, ui: values.ui, port, rate }
 }
 
-const { limit, partitions, stateDir, fresh } = parseArguments()
+const { limit, partitions, stateDir, fresh, ui, port, rate } = parseArguments()
 if (fresh) rmSync(stateDir, { recursive: true, force: true })
 const total = Math.min(FLIGHT_ROWS, limit)
 
@@ -63,6 +84,7 @@ const runtime = new EmbeddedRuntime(flightsTopology({ progressStartMs: startedAt
   // The demo prints its own story; the runtime only speaks up about problems.
   logger: createConsoleLogger({ level: 'warn' }),
   topics: { flights: { partitions }, 'daily-reports': { partitions: 1 }, progress: { partitions: 1 }, 'hourly-delays': { partitions: 1 } },
+  ...(ui ? { metrics: { port } } : {}),
 })
 /** Records a previous run committed (filled in once started): counted in the summary, not printed again. */
 const before = new Map<string, number[]>()
@@ -108,31 +130,43 @@ runtime.subscribe<string, DailyReport>(
   { valueSerde: Serdes.JSON<DailyReport>() },
 )
 
-// Each task reports progress every wall-clock second, aligned; print one line per tick.
-const ticks = new Map<number, Progress[]>()
+// A progress line every second, from the runtime's metrics (what the live page and Prometheus show too).
 /** No progress lines while the flights file loads (the runtime idles meanwhile). */
 let loading = false
-runtime.subscribe<string, Progress>(
-  'progress',
-  (r) => {
-    if (loading) return
-    const p = r.value!
-    const list = ticks.get(p.tick) ?? []
-    list.push(p)
-    ticks.set(p.tick, list)
-    if (list.length < partitions) return
-    ticks.delete(p.tick)
-    const processed = list.reduce((n, x) => n + x.processed, 0)
-    const behind = list.reduce((n, x) => n + x.behindStreamTime, 0)
-    const streamTimes = list.map((x) => x.streamTime).filter((t): t is number => t !== null)
-    const st = streamTimes.length > 0 ? minute(Math.min(...streamTimes)) : 'unknown'
-    const pct = processed > 0 ? ((100 * behind) / processed).toFixed(1) : '0.0'
-    const elapsed = Math.max(0, Math.round((p.tick - startedAt) / 1000))
-    console.log(`  [${elapsed} s] ${fmt(processed)} flights processed · slowest task's stream time ${st} · ${pct}% came in behind stream time (out of order)`)
-  },
-  // Progress lines of earlier runs are history: show this run's.
-  { valueSerde: Serdes.JSON<Progress>(), from: 'latest' },
-)
+let lastProcessed = 0
+/** Wall-clock punctuation lateness so far, summed over tasks: cumulative bucket counts, then the total. */
+let lastLateness: number[] = []
+function progressLine(): void {
+  const m = runtime.metrics()
+  const processed = m.processedRecords
+  const perSecond = processed - lastProcessed
+  lastProcessed = processed
+  const lateness = m.tasks.reduce((sum, t) => {
+    const h = t.punctuationLateness
+    return [...h.buckets.map((b) => b.count), h.count].map((n, i) => n + (sum[i] ?? 0))
+  }, [] as number[])
+  const lateBy = latestInBuckets(lastLateness, lateness, m.tasks[0]?.punctuationLateness.buckets.map((b) => b.le) ?? [])
+  lastLateness = lateness
+  // Idle (all fed, or waiting with --ui): the last line still holds.
+  if (loading || m.tasks.length === 0 || perSecond === 0) return
+  const streamTimes = m.tasks.map((t) => t.streamTime).filter((t): t is number => t !== undefined)
+  const st = streamTimes.length > 0 ? minute(Math.min(...streamTimes)) : 'unknown'
+  const inTasks = m.tasks.reduce((n, t) => n + t.processedRecords, 0)
+  const behind = inTasks === 0 ? 0 : m.tasks.reduce((n, t) => n + t.recordLateness.avgMs * t.processedRecords, 0) / inTasks
+  const elapsed = Math.max(0, Math.round((Date.now() - startedAt) / 1000))
+  const punctuations = lateBy === undefined ? '' : ` · wall-clock punctuations ≤ ${lateBy} ms late`
+  console.log(`  [${elapsed} s] ${fmt(processed)} flights (${fmt(perSecond)}/s) · slowest stream time ${st} · records ${(behind / 60_000).toFixed(1)} min behind it on average${punctuations}`)
+}
+/**
+ * How late the latest of the punctuations since the last line came, at most: the smallest bucket bound
+ * holding every one of them (cumulative counts, the total last). Undefined when none ran.
+ */
+function latestInBuckets(before: number[], now: number[], bounds: number[]): number | undefined {
+  const total = (now[bounds.length] ?? 0) - (before[bounds.length] ?? 0)
+  if (total === 0) return undefined
+  const i = bounds.findIndex((_, k) => (now[k] ?? 0) - (before[k] ?? 0) === total)
+  return i < 0 ? Infinity : bounds[i]
+}
 
 // Airport alerts: count the quiet ones, print each expiry (an airport without a flight for a day).
 const quietByAirport = new Map<string, number>()
@@ -169,6 +203,11 @@ runtime.subscribe<Windowed<string>, number>(
 )
 
 runtime.start()
+const progress = setInterval(progressLine, 1000)
+if (ui) {
+  const address = await runtime.metricsAddress()
+  if (address !== undefined) console.log(`live page: ${address.pageUrl}  (Prometheus metrics: ${address.url})`)
+}
 for (const topic of ['daily-reports', 'airport-alerts']) before.set(topic, runtime.committedEndOffsets(topic))
 // The flights topic is durable: what it holds was fed by an earlier run and is processed first; feed the rest.
 const fed = runtime.committedEndOffsets('flights').reduce((a, b) => a + b, 0)
@@ -190,12 +229,15 @@ if (fed < total) {
 }
 console.log('')
 let stopping = false
-process.once('SIGINT', () => {
+const interrupted = (): void => {
   stopping = true
   console.log('\nstopping: committing what was processed; run it again to resume')
-})
+}
+process.once('SIGINT', interrupted)
 const producer = runtime.producer<string, FlightValue>('flights', { valueSerde: Serdes.JSON<FlightValue>() })
-const BATCH = 20_000
+// Flights go in batches; with a rate, a tenth of a second's worth at a time, each when its time comes.
+const BATCH = rate === Infinity ? 20_000 : Math.max(1, Math.round(rate / 10))
+const feedStart = Date.now()
 for (let start = fed; flights !== undefined && start < flights.count && !stopping; start += BATCH) {
   const order = flights.replayOrder
   const end = Math.min(flights.count, start + BATCH)
@@ -205,7 +247,18 @@ for (let start = fed; flights !== undefined && start < flights.count && !stoppin
   }
   // Back-pressure: let the runtime catch up before producing more, as a real feed would.
   while (runtime.metrics().processedRecords < end - fed - BATCH) await new Promise((r) => setImmediate(r))
+  const due = feedStart + ((end - fed) / rate) * 1000
+  if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()))
 }
+let finishedAt: number | undefined
+if (ui && !stopping) {
+  await runtime.idle()
+  finishedAt = Date.now()
+  process.off('SIGINT', interrupted)
+  console.log(`\nevery flight is processed; the live page stays up (wall-clock punctuations go on): Ctrl-C for the results`)
+  await new Promise((resolve) => process.once('SIGINT', resolve))
+}
+clearInterval(progress)
 await runtime.stop({ drain: !stopping })
 if (stopping) process.exit(130)
 for (const parts of [...partialDays.values()].sort((a, b) => a[0]!.day - b[0]!.day)) printDay(parts, false)
@@ -225,7 +278,7 @@ console.log(`\nquiet-airport alerts (no departure for 3 h, event-time timers): $
 console.log(`airport state expired after a day without departures (event-time TTL): ${fmt(expiries)}`)
 
 // Processing time: the run less the time the flights file took to load.
-const seconds = (Date.now() - startedAt) / 1000 - loadSeconds
+const seconds = ((finishedAt ?? Date.now()) - startedAt) / 1000 - loadSeconds
 const m = runtime.metrics()
 const dropped = Object.values(m.droppedRecords).reduce((a, b) => a + b, 0)
 console.log(

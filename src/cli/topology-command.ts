@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs'
 import { PunctualError } from '../errors.js'
 import type { Io } from './scenario-command.js'
 import { loadApp } from './run-command.js'
-import { topologySvg } from './topology-svg.js'
+import { topologySvg } from '../processor/topology-svg.js'
 
 /** `punctual topology APP [--svg FILE]`: prints the app's `describe()`; draws it with --svg. Returns the exit code. */
 export async function topologyCommand(path: string, opts: { svg?: string }, io: Io): Promise<number> {

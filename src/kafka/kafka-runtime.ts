@@ -6,6 +6,7 @@ import type { RuntimeMetrics, TaskEvent } from '../metrics.js'
 import { runtimeMetrics } from '../runtime/runtime-metrics.js'
 import { RuntimeEvents } from '../runtime/runtime-events.js'
 import { RuntimeMetricsServer } from '../monitoring/metrics-server.js'
+import { topologySvg } from '../processor/topology-svg.js'
 import type { MetricsAddress } from '../monitoring/metrics-server.js'
 import type { StreamTask } from '../processor/internal/task.js'
 import type { Topology } from '../processor/topology.js'
@@ -263,8 +264,8 @@ export class KafkaRuntime {
       await promised((cb) => consumer.connect({}, cb))
       this.setState('RUNNING')
       this.metricsServer.start(
-        () => this.metrics(),
-        (address) => this.logger.info({ url: address.url }, `metrics at ${address.url}`),
+        { metrics: () => this.metrics(), topologySvg: topologySvg(this.topology) },
+        (address) => this.logger.info({ url: address.url, page: address.pageUrl }, `metrics at ${address.url}, live page at ${address.pageUrl}`),
         (err) => this.fail(err),
       )
       const sources = [...new Set(this.topology.subtopologies().flatMap((s) => s.sourceTopics))].map((t) => plan.names.get(t) ?? t)

@@ -6,6 +6,7 @@ import type { RuntimeMetrics, TaskEvent } from '../metrics.js'
 import { runtimeMetrics } from './runtime-metrics.js'
 import { RuntimeEvents } from './runtime-events.js'
 import { RuntimeMetricsServer } from '../monitoring/metrics-server.js'
+import { topologySvg } from '../processor/topology-svg.js'
 import type { MetricsAddress } from '../monitoring/metrics-server.js'
 import { NO_HEADERS } from '../processor/api.js'
 import type { Headers } from '../processor/api.js'
@@ -231,8 +232,8 @@ export class EmbeddedRuntime {
     }
     this.setState('RUNNING')
     this.metricsServer.start(
-      () => this.metrics(),
-      (address) => this.logger.info({ url: address.url }, `metrics at ${address.url}`),
+      { metrics: () => this.metrics(), topologySvg: topologySvg(this.topology) },
+      (address) => this.logger.info({ url: address.url, page: address.pageUrl }, `metrics at ${address.url}, live page at ${address.pageUrl}`),
       (err) => this.fail(err),
     )
     // What init restored or registered (schedules' baselines, catch-up fires) is durable from the start.

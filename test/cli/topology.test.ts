@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { cli } from '../helpers/cli.js'
 import { fileURLToPath } from 'node:url'
-import { topologySvg } from '../../src/cli/topology-svg.js'
+import { topologySvg } from '../../src/processor/topology-svg.js'
 import { StreamsBuilder } from '../../src/index.js'
 
 const APP = fileURLToPath(new URL('../fixtures/counter-app.ts', import.meta.url))

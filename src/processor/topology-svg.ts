@@ -1,4 +1,4 @@
-import type { NodeDef, Topology } from '../processor/topology.js'
+import type { NodeDef, Topology } from './topology.js'
 
 const NODE_HEIGHT = 40
 const GAP_X = 48
@@ -46,7 +46,7 @@ export function topologySvg(topology: Topology): string {
         const ny = y + TITLE + GAP_Y + r * (NODE_HEIGHT + GAP_Y)
         at.set(node.name, { x, y: ny, w })
         const [first, second] = labels(node)
-        parts.push(`<g class="node ${node.kind}"><rect x="${x}" y="${ny}" width="${w}" height="${NODE_HEIGHT}" rx="4"/>`)
+        parts.push(`<g class="node ${node.kind}" data-node="${escape(node.name)}"><rect x="${x}" y="${ny}" width="${w}" height="${NODE_HEIGHT}" rx="4"/>`)
         parts.push(`<text x="${x + 10}" y="${ny + 16}">${escape(first)}</text>${second === '' ? '' : `<text x="${x + 10}" y="${ny + 32}" class="detail">${escape(second)}</text>`}</g>`)
       })
       x += w + GAP_X
