@@ -1,8 +1,9 @@
 import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
+import type { Headers } from '../processor/api.js'
+import { NO_HEADERS } from '../processor/api.js'
 import type { CheckpointRestore, CommitBackend, TaskCommit } from '../runtime/commit-backend.js'
 import type { StoreDisk } from '../state/persistent-store.js'
 import type { Clock } from '../time/clock.js'
-import { TASK_STORE } from '../runtime/changelog-records.js'
 import type { ChangelogTopics } from './changelog-topics.js'
 import type { TopicPartitionRef } from './fetcher.js'
 import type { ProducerSink } from './producer-sink.js'
@@ -10,6 +11,38 @@ import type { ProducerSink } from './producer-sink.js'
 /** A consumed position to commit: the next offset to read. */
 export interface PartitionOffset extends TopicPartitionRef {
   readonly offset: number
+  /** At least once: the number of the task's commit these offsets complete (`commitMetadata`). */
+  readonly metadata?: string
+}
+
+/**
+ * At least once, every changelog record of a task's commit carries the commit's number in this header,
+ * and the commit's offsets carry it in their metadata once every record is acknowledged. A restore
+ * applies only the records of commits whose offsets the group holds (`ChangelogReader`'s limit).
+ */
+export const COMMIT_HEADER = 'punctual.commit'
+const COMMIT_METADATA = 'punctual.commit='
+
+/** The header value of commit `n`: six bytes, big-endian. */
+export function commitHeaderValue(n: number): Buffer {
+  const b = Buffer.allocUnsafe(6)
+  b.writeUIntBE(n, 0, 6)
+  return b
+}
+
+export function readCommitHeader(value: Uint8Array): number | undefined {
+  return value.byteLength === 6 ? Buffer.from(value.buffer, value.byteOffset, 6).readUIntBE(0, 6) : undefined
+}
+
+export function commitMetadata(n: number): string {
+  return `${COMMIT_METADATA}${n}`
+}
+
+/** The commit number in an offset's metadata; undefined when it has none (never committed at least once). */
+export function parseCommitMetadata(metadata: string | undefined): number | undefined {
+  if (metadata === undefined || !metadata.startsWith(COMMIT_METADATA)) return undefined
+  const n = Number(metadata.slice(COMMIT_METADATA.length))
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined
 }
 
 /** The client calls a commit makes, as promises (the runtime wraps its producer and consumer). */
@@ -30,9 +63,12 @@ export interface CommitClient {
  * - `exactly_once_v2`: all of it, with the outputs written since the last commit, is one transaction:
  *   the records are produced into it, the offsets added with the group metadata (KIP-447), then it
  *   commits and the next one begins; what tasks write in between is held by the sink until it has.
- * - `at_least_once`: the records are produced, the producer flushed (the tasks' positions last), then
- *   the offsets committed: a crash in between replays records whose effects are already out, never the
- *   other way round.
+ * - `at_least_once`: the records are produced (each with the task's commit number, `COMMIT_HEADER`), the
+ *   producer flushed, then the offsets committed with that number in their metadata. Records of
+ *   different partitions land independently, so a crash during the flush can leave part of a commit in
+ *   the changelogs; a restore skips the records of commits the group's offsets do not name, and the
+ *   task resumes from the state and positions of the last complete commit: records are processed
+ *   again, and everything they caused is written again (at least once), never lost.
  * Tasks restore from their changelog topics (`ChangelogReader`): this backend keeps no local state.
  */
 export class KafkaCommitBackend implements CommitBackend {
@@ -49,28 +85,41 @@ export class KafkaCommitBackend implements CommitBackend {
     private readonly onCommitted: (offsets: readonly PartitionOffset[]) => void = () => {},
   ) {}
 
+  /** At least once: the number of each task's last commit (from the group's offsets when it was assigned). */
+  private readonly commitNumbers = new Map<string, number>()
+
+  /** At least once: a task assigned here goes on from commit `n` (its restore's limit). */
+  assigned(taskId: string, n: number): void {
+    this.commitNumbers.set(taskId, n)
+  }
+
   commit(commits: readonly TaskCommit[]): Promise<void> {
     // Outputs written from here on belong to the next transaction.
     if (this.exactlyOnce) this.sink.hold()
     const now = this.clock.now()
     const offsets: PartitionOffset[] = []
-    // At least once, a task's positions go out after the rest of its state is acknowledged (see flushAndCommit).
-    const positions: Array<() => void> = []
     for (const c of commits) {
       const [sub, partition] = parseTaskId(c.taskId)
       const topics = this.changelogs(sub)
+      let headers: Headers = NO_HEADERS
+      let metadata: string | undefined
+      if (!this.exactlyOnce) {
+        const n = (this.commitNumbers.get(c.taskId) ?? 0) + 1
+        this.commitNumbers.set(c.taskId, n)
+        headers = [{ key: COMMIT_HEADER, value: commitHeaderValue(n) }]
+        metadata = commitMetadata(n)
+      }
       for (const r of c.records()) {
         const m = topics.toMessage(r)
-        const send = (): void => this.sink.produce(m.topic, partition, m.key, m.value, now, [])
-        if (!this.exactlyOnce && r.store === TASK_STORE) positions.push(send)
-        else send()
+        this.sink.produce(m.topic, partition, m.key, m.value, now, headers)
       }
       for (const [tp, offset] of Object.entries(c.checkpoint.positions)) {
         const at = tp.lastIndexOf(':')
-        offsets.push({ topic: this.clusterName(tp.slice(0, at)), partition: Number(tp.slice(at + 1)), offset })
+        const topic = this.clusterName(tp.slice(0, at))
+        offsets.push(metadata === undefined ? { topic, partition: Number(tp.slice(at + 1)), offset } : { topic, partition: Number(tp.slice(at + 1)), offset, metadata })
       }
     }
-    const done = this.exactlyOnce ? this.commitTransaction(offsets) : this.flushAndCommit(positions, offsets)
+    const done = this.exactlyOnce ? this.commitTransaction(offsets) : this.flushAndCommit(offsets)
     return done.then(() => this.onCommitted(offsets))
   }
 
@@ -81,18 +130,9 @@ export class KafkaCommitBackend implements CommitBackend {
     this.sink.release()
   }
 
-  /**
-   * Without a transaction the changelog records of one commit can be partly written when the process
-   * dies. A task restores its input positions from its changelog (`punctual.task`), so those go out
-   * only once the rest of its state is acknowledged: a crash in between leaves older positions with
-   * newer state, so records are processed again (at least once), never skipped.
-   */
-  private async flushAndCommit(positions: ReadonlyArray<() => void>, offsets: PartitionOffset[]): Promise<void> {
+  /** At least once: the commit is complete once its offsets are the group's, after every record it wrote is acknowledged. */
+  private async flushAndCommit(offsets: PartitionOffset[]): Promise<void> {
     await this.client.flush()
-    if (positions.length > 0) {
-      for (const send of positions) send()
-      await this.client.flush()
-    }
     if (offsets.length > 0) await this.client.commitOffsets(offsets)
   }
 

@@ -35,7 +35,7 @@ import { validateKafkaRuntimeConfig } from './config.js'
 import type { KafkaRuntimeConfig, ValidKafkaRuntimeConfig } from './config.js'
 import { Fetcher } from './fetcher.js'
 import type { FetchingConsumer, TopicPartitionRef } from './fetcher.js'
-import { KafkaCommitBackend } from './kafka-commit-backend.js'
+import { KafkaCommitBackend, parseCommitMetadata } from './kafka-commit-backend.js'
 import { RepartitionPurger } from './repartition-purger.js'
 import type { DeleteRecords } from './repartition-purger.js'
 import type { CommitClient, PartitionOffset } from './kafka-commit-backend.js'
@@ -154,6 +154,9 @@ export class KafkaRuntime {
   private checkpoints: LocalCheckpoints | undefined
   /** Per restoring task: the records its local checkpoint gave (restore report). */
   private readonly restoredLocally = new Map<string, number>()
+  /** At least once, per task assigned: its last complete commit, from the group's offsets (the restore's limit). */
+  private readonly commitLimits = new Map<string, number>()
+  private backend: KafkaCommitBackend | undefined
 
   constructor(
     private readonly topology: Topology,
@@ -233,9 +236,9 @@ export class KafkaRuntime {
       const consumer = this.createConsumer(client)
       this.checkpoints = new LocalCheckpoints(config.stateDir, (topic, partition) => this.endOffset(topic, partition), this.logger)
       const purger = await this.repartitionPurger(client, plan)
-      const backend = new KafkaCommitBackend(exactlyOnce, this.commitClient(consumer), sink, (sub) => this.changelogTopics.get(sub) as ChangelogTopics, (t) => plan.names.get(t) ?? t, config.clock, (offsets) =>
+      const backend = (this.backend = new KafkaCommitBackend(exactlyOnce, this.commitClient(consumer), sink, (sub) => this.changelogTopics.get(sub) as ChangelogTopics, (t) => plan.names.get(t) ?? t, config.clock, (offsets) =>
         purger?.committed(offsets),
-      )
+      ))
       this.committer = new Committer(backend)
       this.fetcher = new Fetcher(consumer as unknown as FetchingConsumer, this.loop.onAppend, (err) => this.fail(new PunctualError('ILLEGAL_STATE', `fetching: ${err.message}`, { cause: err })))
       const fetcher = this.fetcher
@@ -254,8 +257,10 @@ export class KafkaRuntime {
           onRestored: ({ taskId, count, ms }) => {
             const local = this.restoredLocally.get(taskId) ?? 0
             this.restoredLocally.delete(taskId)
+            const skipped = this.readers.get(taskId)?.skipped ?? 0
             const how = local > 0 ? `its local checkpoint (${local} records) and the changelog's tail (${count - local} records)` : `its changelog topics (${count} records)`
-            this.logger.info({ taskId, records: count, local, ms: Math.round(ms) }, `task ${taskId} restored from ${how}`)
+            const cut = skipped > 0 ? `; ${skipped} records of an incomplete commit left out` : ''
+            this.logger.info({ taskId, records: count, local, skipped, ms: Math.round(ms) }, `task ${taskId} restored from ${how}${cut}`)
           },
         },
         this.tasks,
@@ -475,8 +480,8 @@ export class KafkaRuntime {
             if (err === undefined) resolve()
             else if (!GROUP_COMMIT_LAPSES.has(err.code)) reject(new PunctualError('ILLEGAL_STATE', `committing the group's offsets: ${err.message}`, { cause: err }))
             else {
-              // The tasks resume from the positions in their changelogs, which this commit wrote already:
-              // the group's offsets only say where fetching starts. The next commit writes newer ones.
+              // The commit's records are all written, but the group does not name it: a restore before
+              // the next commit resumes from the one before (records are processed again, not lost).
               this.logger.warn({ code: err.code }, `the group's offsets were not committed (${err.message}); the next commit writes them`)
               resolve()
             }
@@ -560,11 +565,31 @@ export class KafkaRuntime {
     const plan = this.plan as TopicPlan
     const partitions = this.definitions.filter((d) => ids.includes(d.id)).flatMap((d) => d.subtopology.sourceTopics.map((t) => ({ topic: plan.names.get(t) ?? t, partition: d.partition })))
     try {
-      await committedOffsets(consumer, partitions, lost)
+      const committed = await committedOffsets(consumer, partitions, lost)
+      if (this.config.processingGuarantee === 'at_least_once') this.noteCommitLimits(ids, committed)
       return true
     } catch (err) {
       if (err instanceof AssignmentLost) return false
       throw err
+    }
+  }
+
+  /**
+   * At least once: each task's last complete commit is the highest number in its offsets' metadata (a
+   * commit's offsets go out after everything it wrote is acknowledged; 0 when none has one). Its restore
+   * stops there, and its next commit follows it.
+   */
+  private noteCommitLimits(ids: readonly string[], committed: readonly Client.TopicPartitionOffset[]): void {
+    const plan = this.plan as TopicPlan
+    for (const def of this.definitions.filter((d) => ids.includes(d.id))) {
+      const topics = new Set(def.subtopology.sourceTopics.map((t) => plan.names.get(t) ?? t))
+      let limit = 0
+      for (const c of committed) {
+        if (c.partition !== def.partition || !topics.has(c.topic)) continue
+        limit = Math.max(limit, parseCommitMetadata((c as { metadata?: string }).metadata) ?? 0)
+      }
+      this.commitLimits.set(def.id, limit)
+      this.backend?.assigned(def.id, limit)
     }
   }
 
@@ -628,7 +653,8 @@ export class KafkaRuntime {
     } as Client.ConsumerGlobalConfig) as Consumer
     consumer.setDefaultConsumeTimeout(50)
     consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
-    const reader = new ChangelogReader(consumer as unknown as RestoreConsumer, this.changelogTopics.get(def.subtopology.id) as ChangelogTopics, def.partition, (err) => this.fail(err), from)
+    const topics = this.changelogTopics.get(def.subtopology.id) as ChangelogTopics
+    const reader = new ChangelogReader(consumer as unknown as RestoreConsumer, topics, def.partition, (err) => this.fail(err), from, this.commitLimits.get(taskId))
     this.readers.set(taskId, reader)
     reader.open((err) => this.fail(new PunctualError('ILLEGAL_STATE', `task ${taskId}: connecting its restore consumer: ${err.message}`, { cause: err })))
     return reader

@@ -55,7 +55,11 @@ export class TestCluster {
   }
 
   /** Writes string records, each to the partition Kafka's default (murmur2) partitioner gives its key. */
-  async produce(topic: string, partitions: number, records: ReadonlyArray<TextRecord | { readonly key: string; readonly value: Buffer; readonly timestamp: number }>): Promise<void> {
+  async produce(
+    topic: string,
+    partitions: number,
+    records: ReadonlyArray<TextRecord | { readonly key: string; readonly value: Buffer | null; readonly timestamp: number; readonly headers?: Record<string, Buffer> }>,
+  ): Promise<void> {
     const producer = new this.client.KafkaJS.Kafka({ kafkaJS: { brokers: [this.bootstrap], logLevel: this.client.KafkaJS.logLevel.ERROR } }).producer({
       kafkaJS: { idempotent: true },
     })
@@ -63,7 +67,13 @@ export class TestCluster {
     for (let i = 0; i < records.length; i += 5000) {
       await producer.send({
         topic,
-        messages: records.slice(i, i + 5000).map((r) => ({ key: r.key, value: r.value, timestamp: String(r.timestamp), partition: partitionForStringKey(r.key, partitions) })),
+        messages: records.slice(i, i + 5000).map((r) => ({
+          key: r.key,
+          value: r.value,
+          timestamp: String(r.timestamp),
+          partition: partitionForStringKey(r.key, partitions),
+          ...('headers' in r && r.headers !== undefined ? { headers: r.headers } : {}),
+        })),
       })
     }
     await producer.disconnect()

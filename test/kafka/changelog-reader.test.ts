@@ -4,6 +4,7 @@ import { setImmediate as tick } from 'node:timers/promises'
 import { ChangelogReader } from '../../src/kafka/changelog-reader.js'
 import type { RestoreConsumer } from '../../src/kafka/changelog-reader.js'
 import { ChangelogTopics } from '../../src/kafka/changelog-topics.js'
+import { COMMIT_HEADER, commitHeaderValue } from '../../src/kafka/kafka-commit-backend.js'
 import type { ConsumedMessage, TopicPartitionRef } from '../../src/kafka/fetcher.js'
 
 type Callback<A extends unknown[]> = (...args: A) => void
@@ -131,5 +132,29 @@ describe('ChangelogReader: its restore consumer', () => {
     assert.deepEqual(fromCheckpoint.assigned, [{ topic: store, partition: 0, offset: 7 }, { topic: task, partition: 0, offset: 1 }])
     // The fake's end offsets are 1: nothing remains of the task topic, nor of the store topic past 7 (never 0 before the end).
     assert.equal(tail.remaining(), 1)
+  })
+
+  it('at least once, leaves out the records of commits after its limit (cut short by a crash); unnumbered ones always go in', () => {
+    const own = new ChangelogTopics('app', 0, ['counts'])
+    const [store] = own.topics() as [string]
+    const consumer = new FakeConsumer()
+    const r = new ChangelogReader(consumer, own, 0, (err) => assert.fail(err), {}, 5)
+    r.open((err) => assert.fail(err.message))
+    consumer.connected()
+    const message = (offset: number, key: string, commit?: number): ConsumedMessage => ({
+      topic: store,
+      partition: 0,
+      offset,
+      key: Buffer.from(key),
+      value: Buffer.from('v'),
+      timestamp: 0,
+      ...(commit === undefined ? {} : { headers: [{ [COMMIT_HEADER]: commitHeaderValue(commit) }] }),
+    })
+    consumer.consumed([message(0, 'a'), message(1, 'b', 4), message(2, 'c', 5), message(3, 'd', 6), message(4, 'e', 6)])
+    assert.deepEqual(
+      r.read(10).map((x) => Buffer.from(x.key).toString()),
+      ['a', 'b', 'c'],
+    )
+    assert.equal(r.skipped, 2)
   })
 })

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { ChangelogTopics } from '../../src/kafka/changelog-topics.js'
-import { KafkaCommitBackend, parseTaskId } from '../../src/kafka/kafka-commit-backend.js'
+import { COMMIT_HEADER, KafkaCommitBackend, parseCommitMetadata, parseTaskId, readCommitHeader } from '../../src/kafka/kafka-commit-backend.js'
 import type { CommitClient, PartitionOffset } from '../../src/kafka/kafka-commit-backend.js'
 import { ProducerSink } from '../../src/kafka/producer-sink.js'
 import type { TaskCommit } from '../../src/runtime/commit-backend.js'
@@ -12,9 +12,13 @@ const bytes = (s: string) => new TextEncoder().encode(s)
 function setup(exactlyOnce: boolean) {
   const calls: string[] = []
   const produced: string[] = []
+  /** The commit number each produced record carries (undefined: none). */
+  const numbers: Array<number | undefined> = []
   const sink = new ProducerSink({
-    produce: (topic, partition, value, key) => {
+    produce: (topic, partition, value, key, _timestamp, _opaque, headers) => {
       produced.push(`${topic}/${partition} ${String(key)}=${String(value)}`)
+      const header = headers?.find((h) => COMMIT_HEADER in h)?.[COMMIT_HEADER]
+      numbers.push(header === undefined ? undefined : readCommitHeader(header))
     },
   })
   let release: () => void = () => {}
@@ -29,7 +33,7 @@ function setup(exactlyOnce: boolean) {
       calls.push('flush')
       return new Promise<void>((resolve) => (release = resolve))
     },
-    commitOffsets: async (o: PartitionOffset[]) => void calls.push(`commitOffsets ${o.map((x) => `${x.topic}-${x.partition}@${x.offset}`).join(' ')}`),
+    commitOffsets: async (o: PartitionOffset[]) => void calls.push(`commitOffsets ${o.map((x) => `${x.topic}-${x.partition}@${x.offset}${x.metadata === undefined ? '' : ` ${x.metadata}`}`).join(' ')}`),
   }
   const topics = new ChangelogTopics('app', 0, ['counts'])
   const backend = new KafkaCommitBackend(exactlyOnce, client, sink, () => topics, (t) => (t === 'rep' ? 'app-rep' : t), new ManualClock(5))
@@ -40,7 +44,7 @@ function setup(exactlyOnce: boolean) {
     stores: new Map(),
     records: () => [{ store: 'counts', key: bytes('k'), value: bytes('1') }],
   }
-  return { calls, produced, sink, backend, commit, release: () => release() }
+  return { calls, produced, numbers, sink, backend, commit, release: () => release() }
 }
 
 describe('KafkaCommitBackend', () => {
@@ -59,24 +63,47 @@ describe('KafkaCommitBackend', () => {
     assert.deepEqual(produced, ['app-counts-changelog/2 k=1', 'out/0 late=x'], 'released into the next transaction')
   })
 
-  it("at_least_once: the state's changelog records, a flush, then the task's positions, a flush, then the offsets; outputs are never held", async () => {
-    const { calls, produced, sink, backend, commit, release } = setup(false)
+  it("at_least_once: the changelog records, numbered, a flush, then the offsets naming the commit; outputs are never held", async () => {
+    const { calls, produced, numbers, sink, backend, commit, release } = setup(false)
     const records = [
       { store: 'punctual.task', key: bytes('t'), value: bytes('pos') },
       { store: 'counts', key: bytes('k'), value: bytes('1') },
     ]
+    // Assigned with the group's offsets naming commit 41: the next one is 42.
+    backend.assigned('0_2', 41)
     const done = backend.commit([{ ...commit, checkpoint: { ...commit.checkpoint, positions: { 'in:2': 9 } }, records: () => records }])
     sink.send('out', 1, bytes('o'), bytes('y'), 6, [])
-    assert.deepEqual(produced, ['app-counts-changelog/2 k=1', 'out/1 o=y'], 'positions wait for the rest of the state')
-    assert.deepEqual(calls, ['flush'])
-    release()
-    await new Promise((r) => setImmediate(r))
-    assert.equal(produced.length, 3)
-    assert.match(produced[2] ?? '', /^app-punctual-0-changelog\/2 /)
-    assert.deepEqual(calls, ['flush', 'flush'], 'offsets wait for the positions')
+    assert.equal(produced.length, 3, 'the changelog records, and the output at once')
+    assert.match(produced[0] ?? '', /^app-punctual-0-changelog\/2 /)
+    assert.equal(produced[1], 'app-counts-changelog/2 k=1')
+    assert.equal(produced[2], 'out/1 o=y')
+    assert.deepEqual(numbers, [42, 42, undefined], 'changelog records carry the commit number, outputs do not')
+    assert.deepEqual(calls, ['flush'], 'the offsets wait until every record is acknowledged')
     release()
     await done
-    assert.deepEqual(calls, ['flush', 'flush', 'commitOffsets in-2@9'])
+    assert.deepEqual(calls, ['flush', 'commitOffsets in-2@9 punctual.commit=42'])
+    const next = backend.commit([{ ...commit, checkpoint: { ...commit.checkpoint, positions: { 'in:2': 12 } } }])
+    release()
+    await next
+    assert.equal(numbers.at(-1), 43)
+    assert.equal(calls.at(-1), 'commitOffsets in-2@12 punctual.commit=43')
+  })
+
+  it('exactly_once_v2 numbers nothing: its transactions keep an incomplete commit out', async () => {
+    const { numbers, backend, commit, release } = setup(true)
+    const done = backend.commit([{ ...commit, checkpoint: { ...commit.checkpoint, positions: { 'in:2': 1 } } }])
+    await new Promise((r) => setImmediate(r))
+    release()
+    await done
+    assert.deepEqual(numbers, [undefined])
+  })
+
+  it('reads the commit number back from offset metadata', () => {
+    assert.equal(parseCommitMetadata('punctual.commit=7'), 7)
+    assert.equal(parseCommitMetadata(''), undefined)
+    assert.equal(parseCommitMetadata(undefined), undefined)
+    assert.equal(parseCommitMetadata('punctual.commit=x'), undefined)
+    assert.equal(parseCommitMetadata('something else'), undefined)
   })
 
   it('parses task ids', () => {
