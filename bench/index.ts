@@ -152,7 +152,7 @@ if (want('windowed-final')) {
   ])
   const pct = (x: number): string => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}%`
   rows.push([
-    '  the same with metrics on (the Prometheus endpoint, scraped every 100 ms)',
+    '  the same with metrics on (the Prometheus endpoint scraped every 100 ms, the live page open)',
     `${pct(r.metricsCost)} time`,
     `mean of ${r.metricsCosts.length} pairs, half with metrics first: ${r.metricsCosts.map(pct).join(', ')}; ${r.metricsScrapes} scrapes answered in all; same output: ${r.metricsIdenticalOutput}`,
     'within 5%',

@@ -18,7 +18,7 @@ const PAIRS = 3
 /** How often the metrics-on runs are scraped: ten times Prometheus' usual rate at its fastest. */
 const SCRAPE_EVERY_MS = 100
 /** Pairs of the metrics comparison: an even number, half in each order. */
-const METRICS_PAIRS = 4
+const METRICS_PAIRS = 6
 export const GRACE = 30 * 60_000
 
 export interface WindowedFinalResult {
@@ -181,7 +181,12 @@ export async function windowedFinal(): Promise<WindowedFinalResult> {
   // another process: so does the scraper here, started once, on a port the runs with metrics listen on.
   const port = await freePort()
   const url = `http://127.0.0.1:${port}/metrics`
-  const scraper = spawn(process.execPath, ['-e', `let n = 0; setInterval(() => fetch(${JSON.stringify(url)}).then((r) => r.text()).then(() => console.log(++n), () => {}), ${SCRAPE_EVERY_MS})`], { stdio: ['ignore', 'pipe', 'ignore'] })
+  // It also keeps the live page's event stream open (reconnecting between runs), as a browser would.
+  const scraperCode = [
+    `let n = 0; setInterval(() => fetch(${JSON.stringify(url)}).then((r) => r.text()).then(() => console.log(++n), () => {}), ${SCRAPE_EVERY_MS});`,
+    `(async () => { for (;;) { try { const r = await fetch(${JSON.stringify(url.replace(/metrics$/, 'events'))}); for await (const _ of r.body) {} } catch {} await new Promise((r) => setTimeout(r, 100)) } })()`,
+  ].join('\n')
+  const scraper = spawn(process.execPath, ['-e', scraperCode], { stdio: ['ignore', 'pipe', 'ignore'] })
   let scrapes = 0
   scraper.stdout.on('data', (d: Buffer) => (scrapes = Number(d.toString().trim().split('\n').at(-1))))
   const metricsPairs: Array<{ out: Output; onMs: number; offMs: number }> = []

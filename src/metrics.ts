@@ -143,6 +143,8 @@ export interface TaskMetricsSnapshot {
   readonly ttlExpired: number
   /** The task's input partitions: position, end and lag. */
   readonly inputs: readonly InputPartitionMetrics[]
+  /** Per processor node (sources, processors, sinks), in topology order: the records it was given. */
+  readonly processors: ReadonlyArray<{ readonly name: string; readonly records: number }>
   /** The largest timestamp the task has processed; undefined before its first record. */
   readonly streamTime: number | undefined
   /** The wall clock minus stream time (how far processing is behind now), when there is a stream time. */

@@ -93,6 +93,16 @@ export class PrometheusMetrics {
         }
       },
     })
+    new Counter({
+      name: 'punctual_processor_process_total',
+      help: 'Records a processor node (source, processor or sink) of the task was given (Kafka Streams: processor-node process-total)',
+      labelNames: ['application_id', 'task_id', 'processor'],
+      registers: [this.registry],
+      collect: function () {
+        this.reset()
+        for (const task of current().tasks) for (const p of task.processors) this.inc({ ...app(), task_id: task.taskId, processor: p.name }, p.records)
+      },
+    })
     new Gauge({
       name: 'punctual_task_pending_timers',
       help: 'Timers pending in the task, by kind (user, ttl) and time domain (event, processing)',

@@ -44,6 +44,11 @@ describe('KafkaRuntime on a real broker', () => {
       const rt = runtime(`${name}-app`, `${name}-in`, `${name}-out`, guarantee)
       await rt.start()
       await until('every record is processed', () => rt.metrics().processedRecords >= input.length)
+      // The consumer's lag: each input partition read to its end (the high watermark librdkafka learnt from fetches).
+      const inputs = rt.metrics().tasks.flatMap((t) => t.inputs)
+      assert.equal(inputs.length, PARTITIONS)
+      assert.equal(inputs.reduce((n, i) => n + (i.endOffset ?? 0), 0), input.length)
+      assert.deepEqual(inputs.map((i) => i.lag), inputs.map(() => 0))
       await rt.stop()
       assert.deepEqual(lines(await broker.cluster.readAll(`${name}-out`, PARTITIONS)), expected)
     })

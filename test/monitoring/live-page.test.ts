@@ -94,6 +94,9 @@ describe('the live page in headless Chromium', { skip }, () => {
       await page.waitForFunction(() => document.querySelectorAll('#chart polyline').length === 4 && (document.querySelector('#chart polyline')?.getAttribute('points') ?? '').split(' ').length >= 3, undefined, { timeout: 30_000 })
       const shown = Number((await page.textContent('#processed'))?.replace(/,/g, ''))
       assert.ok(shown > 0 && shown <= runtime.metrics().processedRecords, `the page shows ${shown} processed, the runtime ${runtime.metrics().processedRecords}`)
+      // Each box of the graph shows the records its node was given: the source's, every flight so far.
+      const atSource = Number((await page.textContent('#topology g.node[data-node="flights"] text.count'))?.replace(/,/g, ''))
+      assert.ok(atSource > 0, `the source's box shows ${atSource} records`)
       const timers = await page.textContent('tr[data-task="0_0"] td[data-field="pendingTimers"]')
       assert.match(timers ?? '', /^[\d,]+ · [\d,]+$/)
       assert.deepEqual(errors, [], 'no script errors on the page')

@@ -101,6 +101,7 @@ describe('metrics over HTTP (Prometheus)', () => {
       assert.equal(value(samples, 'punctual_task_record_e2e_latency_min_ms', onA), 10_000 - 1200)
       assert.equal(value(samples, 'punctual_task_next_event_time_timer_ms', onA), 1250, 'the TTL timers at 1250 come before the user timer at 1300')
       assert.equal(value(samples, 'punctual_task_ttl_expired_total', onA), 0)
+      assert.equal(value(samples, 'punctual_processor_process_total', { ...onA, processor: 'keyed' }), 4)
       assert.equal(value(samples, 'punctual_task_input_position', { ...onA, topic: 'input', partition: '0' }), 4)
       assert.equal(value(samples, 'punctual_task_input_lag', { ...onA, topic: 'input', partition: '0' }), 0)
       assert.equal(value(samples, 'punctual_runtime_state', { application_id: 'prom', state: 'RUNNING' }), 1)

@@ -124,6 +124,7 @@ describe('task metrics (TopologyTestDriver)', () => {
     // The wall clock when processed minus the timestamp: 9000, 8500, 1500.
     assert.deepEqual(task.e2eLatency, { avgMs: (9000 + 8500 + 1500) / 3, minMs: 1500, maxMs: 9000 })
     assert.deepEqual(task.inputs, [{ topic: 'input', partition: 0, position: 3, endOffset: 3, lag: 0 }])
+    assert.deepEqual(task.processors.map((p) => p.records), [3, 3, 2], 'the source and the filter saw 3, the sink 2')
     assert.ok(task.processLatencyAvgMs >= 0)
   })
 

@@ -157,6 +157,27 @@ function chart() {
   $('legend').innerHTML = ids.map((id, i) => `<span><i style="background:${COLORS[i % COLORS.length]}"></i>task ${id}</span>`).join('')
 }
 
+/** Each node of the drawn topology gets the records it was given, summed over the tasks. */
+function nodeCounts(m) {
+  const counts = new Map()
+  for (const t of m.tasks) for (const p of t.processors) counts.set(p.name, (counts.get(p.name) ?? 0) + p.records)
+  for (const g of document.querySelectorAll('#topology g.node')) {
+    const rect = g.querySelector('rect')
+    if (rect === null) continue
+    let label = g.querySelector('text.count')
+    if (label === null) {
+      label = document.createElementNS('http://www.w3.org/2000/svg', 'text')
+      label.setAttribute('class', 'count')
+      label.setAttribute('text-anchor', 'end')
+      // Just above the box's right end, in the gap between rows: the box's own lines stay clear.
+      label.setAttribute('x', String(Number(rect.getAttribute('x')) + Number(rect.getAttribute('width'))))
+      label.setAttribute('y', String(Number(rect.getAttribute('y')) - 3))
+      g.append(label)
+    }
+    label.textContent = number(counts.get(g.dataset.node) ?? 0)
+  }
+}
+
 function update(m) {
   const seconds = previous === undefined ? 0 : (m.wallClockTime - previous.wallClockTime) / 1000
   const rate = previous === undefined || seconds <= 0 ? undefined : (m.processedRecords - previous.processedRecords) / seconds
@@ -166,6 +187,7 @@ function update(m) {
   history.push({ wall: m.wallClockTime, tasks: m.tasks.map((t) => ({ taskId: t.taskId, streamTime: t.streamTime })) })
   if (history.length > HISTORY) history.shift()
   chart()
+  nodeCounts(m)
   previous = m
 }
 

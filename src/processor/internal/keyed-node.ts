@@ -59,6 +59,7 @@ export class KeyedProcessorNode extends ProcessorNode implements KeyedNodeHandle
   }
 
   process(record: StreamRecord<unknown, unknown>): void {
+    this.received++
     const key = record.key
     if (!isStoreKey(key)) {
       throw markFailedNode(new PunctualError('PROCESSING', `keyed processor "${this.name}" needs a string, number, bigint or boolean key, got ${key === null ? 'null' : typeof key}`), this.name)

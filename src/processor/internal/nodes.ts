@@ -10,6 +10,8 @@ import type { TaskMetrics } from '../../metrics.js'
 export abstract class ProcessorNode {
   readonly children: ProcessorNode[] = []
   readonly childByName = new Map<string, ProcessorNode>()
+  /** Records this node was given (metrics: Kafka Streams' processor-node process-total). */
+  received = 0
 
   constructor(readonly name: string) {}
 
@@ -39,6 +41,7 @@ export class SourceNode extends ProcessorNode {
   }
 
   process(record: StreamRecord<unknown, unknown>): void {
+    this.received++
     this.forwardToChildren(record)
   }
 }
@@ -54,6 +57,7 @@ export class UserProcessorNode extends ProcessorNode {
   }
 
   process(record: StreamRecord<unknown, unknown>): void {
+    this.received++
     try {
       this.processor.process(record)
     } catch (err) {
@@ -85,6 +89,7 @@ export class SinkNode extends ProcessorNode {
   }
 
   process(record: StreamRecord<unknown, unknown>): void {
+    this.received++
     const ts = record.timestamp
     if (!Number.isSafeInteger(ts) || ts < 0) {
       throw new PunctualError('INVALID_TIMESTAMP', `sink "${this.name}": cannot write a record with timestamp ${ts} to topic "${this.topic}"`)

@@ -194,6 +194,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
       e2eLatency: m.processedRecords === 0 ? undefined : { avgMs: perRecord(m.e2eLatencySumMs), minMs: m.e2eLatencyMinMs, maxMs: m.e2eLatencyMaxMs },
       ttlExpired: this.keyed?.expiredEntries ?? 0,
       inputs: this.queues.map((q) => q.metrics()),
+      processors: this.nodes.map((n) => ({ name: n.name, records: n.received })),
       streamTime,
       streamTimeLagMs: streamTime === undefined ? undefined : this.config.clock.now() - streamTime,
       recordLateness: { avgMs: perRecord(m.recordLatenessSumMs), maxMs: m.recordLatenessMaxMs },
