@@ -165,6 +165,16 @@ export class PrometheusMetrics {
         for (const r of current().restoring) if (r.remaining !== undefined) this.set({ ...app(), task_id: r.taskId }, r.remaining)
       },
     })
+    new Gauge({
+      name: 'punctual_restore_restored_records',
+      help: 'Changelog records or state directory entries a restoring task has read so far (its rate is the restore rate)',
+      labelNames: ['application_id', 'task_id', 'from'],
+      registers: [this.registry],
+      collect: function () {
+        this.reset()
+        for (const r of current().restoring) this.set({ ...app(), task_id: r.taskId, from: r.from }, r.restored)
+      },
+    })
     new Counter({
       name: 'punctual_commit_total',
       help: 'Commits made',

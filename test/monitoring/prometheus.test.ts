@@ -5,6 +5,8 @@ import { describe, it } from 'node:test'
 import { EmbeddedRuntime, PunctualError, PunctuationType, Serdes, silentLogger, StateDescriptors, Topology } from '../../src/index.js'
 import type { KeyedProcessorContext, RuntimeState } from '../../src/index.js'
 import { ManualClock } from '../../src/testing/index.js'
+import { PrometheusMetrics } from '../../src/monitoring/prometheus.js'
+import type { RuntimeMetrics } from '../../src/metrics.js'
 
 /** A keyed processor with a user event-time timer per record and a TTL'd state; a 1 s wall-clock punctuation. */
 function topology(): Topology {
@@ -133,5 +135,28 @@ describe('metrics over HTTP (Prometheus)', () => {
       taken.close()
     }
     assert.throws(() => new EmbeddedRuntime(topology(), { applicationId: 'x', metrics: { port: 70_000 } }), (e: unknown) => e instanceof PunctualError && /metrics\.port must be an integer from 0 to 65535, got 70000/.test(e.message))
+  })
+
+  it('a restore in progress: records read and remaining per task, whose rate Prometheus derives', async () => {
+    const snapshot: RuntimeMetrics = {
+      applicationId: 'r',
+      state: 'RUNNING',
+      wallClockTime: 0,
+      processedRecords: 0,
+      emittedRecords: 0,
+      punctuations: 0,
+      droppedRecords: { 'invalid-timestamp': 0, deserialization: 0, processing: 0, punctuation: 0, timer: 0, late: 0 },
+      tasks: [],
+      restoring: [
+        { taskId: '0_1', from: 'changelog', restored: 1500, remaining: 500 },
+        { taskId: '1_0', from: 'stateDirectory', restored: 7, remaining: undefined },
+      ],
+      commits: undefined,
+    }
+    const { samples } = parsePrometheus(await new PrometheusMetrics(() => snapshot).scrape())
+    assert.equal(value(samples, 'punctual_restore_restored_records', { task_id: '0_1', from: 'changelog' }), 1500)
+    assert.equal(value(samples, 'punctual_restore_remaining_records', { task_id: '0_1' }), 500)
+    assert.equal(value(samples, 'punctual_restore_restored_records', { task_id: '1_0', from: 'stateDirectory' }), 7)
+    assert.equal(value(samples, 'punctual_restore_remaining_records', { task_id: '1_0' }), undefined, 'not known')
   })
 })
