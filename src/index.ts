@@ -58,6 +58,7 @@ export type {
 
 export { StreamsBuilder } from './dsl/builder.js'
 export { KStream, BranchedKStream } from './dsl/kstream.js'
+export type { Named } from './dsl/kstream.js'
 export { KTable } from './dsl/ktable.js'
 export { KGroupedStream, TimeWindowedKStream, SessionWindowedKStream } from './dsl/grouped.js'
 export type { Consumed, Grouped, KeyValue, KeyValueMaterialized, Materialized, Produced } from './dsl/options.js'

@@ -1,5 +1,7 @@
 import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
+import type { StateStore } from '../processor/api.js'
+import type { StoreBuilder } from '../state/stores.js'
 import { Topology } from '../processor/topology.js'
 import { KStream } from './kstream.js'
 import { KTable } from './ktable.js'
@@ -31,6 +33,20 @@ export class StreamsBuilder {
     const name = consumed.name ?? this.newName('KTABLE-SOURCE')
     this.topology.addProcessor(name, () => tableSourceProcessor<K, V>(), source)
     return new KTable<K, V>(this, name, keySerde, valueSerde, undefined)
+  }
+
+  /**
+   * Adds a state store for processors of your own (`KStream.process`, `processValues`, `processKeyed`),
+   * which name it to use it (Kafka Streams' `StreamsBuilder.addStateStore`).
+   */
+  addStateStore<S extends StateStore>(builder: StoreBuilder<S>): this {
+    this.topology.addStateStore(builder)
+    return this
+  }
+
+  /** @internal */
+  hasStateStore(name: string): boolean {
+    return this.topology.hasStateStore(name)
   }
 
   build(): Topology {

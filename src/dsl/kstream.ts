@@ -1,10 +1,13 @@
 import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
-import type { ProcessorContext, StreamRecord } from '../processor/api.js'
+import { PunctualError } from '../errors.js'
+import type { ProcessorContext, ProcessorSupplier, StoreKey, StreamRecord } from '../processor/api.js'
+import type { KeyedProcessorSupplier } from '../keyed/api.js'
 import type { StreamsBuilder } from './builder.js'
 import { KGroupedStream } from './grouped.js'
 import type { Grouped, KeyValue, Produced } from './options.js'
 import { statelessProcessor } from './processors.js'
+import { KTable } from './ktable.js'
 
 /** A record stream (Kafka Streams' KStream). Serdes are tracked where known; unknown ones default to JSON. */
 export class KStream<K, V> {
@@ -92,6 +95,92 @@ export class KStream<K, V> {
     )
   }
 
+  /**
+   * Runs a processor of your own on this stream (Kafka Streams' `process`): what it forwards is the new
+   * stream. It may use the stores named (add each to the builder first with `addStateStore`), schedule
+   * punctuations, and change keys, so grouping after it repartitions, as in Kafka Streams.
+   */
+  process<KOut, VOut>(supplier: ProcessorSupplier<K, V, KOut, VOut>, ...stores: string[]): KStream<KOut, VOut>
+  process<KOut, VOut>(supplier: ProcessorSupplier<K, V, KOut, VOut>, named: Named, ...stores: string[]): KStream<KOut, VOut>
+  process<KOut, VOut>(supplier: ProcessorSupplier<K, V, KOut, VOut>, ...rest: Array<Named | string>): KStream<KOut, VOut> {
+    const { name, stores } = this.processArguments('process', rest)
+    this.builder.graph.addProcessor(name, supplier, this.node)
+    this.connect(name, stores)
+    return new KStream<KOut, VOut>(this.builder, name, undefined, undefined, true)
+  }
+
+  /**
+   * Runs a processor of your own that keeps each record's key (Kafka Streams' `processValues`): no
+   * repartition follows it. Forwarding a record with another key than the one being processed throws,
+   * naming the processor.
+   */
+  processValues<VOut>(supplier: ProcessorSupplier<K, V, K, VOut>, ...stores: string[]): KStream<K, VOut>
+  processValues<VOut>(supplier: ProcessorSupplier<K, V, K, VOut>, named: Named, ...stores: string[]): KStream<K, VOut>
+  processValues<VOut>(supplier: ProcessorSupplier<K, V, K, VOut>, ...rest: Array<Named | string>): KStream<K, VOut> {
+    const { name, stores } = this.processArguments('processValues', rest)
+    this.builder.graph.addProcessor(name, fixedKey(name, supplier), this.node)
+    this.connect(name, stores)
+    return new KStream<K, VOut>(this.builder, name, this.keySerde, undefined, this.repartitionRequired)
+  }
+
+  /**
+   * Runs a keyed processor on this stream: while it processes a record, a timer or an expiry it has a
+   * current key, with timers and keyed state (value, map, list, TTL) for that key (`Topology.addKeyedProcessor`).
+   * Its records' keys must be strings, numbers, bigints or booleans. What it forwards is the new stream.
+   */
+  processKeyed<KOut, VOut>(supplier: KeyedProcessorSupplier<K & StoreKey, V, KOut, VOut>, ...stores: string[]): KStream<KOut, VOut>
+  processKeyed<KOut, VOut>(supplier: KeyedProcessorSupplier<K & StoreKey, V, KOut, VOut>, named: Named, ...stores: string[]): KStream<KOut, VOut>
+  processKeyed<KOut, VOut>(supplier: KeyedProcessorSupplier<K & StoreKey, V, KOut, VOut>, ...rest: Array<Named | string>): KStream<KOut, VOut> {
+    const { name, stores } = this.processArguments('processKeyed', rest)
+    this.builder.graph.addKeyedProcessor(name, supplier, this.node)
+    this.connect(name, stores)
+    return new KStream<KOut, VOut>(this.builder, name, undefined, undefined, true)
+  }
+
+  /** A keyed processor that keeps each record's key, as `processValues` does. */
+  processValuesKeyed<VOut>(supplier: KeyedProcessorSupplier<K & StoreKey, V, K, VOut>, ...stores: string[]): KStream<K, VOut>
+  processValuesKeyed<VOut>(supplier: KeyedProcessorSupplier<K & StoreKey, V, K, VOut>, named: Named, ...stores: string[]): KStream<K, VOut>
+  processValuesKeyed<VOut>(supplier: KeyedProcessorSupplier<K & StoreKey, V, K, VOut>, ...rest: Array<Named | string>): KStream<K, VOut> {
+    const { name, stores } = this.processArguments('processValuesKeyed', rest)
+    this.builder.graph.addKeyedProcessor(name, fixedKey(name, supplier as unknown as ProcessorSupplier<K, V, K, VOut>) as unknown as KeyedProcessorSupplier<StoreKey, V, K, VOut>, this.node)
+    this.connect(name, stores)
+    return new KStream<K, VOut>(this.builder, name, this.keySerde, undefined, this.repartitionRequired)
+  }
+
+  private processArguments(operation: string, rest: ReadonlyArray<Named | string>): { name: string; stores: string[] } {
+    const [first, ...others] = rest
+    const named = typeof first === 'object' && first !== null ? first : undefined
+    const stores = (named === undefined ? rest : others) as unknown[]
+    for (const s of stores) {
+      if (typeof s !== 'string') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: store names must be strings, got ${JSON.stringify(s)}`)
+    }
+    if (named !== undefined && (typeof named.name !== 'string' || named.name.length === 0)) {
+      throw new PunctualError('INVALID_TOPOLOGY', `${operation}: a name must be a non-empty string, got ${JSON.stringify(named.name)}`)
+    }
+    return { name: named?.name ?? this.builder.newName('KSTREAM-PROCESSOR'), stores: stores as string[] }
+  }
+
+  private connect(processor: string, stores: readonly string[]): void {
+    for (const store of stores) {
+      if (!this.builder.hasStateStore(store)) {
+        throw new PunctualError('INVALID_TOPOLOGY', `processor "${processor}": state store "${store}" is not added to the builder (add it first with builder.addStateStore(...))`)
+      }
+      this.builder.graph.connectProcessorAndStateStores(store, processor)
+    }
+  }
+
+  /**
+   * This stream as a table (Kafka Streams' `toTable`): each record is the key's latest value, a null
+   * value deletes it. Records with a null key are dropped, as in Kafka Streams.
+   */
+  toTable(named?: Named): KTable<K, V> {
+    const name = named?.name ?? this.builder.newName('KSTREAM-TOTABLE')
+    // After a key-changing operation the records go through a repartition topic first, as in Kafka Streams.
+    const from = this.repartitionRequired ? this.throughRepartitionTopic(name, undefined, undefined) : this
+    this.builder.graph.addProcessor(name, statelessProcessor<K, V, K, V>((r, ctx) => r.key !== null && r.key !== undefined && ctx.forward(r)), from.node)
+    return new KTable<K, V>(this.builder, name, from.keySerde, from.valueSerde, undefined)
+  }
+
   /** Both streams' records, as they arrive. */
   merge(other: KStream<K, V>, name?: string): KStream<K, V> {
     const node = name ?? this.builder.newName('KSTREAM-MERGE')
@@ -129,6 +218,12 @@ export class KStream<K, V> {
 
   /** Writes this stream to `<name>-repartition` (partitioned by key) and groups what is read back. */
   private repartitioned(name: string, keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): KGroupedStream<K, V> {
+    const back = this.throughRepartitionTopic(name, keySerde, valueSerde)
+    return new KGroupedStream(this.builder, back.node, back.keySerde as Serde<K>, back.valueSerde as Serde<V>)
+  }
+
+  /** This stream written to `<name>-repartition` (partitioned by key) and read back: each key in one task. */
+  private throughRepartitionTopic(name: string, keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): KStream<K, V> {
     const ks = keySerde ?? this.keySerde ?? (Serdes.JSON<K>() as Serde<K>)
     const vs = valueSerde ?? this.valueSerde ?? (Serdes.JSON<V>() as Serde<V>)
     const topic = `${name}-repartition`
@@ -136,7 +231,7 @@ export class KStream<K, V> {
     this.builder.graph.addSink(this.builder.newName('KSTREAM-SINK'), topic, { keySerde: ks, valueSerde: vs }, this.node)
     const source = this.builder.newName('KSTREAM-SOURCE')
     this.builder.graph.addSource(source, topic, { keySerde: ks, valueSerde: vs })
-    return new KGroupedStream(this.builder, source, ks, vs)
+    return new KStream<K, V>(this.builder, source, ks, vs)
   }
 
   to(topic: string, produced: Produced<K, V> = {}): void {
@@ -213,5 +308,47 @@ export class BranchedKStream<K, V> {
       out[name] = new KStream(b, name, this.stream.keySerde, this.stream.valueSerde, this.stream.repartitionRequired)
     }
     return out
+  }
+}
+
+/** A processor's name in the DSL (Kafka Streams' `Named`). */
+export interface Named {
+  readonly name: string
+}
+
+/**
+ * A processor of `processValues`: what it forwards while processing a record must keep that record's
+ * key (the same value, ===), as Kafka Streams' fixed-key records guarantee by type. Checked per forward;
+ * the check costs a comparison.
+ */
+function fixedKey<K, V, VOut>(name: string, supplier: ProcessorSupplier<K, V, K, VOut>): ProcessorSupplier<K, V, K, VOut> {
+  return () => {
+    const inner = supplier()
+    let processing = false
+    let key: K
+    return {
+      init(context) {
+        const checked: ProcessorContext<K, VOut> = Object.create(context) as ProcessorContext<K, VOut>
+        checked.forward = (record, childName) => {
+          if (processing && record.key !== key) {
+            throw new PunctualError('PROCESSING', `processValues processor "${name}" forwarded key ${JSON.stringify(record.key)} while processing key ${JSON.stringify(key)}: it must keep the key (use process() to change it)`)
+          }
+          context.forward(record, childName)
+        }
+        inner.init?.(checked)
+      },
+      process(record) {
+        key = record.key
+        processing = true
+        try {
+          inner.process(record)
+        } finally {
+          processing = false
+        }
+      },
+      close() {
+        inner.close?.()
+      },
+    }
   }
 }

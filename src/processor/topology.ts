@@ -172,6 +172,11 @@ export class Topology {
     return this.connectProcessorAndStateStores(builder.name, ...processorNames)
   }
 
+  /** @internal Whether a store of that name is added. */
+  hasStateStore(name: string): boolean {
+    return this.storeBuilders.has(name)
+  }
+
   connectProcessorAndStateStores(storeName: string, ...processorNames: string[]): this {
     if (!this.storeBuilders.has(storeName)) throw topologyError(`state store "${storeName}" is not added to the topology`)
     for (const p of processorNames) {

@@ -1,0 +1,142 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { PunctualError, Serdes, StateDescriptors, Stores, StreamsBuilder } from '../../src/index.js'
+import type { KeyedProcessorContext, KeyValueStore, ProcessorContext, StreamRecord, Timer } from '../../src/index.js'
+import { TopologyTestDriver } from '../../src/testing/index.js'
+
+const str = { keySerde: Serdes.String(), valueSerde: Serdes.String() }
+
+describe('KStream.process, processValues and their keyed forms', () => {
+  it('process: a processor of your own with a store added to the builder, re-keying; grouping after it repartitions', () => {
+    const b = new StreamsBuilder()
+    b.addStateStore(Stores.inMemoryKeyValueStore<string, number>('seen'))
+    b.stream<string, string>('clicks', str)
+      // Per user, the number of clicks so far; the page becomes the key.
+      .process<string, number>(
+        () => {
+          let ctx: ProcessorContext<string, number>
+          let seen: KeyValueStore<string, number>
+          return {
+            init(c) {
+              ctx = c
+              seen = c.getStateStore<KeyValueStore<string, number>>('seen')
+            },
+            process(r) {
+              const n = (seen.get(r.key) ?? 0) + 1
+              seen.put(r.key, n)
+              ctx.forward({ key: r.value, value: n, timestamp: r.timestamp, headers: r.headers })
+            },
+          }
+        },
+        { name: 'clicks-so-far' },
+        'seen',
+      )
+      .groupByKey({ keySerde: Serdes.String(), valueSerde: Serdes.Long() })
+      .count({ name: 'per-page' })
+      .toStream()
+      .to('pages', { keySerde: Serdes.String(), valueSerde: Serdes.Long() })
+    const topology = b.build()
+    const description = topology.describe()
+    assert.match(description, /Processor: clicks-so-far \(stores: \[seen\]\)/)
+    assert.match(description, /clicks-so-far-repartition/, 'a key-changing processor: grouping goes through a repartition topic')
+    const driver = new TopologyTestDriver(topology)
+    const clicks = driver.createInputTopic('clicks', Serdes.String(), Serdes.String())
+    clicks.pipeInput('ann', 'home', 1)
+    clicks.pipeInput('ann', 'cart', 2)
+    clicks.pipeInput('bob', 'home', 3)
+    const out = driver.createOutputTopic('pages', Serdes.String(), Serdes.Long()).readKeyValuesToList()
+    assert.deepEqual(out, [
+      { key: 'home', value: 1 },
+      { key: 'cart', value: 1 },
+      { key: 'home', value: 2 },
+    ])
+  })
+
+  it('processValues keeps the key (no repartition after it) and refuses a processor that changes it, naming it', () => {
+    const build = (changeKey: boolean) => {
+      const b = new StreamsBuilder()
+      b.stream<string, string>('in', str)
+        .processValues<number>(
+          () => {
+            let ctx: ProcessorContext<string, number>
+            return {
+              init(c) {
+                ctx = c
+              },
+              process(r) {
+                ctx.forward({ key: changeKey ? `${r.key}!` : r.key, value: r.value.length, timestamp: r.timestamp, headers: r.headers })
+              },
+            }
+          },
+          { name: 'lengths' },
+        )
+        .groupByKey({ valueSerde: Serdes.Long() })
+        .reduce((a, v) => a + v, { name: 'total' })
+        .toStream()
+        .to('out', { keySerde: Serdes.String(), valueSerde: Serdes.Long() })
+      return b.build()
+    }
+    const topology = build(false)
+    assert.doesNotMatch(topology.describe(), /repartition/)
+    const driver = new TopologyTestDriver(topology)
+    const input = driver.createInputTopic('in', Serdes.String(), Serdes.String())
+    input.pipeInput('a', 'xyz', 1)
+    input.pipeInput('a', 'pq', 2)
+    assert.deepEqual(driver.createOutputTopic('out', Serdes.String(), Serdes.Long()).readKeyValuesToList(), [
+      { key: 'a', value: 3 },
+      { key: 'a', value: 5 },
+    ])
+
+    const bad = new TopologyTestDriver(build(true))
+    assert.throws(
+      () => bad.createInputTopic('in', Serdes.String(), Serdes.String()).pipeInput('a', 'xyz', 1),
+      (err: unknown) => err instanceof PunctualError && /processor "lengths" .*: processValues processor "lengths" forwarded key "a!" while processing key "a": it must keep the key/.test(err.message),
+    )
+  })
+
+  it('processKeyed: a keyed processor with an event-time timer and TTL state inside a pipeline', () => {
+    const b = new StreamsBuilder()
+    b.stream<string, string>('logins', str)
+      .filter((_user, device) => device !== 'bot')
+      // Per user: remember the last device; 10 ms after a login without another, say the session ended.
+      .processKeyed<string, string>(() => {
+        let ctx: KeyedProcessorContext<string, string, string>
+        return {
+          init(c) {
+            ctx = c
+          },
+          process(r: StreamRecord<string, string>) {
+            const last = ctx.getState(StateDescriptors.value<number>('last', { ttl: { ttlMs: 1000, timeDomain: 'event' } }))
+            const previous = last.value()
+            if (previous !== undefined) ctx.timers.deleteEventTimeTimer(previous + 10)
+            last.update(r.timestamp)
+            ctx.timers.registerEventTimeTimer(r.timestamp + 10)
+          },
+          onTimer(t: Timer<string>) {
+            ctx.forward({ key: t.key, value: `ended at ${t.timestamp}`, timestamp: t.timestamp, headers: [] })
+          },
+        }
+      })
+      .mapValues((v) => v.toUpperCase())
+      .to('sessions', str)
+    const driver = new TopologyTestDriver(b.build())
+    const logins = driver.createInputTopic('logins', Serdes.String(), Serdes.String())
+    logins.pipeInput('ann', 'phone', 0)
+    logins.pipeInput('ann', 'laptop', 5)
+    logins.pipeInput('bob', 'bot', 6)
+    logins.pipeInput('bob', 'phone', 7)
+    logins.pipeInput('cy', 'phone', 30)
+    assert.deepEqual(driver.createOutputTopic('sessions', Serdes.String(), Serdes.String()).readKeyValuesToList(), [
+      { key: 'ann', value: 'ENDED AT 15' },
+      { key: 'bob', value: 'ENDED AT 17' },
+    ])
+  })
+
+  it('a store not added to the builder is refused, naming the processor and the store', () => {
+    const b = new StreamsBuilder()
+    assert.throws(
+      () => b.stream<string, string>('in', str).process(() => ({ process() {} }), 'missing'),
+      /processor "KSTREAM-PROCESSOR-0000000001": state store "missing" is not added to the builder \(add it first with builder.addStateStore/,
+    )
+  })
+})
