@@ -84,6 +84,27 @@ describe('KafkaRuntime on a real broker', () => {
     assert.deepEqual(lines(await broker.cluster.readAll(`${name}-out`, PARTITIONS)), expected)
   })
 
+  it('serves its metrics and live page: the tasks this instance owns, each input partition read to its end', async () => {
+    const name = `${run}-seen`
+    await broker.cluster.createTopic(`${name}-in`, PARTITIONS)
+    await broker.cluster.createTopic(`${name}-out`, PARTITIONS)
+    const input = records(600)
+    await broker.cluster.produce(`${name}-in`, PARTITIONS, input)
+    const rt = new KafkaRuntime(windowedFinal(`${name}-in`, `${name}-out`), { applicationId: `${name}-app`, bootstrapServers: bootstrapServers(), metrics: { port: 0 }, logger: silentLogger })
+    broker.track(rt)
+    await rt.start()
+    await until('every record is processed', () => rt.metrics().processedRecords >= input.length)
+    const address = await rt.metricsAddress()
+    assert.ok(address !== undefined)
+    const snapshot = (await (await fetch(`${address.pageUrl}metrics.json`)).json()) as { state: string; tasks: Array<{ taskId: string; inputs: Array<{ lag: number }> }> }
+    assert.equal(snapshot.state, 'RUNNING')
+    assert.deepEqual(snapshot.tasks.map((t) => t.taskId).sort(), Array.from({ length: PARTITIONS }, (_, p) => `0_${p}`))
+    assert.ok(snapshot.tasks.every((t) => t.inputs.length === 1 && t.inputs[0]?.lag === 0))
+    assert.match(await (await fetch(address.url)).text(), new RegExp(`punctual_task_input_lag\\{application_id="${name}-app",task_id="0_0",topic="${name}-in",partition="0"\\} 0`))
+    assert.match(await (await fetch(address.pageUrl)).text(), /<title>punctual<\/title>/)
+    await rt.stop()
+  })
+
   it('exactly_once_v2: records that do not deserialize go to the dead-letter topic with headers naming the error and their source; the rest is processed as usual', async () => {
     const name = `${run}-dlq`
     await broker.cluster.createTopic(`${name}-in`, PARTITIONS)
