@@ -2,7 +2,8 @@ import type { ChangelogRecord } from '../runtime/changelog.js'
 import type { ChangelogSource } from '../runtime/changelog-source.js'
 import type { ChangelogTopics } from './changelog-topics.js'
 import type { ConsumedMessage, TopicPartitionRef } from './fetcher.js'
-import { COMMIT_HEADER, readCommitHeader } from './kafka-commit-backend.js'
+import { COMMIT_HEADER, covers, readCommitHeader } from './commit-numbers.js'
+import type { CommitMark } from './commit-numbers.js'
 
 /** What the reader needs of its consumer: assigned by hand (no group), partition EOF events on. */
 export interface RestoreConsumer {
@@ -26,10 +27,11 @@ const BATCH = 2000
  * them into the task's state in bounded steps while the other tasks process. The records of different
  * topics interleave; within a topic they are in offset order, which is all a last-wins fold needs.
  *
- * At least once, a `limit` (the number of the task's last complete commit, from the group's offsets)
- * leaves out the records of later commits, which a crash cut short: part of them may be missing, and
- * their input is processed again from the limit's positions. Records without a commit number (written
- * under exactly-once, whose transactions keep them out until committed) are always applied.
+ * At least once, a `mark` (the task's last complete commit and the numbers to leave out, from the
+ * group's offsets) leaves out the records of commits it does not cover, which a crash cut short: part
+ * of them may be missing, and their input is processed again from the mark's positions. Records without
+ * a commit number (written under exactly-once, whose transactions keep them out until committed) are
+ * always applied.
  *
  * The reader owns its consumer from connect to disconnect, and never disconnects it while a connect or a
  * consume call is under way: the client can crash the process when a disconnect overlaps either
@@ -42,8 +44,10 @@ export class ChangelogReader implements ChangelogSource {
   private readonly ends = new Map<string, number>()
   private readonly positions = new Map<string, number>()
   private readonly atEnd = new Set<string>()
-  /** Records left out: their commit came after the limit. */
+  /** Records left out: the mark does not cover their commit. */
   skipped = 0
+  /** The highest commit number of a record left out (0: none). */
+  highestSkipped = 0
   private waiter: (() => void) | undefined
   private closed = false
   private failure: Error | undefined
@@ -60,8 +64,8 @@ export class ChangelogReader implements ChangelogSource {
     private readonly onError: (err: Error) => void,
     /** Per topic, the offset to read from (a local checkpoint's); the beginning for the others. */
     private readonly from: Readonly<Record<string, number>> = {},
-    /** At least once: records of commits after this one are skipped. */
-    private readonly limit?: number,
+    /** At least once: records of commits it does not cover are left out. */
+    private readonly mark?: CommitMark,
   ) {
     for (const [topic, offset] of Object.entries(from)) this.positions.set(topic, offset)
   }
@@ -156,9 +160,13 @@ export class ChangelogReader implements ChangelogSource {
       for (const m of messages ?? []) {
         if (m.partition !== this.partition) continue
         this.positions.set(m.topic, m.offset + 1)
-        if (this.limit !== undefined && beyond(m, this.limit)) {
-          this.skipped++
-          continue
+        if (this.mark !== undefined) {
+          const n = commitOf(m)
+          if (n !== undefined && !covers(this.mark, n)) {
+            this.skipped++
+            if (n > this.highestSkipped) this.highestSkipped = n
+            continue
+          }
         }
         const key = typeof m.key === 'string' ? Buffer.from(m.key) : (m.key ?? Buffer.alloc(0))
         this.buffer.push(this.topics.fromMessage(m.topic, key, m.value))
@@ -175,15 +183,13 @@ export class ChangelogReader implements ChangelogSource {
   }
 }
 
-/** Whether a record carries the number of a commit after `limit`. */
-function beyond(m: ConsumedMessage, limit: number): boolean {
+/** The commit number a record carries, if any. */
+function commitOf(m: ConsumedMessage): number | undefined {
   const headers = m.headers
-  if (headers === undefined) return false
+  if (headers === undefined) return undefined
   for (const h of headers) {
     const v = h[COMMIT_HEADER]
-    if (v === undefined) continue
-    const n = typeof v === 'string' ? undefined : readCommitHeader(v)
-    return n !== undefined && n > limit
+    if (v !== undefined) return typeof v === 'string' ? undefined : readCommitHeader(v)
   }
-  return false
+  return undefined
 }

@@ -7,42 +7,14 @@ import type { Clock } from '../time/clock.js'
 import type { ChangelogTopics } from './changelog-topics.js'
 import type { TopicPartitionRef } from './fetcher.js'
 import type { ProducerSink } from './producer-sink.js'
+import { COMMIT_HEADER, commitHeaderValue, formatCommitMark, NO_COMMIT } from './commit-numbers.js'
+import type { CommitMark } from './commit-numbers.js'
 
 /** A consumed position to commit: the next offset to read. */
 export interface PartitionOffset extends TopicPartitionRef {
   readonly offset: number
-  /** At least once: the number of the task's commit these offsets complete (`commitMetadata`). */
+  /** At least once: the mark of the task's commit these offsets complete (`formatCommitMark`). */
   readonly metadata?: string
-}
-
-/**
- * At least once, every changelog record of a task's commit carries the commit's number in this header,
- * and the commit's offsets carry it in their metadata once every record is acknowledged. A restore
- * applies only the records of commits whose offsets the group holds (`ChangelogReader`'s limit).
- */
-export const COMMIT_HEADER = 'punctual.commit'
-const COMMIT_METADATA = 'punctual.commit='
-
-/** The header value of commit `n`: six bytes, big-endian. */
-export function commitHeaderValue(n: number): Buffer {
-  const b = Buffer.allocUnsafe(6)
-  b.writeUIntBE(n, 0, 6)
-  return b
-}
-
-export function readCommitHeader(value: Uint8Array): number | undefined {
-  return value.byteLength === 6 ? Buffer.from(value.buffer, value.byteOffset, 6).readUIntBE(0, 6) : undefined
-}
-
-export function commitMetadata(n: number): string {
-  return `${COMMIT_METADATA}${n}`
-}
-
-/** The commit number in an offset's metadata; undefined when it has none (never committed at least once). */
-export function parseCommitMetadata(metadata: string | undefined): number | undefined {
-  if (metadata === undefined || !metadata.startsWith(COMMIT_METADATA)) return undefined
-  const n = Number(metadata.slice(COMMIT_METADATA.length))
-  return Number.isSafeInteger(n) && n >= 0 ? n : undefined
 }
 
 /** The client calls a commit makes, as promises (the runtime wraps its producer and consumer). */
@@ -85,12 +57,12 @@ export class KafkaCommitBackend implements CommitBackend {
     private readonly onCommitted: (offsets: readonly PartitionOffset[]) => void = () => {},
   ) {}
 
-  /** At least once: the number of each task's last commit (from the group's offsets when it was assigned). */
-  private readonly commitNumbers = new Map<string, number>()
+  /** At least once: each task's mark (its last commit, and numbers left out), from the group's offsets when it was assigned. */
+  private readonly marks = new Map<string, CommitMark>()
 
-  /** At least once: a task assigned here goes on from commit `n` (its restore's limit). */
-  assigned(taskId: string, n: number): void {
-    this.commitNumbers.set(taskId, n)
+  /** At least once: a task assigned here goes on from this mark (the group's, or past what its restore left out). */
+  assigned(taskId: string, mark: CommitMark): void {
+    this.marks.set(taskId, mark)
   }
 
   commit(commits: readonly TaskCommit[]): Promise<void> {
@@ -104,10 +76,11 @@ export class KafkaCommitBackend implements CommitBackend {
       let headers: Headers = NO_HEADERS
       let metadata: string | undefined
       if (!this.exactlyOnce) {
-        const n = (this.commitNumbers.get(c.taskId) ?? 0) + 1
-        this.commitNumbers.set(c.taskId, n)
-        headers = [{ key: COMMIT_HEADER, value: commitHeaderValue(n) }]
-        metadata = commitMetadata(n)
+        const previous = this.marks.get(c.taskId) ?? NO_COMMIT
+        const mark = { n: previous.n + 1, voids: previous.voids }
+        this.marks.set(c.taskId, mark)
+        headers = [{ key: COMMIT_HEADER, value: commitHeaderValue(mark.n) }]
+        metadata = formatCommitMark(mark)
       }
       for (const r of c.records()) {
         const m = topics.toMessage(r)

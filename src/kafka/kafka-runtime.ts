@@ -35,7 +35,9 @@ import { validateKafkaRuntimeConfig } from './config.js'
 import type { KafkaRuntimeConfig, ValidKafkaRuntimeConfig } from './config.js'
 import { Fetcher } from './fetcher.js'
 import type { FetchingConsumer, TopicPartitionRef } from './fetcher.js'
-import { KafkaCommitBackend, parseCommitMetadata } from './kafka-commit-backend.js'
+import { KafkaCommitBackend } from './kafka-commit-backend.js'
+import { afterRestore, NO_COMMIT, parseCommitMark } from './commit-numbers.js'
+import type { CommitMark } from './commit-numbers.js'
 import { RepartitionPurger } from './repartition-purger.js'
 import type { DeleteRecords } from './repartition-purger.js'
 import type { CommitClient, PartitionOffset } from './kafka-commit-backend.js'
@@ -154,8 +156,8 @@ export class KafkaRuntime {
   private checkpoints: LocalCheckpoints | undefined
   /** Per restoring task: the records its local checkpoint gave (restore report). */
   private readonly restoredLocally = new Map<string, number>()
-  /** At least once, per task assigned: its last complete commit, from the group's offsets (the restore's limit). */
-  private readonly commitLimits = new Map<string, number>()
+  /** At least once, per task assigned: its last complete commit and numbers left out, from the group's offsets. */
+  private readonly commitMarks = new Map<string, CommitMark>()
   private backend: KafkaCommitBackend | undefined
 
   constructor(
@@ -257,7 +259,11 @@ export class KafkaRuntime {
           onRestored: ({ taskId, count, ms }) => {
             const local = this.restoredLocally.get(taskId) ?? 0
             this.restoredLocally.delete(taskId)
-            const skipped = this.readers.get(taskId)?.skipped ?? 0
+            const reader = this.readers.get(taskId)
+            const skipped = reader?.skipped ?? 0
+            const mark = this.commitMarks.get(taskId)
+            // Numbers left out stay void, and the task's next commit is numbered past them.
+            if (mark !== undefined && reader !== undefined) this.backend?.assigned(taskId, afterRestore(mark, reader.highestSkipped))
             const how = local > 0 ? `its local checkpoint (${local} records) and the changelog's tail (${count - local} records)` : `its changelog topics (${count} records)`
             const cut = skipped > 0 ? `; ${skipped} records of an incomplete commit left out` : ''
             this.logger.info({ taskId, records: count, local, skipped, ms: Math.round(ms) }, `task ${taskId} restored from ${how}${cut}`)
@@ -566,7 +572,7 @@ export class KafkaRuntime {
     const partitions = this.definitions.filter((d) => ids.includes(d.id)).flatMap((d) => d.subtopology.sourceTopics.map((t) => ({ topic: plan.names.get(t) ?? t, partition: d.partition })))
     try {
       const committed = await committedOffsets(consumer, partitions, lost)
-      if (this.config.processingGuarantee === 'at_least_once') this.noteCommitLimits(ids, committed)
+      if (this.config.processingGuarantee === 'at_least_once') this.noteCommitMarks(ids, committed)
       return true
     } catch (err) {
       if (err instanceof AssignmentLost) return false
@@ -575,21 +581,22 @@ export class KafkaRuntime {
   }
 
   /**
-   * At least once: each task's last complete commit is the highest number in its offsets' metadata (a
-   * commit's offsets go out after everything it wrote is acknowledged; 0 when none has one). Its restore
-   * stops there, and its next commit follows it.
+   * At least once: each task's mark is the one with the highest commit number among its offsets' metadata
+   * (a commit's offsets go out after everything it wrote is acknowledged; none before its first commit).
+   * Its restore applies what the mark covers, and its next commit follows it.
    */
-  private noteCommitLimits(ids: readonly string[], committed: readonly Client.TopicPartitionOffset[]): void {
+  private noteCommitMarks(ids: readonly string[], committed: readonly Client.TopicPartitionOffset[]): void {
     const plan = this.plan as TopicPlan
     for (const def of this.definitions.filter((d) => ids.includes(d.id))) {
       const topics = new Set(def.subtopology.sourceTopics.map((t) => plan.names.get(t) ?? t))
-      let limit = 0
+      let mark = NO_COMMIT
       for (const c of committed) {
         if (c.partition !== def.partition || !topics.has(c.topic)) continue
-        limit = Math.max(limit, parseCommitMetadata((c as { metadata?: string }).metadata) ?? 0)
+        const m = parseCommitMark((c as { metadata?: string }).metadata)
+        if (m !== undefined && m.n > mark.n) mark = m
       }
-      this.commitLimits.set(def.id, limit)
-      this.backend?.assigned(def.id, limit)
+      this.commitMarks.set(def.id, mark)
+      this.backend?.assigned(def.id, mark)
     }
   }
 
@@ -654,7 +661,7 @@ export class KafkaRuntime {
     consumer.setDefaultConsumeTimeout(50)
     consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
     const topics = this.changelogTopics.get(def.subtopology.id) as ChangelogTopics
-    const reader = new ChangelogReader(consumer as unknown as RestoreConsumer, topics, def.partition, (err) => this.fail(err), from, this.commitLimits.get(taskId))
+    const reader = new ChangelogReader(consumer as unknown as RestoreConsumer, topics, def.partition, (err) => this.fail(err), from, this.commitMarks.get(taskId))
     this.readers.set(taskId, reader)
     reader.open((err) => this.fail(new PunctualError('ILLEGAL_STATE', `task ${taskId}: connecting its restore consumer: ${err.message}`, { cause: err })))
     return reader

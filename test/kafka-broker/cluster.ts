@@ -127,6 +127,12 @@ export class TestCluster {
     return (offsets?.partitions ?? []).sort((a, b) => a.partition - b.partition).map((p) => Number(p.offset))
   }
 
+  /** The metadata of the group's committed offset of each partition of `topic`, in partition order. */
+  async committedMarks(group: string, topic: string): Promise<Array<string | undefined>> {
+    const [offsets] = await this.admin.fetchOffsets({ groupId: group, topics: [topic] })
+    return (offsets?.partitions ?? []).sort((a, b) => a.partition - b.partition).map((p) => (p as { metadata?: string | null }).metadata ?? undefined)
+  }
+
   async close(): Promise<void> {
     await this.admin.disconnect()
   }

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test'
 import { Serdes, silentLogger, StreamsBuilder } from '../../src/index.js'
 import type { Logger } from '../../src/util/logger.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
-import { COMMIT_HEADER, commitHeaderValue } from '../../src/kafka/kafka-commit-backend.js'
+import { COMMIT_HEADER, commitHeaderValue, parseCommitMark } from '../../src/kafka/commit-numbers.js'
 import { changelogTopic } from '../../src/kafka/topics.js'
 import { bootstrapServers } from './cluster.js'
 import { onSharedBroker } from './shared-broker.js'
@@ -42,6 +42,12 @@ function restoreLogger(onRestored: (taskId: string, records: number, ms: number,
     child: () => logger,
   }
   return logger
+}
+
+/** The number the group's next at-least-once commit of the input's partition 0 would carry. */
+async function nextCommitNumber(cluster: { committedMarks(group: string, topic: string): Promise<Array<string | undefined>> }, group: string, topic: string): Promise<number> {
+  const [metadata] = await cluster.committedMarks(group, topic)
+  return (parseCommitMark(metadata)?.n ?? 0) + 1
 }
 
 describe('KafkaRuntime: a big task moves', () => {
@@ -154,11 +160,13 @@ describe('KafkaRuntime: a big task moves', () => {
     await until('the first instance counted the keys', () => first.metrics().processedRecords >= 20, 120_000)
     await first.stop()
     // What a crash during a commit's flush leaves: changelog records of a commit whose offsets never
-    // reached the group. Restored, these tombstones would reset key-0 and key-1 to nothing.
-    const cut = { [COMMIT_HEADER]: commitHeaderValue(1_000_000) }
+    // reached the group (numbered just past the group's last commit, as the next commit would be).
+    // Restored, these tombstones would reset key-0 and key-5 to nothing.
+    const next = await nextCommitNumber(broker.cluster, `${config.applicationId}`, input)
+    const cut = { [COMMIT_HEADER]: commitHeaderValue(next) }
     await broker.cluster.produce(changelogTopic(config.applicationId, 'counts-store'), 1, [
       { key: 'key-0', value: null, timestamp: 1, headers: cut },
-      { key: 'key-1', value: null, timestamp: 1, headers: cut },
+      { key: 'key-5', value: null, timestamp: 1, headers: cut },
     ])
 
     const restores: Array<{ records: number; skipped: number }> = []
@@ -172,5 +180,19 @@ describe('KafkaRuntime: a big task moves', () => {
     await second.stop()
     const out = (await broker.cluster.readAll(output, 1)).flat().map((r) => `${r.key}=${r.value}`)
     assert.deepEqual(out.slice(-3).sort(), ['key-0=3', 'key-1=3', 'key-2=3'], 'every count went on from the last complete commit')
+
+    // The second instance's commits are numbered past the cut one and keep its number void: a later
+    // restore still leaves its records out, so key-5, which the second instance did not count again,
+    // keeps its count.
+    const third = new KafkaRuntime(countsAboveOne(input, output), { ...config, logger: restoreLogger((_t, records, _ms, _local, skipped) => restores.push({ records, skipped })) })
+    broker.track(third)
+    await third.start()
+    await until('the third instance restored the task', () => restores.length === 2, 120_000)
+    assert.equal(restores[1]?.skipped, 2, 'the cut commit stays left out')
+    await broker.cluster.produce(input, 1, [at(5, 3)])
+    await until('the third instance counted it', () => third.metrics().processedRecords >= 1, 120_000)
+    await third.stop()
+    const last = (await broker.cluster.readAll(output, 1)).flat().map((r) => `${r.key}=${r.value}`)
+    assert.equal(last.at(-1), 'key-5=3')
   })
 })

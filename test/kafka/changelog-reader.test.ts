@@ -4,7 +4,7 @@ import { setImmediate as tick } from 'node:timers/promises'
 import { ChangelogReader } from '../../src/kafka/changelog-reader.js'
 import type { RestoreConsumer } from '../../src/kafka/changelog-reader.js'
 import { ChangelogTopics } from '../../src/kafka/changelog-topics.js'
-import { COMMIT_HEADER, commitHeaderValue } from '../../src/kafka/kafka-commit-backend.js'
+import { COMMIT_HEADER, commitHeaderValue } from '../../src/kafka/commit-numbers.js'
 import type { ConsumedMessage, TopicPartitionRef } from '../../src/kafka/fetcher.js'
 
 type Callback<A extends unknown[]> = (...args: A) => void
@@ -134,11 +134,12 @@ describe('ChangelogReader: its restore consumer', () => {
     assert.equal(tail.remaining(), 1)
   })
 
-  it('at least once, leaves out the records of commits after its limit (cut short by a crash); unnumbered ones always go in', () => {
+  it('at least once, leaves out the records of commits its mark does not cover (after it, or void); unnumbered ones always go in', () => {
     const own = new ChangelogTopics('app', 0, ['counts'])
     const [store] = own.topics() as [string]
     const consumer = new FakeConsumer()
-    const r = new ChangelogReader(consumer, own, 0, (err) => assert.fail(err), {}, 5)
+    // Commit 5 is the last complete one; 2 and 3 were cut short by a crash, and later numbers went past them.
+    const r = new ChangelogReader(consumer, own, 0, (err) => assert.fail(err), {}, { n: 5, voids: [[2, 3]] })
     r.open((err) => assert.fail(err.message))
     consumer.connected()
     const message = (offset: number, key: string, commit?: number): ConsumedMessage => ({
@@ -150,11 +151,12 @@ describe('ChangelogReader: its restore consumer', () => {
       timestamp: 0,
       ...(commit === undefined ? {} : { headers: [{ [COMMIT_HEADER]: commitHeaderValue(commit) }] }),
     })
-    consumer.consumed([message(0, 'a'), message(1, 'b', 4), message(2, 'c', 5), message(3, 'd', 6), message(4, 'e', 6)])
+    consumer.consumed([message(0, 'a'), message(1, 'b', 1), message(2, 'c', 2), message(3, 'd', 4), message(4, 'e', 5), message(5, 'f', 6), message(6, 'g', 7)])
     assert.deepEqual(
       r.read(10).map((x) => Buffer.from(x.key).toString()),
-      ['a', 'b', 'c'],
+      ['a', 'b', 'd', 'e'],
     )
-    assert.equal(r.skipped, 2)
+    assert.equal(r.skipped, 3)
+    assert.equal(r.highestSkipped, 7)
   })
 })
