@@ -1,6 +1,9 @@
 import { Counter, Gauge, Registry } from 'prom-client'
 import type { RuntimeMetrics, TaskMetricsSnapshot } from '../metrics.js'
 
+/** One sample of a metric: its labels beside application_id, and its value (undefined: none now). */
+type Sample = readonly [Readonly<Record<string, string | number>>, number | undefined]
+
 /**
  * A runtime's metrics in Prometheus form, through `prom-client`: a registry whose metrics read one
  * snapshot per scrape (`scrape`). Nothing is recorded on the processing path; the tasks' own counters
@@ -13,54 +16,32 @@ export class PrometheusMetrics {
   private current: RuntimeMetrics | undefined
 
   constructor(private readonly source: () => RuntimeMetrics) {
-    const current = (): RuntimeMetrics => this.snapshot()
-    const app = (): Record<string, string> => ({ application_id: current().applicationId })
-    const perTask = (name: string, help: string, value: (t: TaskMetricsSnapshot) => number | undefined, kind: 'counter' | 'gauge' = 'gauge'): void => {
-      const labelNames = ['application_id', 'task_id']
+    /**
+     * A counter or gauge whose samples are read from the snapshot at each scrape: `samples` gives each
+     * one's labels (beside application_id) and value; an undefined value is left out.
+     */
+    const define = (kind: 'counter' | 'gauge', name: string, help: string, labels: readonly string[], samples: (m: RuntimeMetrics) => Iterable<Sample>): void => {
+      const snapshot = (): RuntimeMetrics => this.snapshot()
       const collect = (metric: Gauge | Counter): void => {
         metric.reset()
-        for (const task of current().tasks) {
-          const v = value(task)
-          if (v === undefined) continue
-          const labels = { ...app(), task_id: task.taskId }
-          if (metric instanceof Counter) metric.inc(labels, v)
-          else metric.set(labels, v)
+        const m = snapshot()
+        for (const [sampleLabels, value] of samples(m)) {
+          if (value === undefined) continue
+          const all = { application_id: m.applicationId, ...sampleLabels }
+          if (metric instanceof Counter) metric.inc(all, value)
+          else metric.set(all, value)
         }
       }
-      if (kind === 'counter') new Counter({ name, help, labelNames, registers: [this.registry], collect: function () { collect(this) } })
-      else new Gauge({ name, help, labelNames, registers: [this.registry], collect: function () { collect(this) } })
+      const options = { name, help, labelNames: ['application_id', ...labels], registers: [this.registry], collect: function (this: Gauge | Counter) { collect(this) } }
+      if (kind === 'counter') new Counter(options)
+      else new Gauge(options)
     }
+    const perTask = (name: string, help: string, value: (t: TaskMetricsSnapshot) => number | undefined, kind: 'counter' | 'gauge' = 'gauge'): void =>
+      define(kind, name, help, ['task_id'], (m) => m.tasks.map((t): Sample => [{ task_id: t.taskId }, value(t)]))
 
-    new Gauge({
-      name: 'punctual_runtime_state',
-      help: 'The runtime state: 1 for the current one (CREATED, RUNNING, PENDING_SHUTDOWN, NOT_RUNNING, ERROR)',
-      labelNames: ['application_id', 'state'],
-      registers: [this.registry],
-      collect: function () {
-        this.reset()
-        this.set({ ...app(), state: current().state }, 1)
-      },
-    })
-    new Counter({
-      name: 'punctual_processed_records_total',
-      help: 'Records processed by every task this instance ran, those it no longer runs included',
-      labelNames: ['application_id'],
-      registers: [this.registry],
-      collect: function () {
-        this.reset()
-        this.inc(app(), current().processedRecords)
-      },
-    })
-    new Counter({
-      name: 'punctual_emitted_records_total',
-      help: 'Records written by the sinks of every task this instance ran, those it no longer runs included',
-      labelNames: ['application_id'],
-      registers: [this.registry],
-      collect: function () {
-        this.reset()
-        this.inc(app(), current().emittedRecords)
-      },
-    })
+    define('gauge', 'punctual_runtime_state', 'The runtime state: 1 for the current one (CREATED, RUNNING, PENDING_SHUTDOWN, NOT_RUNNING, ERROR)', ['state'], (m) => [[{ state: m.state }, 1]])
+    define('counter', 'punctual_processed_records_total', 'Records processed by every task this instance ran, those it no longer runs included', [], (m) => [[{}, m.processedRecords]])
+    define('counter', 'punctual_emitted_records_total', 'Records written by the sinks of every task this instance ran, those it no longer runs included', [], (m) => [[{}, m.emittedRecords]])
 
     perTask('punctual_task_process_total', 'Records processed by the task (Kafka Streams: process-total)', (t) => t.processedRecords, 'counter')
     perTask('punctual_task_emitted_records_total', 'Records the task’s sinks wrote', (t) => t.emittedRecords, 'counter')
@@ -81,126 +62,47 @@ export class PrometheusMetrics {
     perTask('punctual_task_next_wall_clock_punctuation_ms', 'When the task’s next wall-clock punctuation is due (ms since the epoch)', (t) => t.nextPunctuation.wallClock)
     perTask('punctual_task_next_stream_time_punctuation_ms', 'The stream time at which the task’s next stream-time punctuation is due', (t) => t.nextPunctuation.streamTime)
 
-    new Counter({
-      name: 'punctual_task_dropped_records_total',
-      help: 'Records the task dropped, by reason (Kafka Streams: dropped-records-total)',
-      labelNames: ['application_id', 'task_id', 'reason'],
-      registers: [this.registry],
-      collect: function () {
-        this.reset()
-        for (const task of current().tasks) {
-          for (const [reason, count] of Object.entries(task.droppedRecords)) this.inc({ ...app(), task_id: task.taskId, reason }, count)
-        }
-      },
-    })
-    new Counter({
-      name: 'punctual_processor_process_total',
-      help: 'Records a processor node (source, processor or sink) of the task was given (Kafka Streams: processor-node process-total)',
-      labelNames: ['application_id', 'task_id', 'processor'],
-      registers: [this.registry],
-      collect: function () {
-        this.reset()
-        for (const task of current().tasks) for (const p of task.processors) this.inc({ ...app(), task_id: task.taskId, processor: p.name }, p.records)
-      },
-    })
-    new Gauge({
-      name: 'punctual_task_pending_timers',
-      help: 'Timers pending in the task, by kind (user, ttl) and time domain (event, processing)',
-      labelNames: ['application_id', 'task_id', 'kind', 'domain'],
-      registers: [this.registry],
-      collect: function () {
-        this.reset()
-        for (const task of current().tasks) {
-          for (const kind of ['user', 'ttl'] as const) {
-            for (const domain of ['event', 'processing'] as const) this.set({ ...app(), task_id: task.taskId, kind, domain }, task.pendingTimers[kind][domain])
-          }
-        }
-      },
-    })
+    define('counter', 'punctual_task_dropped_records_total', 'Records the task dropped, by reason (Kafka Streams: dropped-records-total)', ['task_id', 'reason'], (m) =>
+      m.tasks.flatMap((t) => Object.entries(t.droppedRecords).map(([reason, count]): Sample => [{ task_id: t.taskId, reason }, count])),
+    )
+    define('counter', 'punctual_processor_process_total', 'Records a processor node (source, processor or sink) of the task was given (Kafka Streams: processor-node process-total)', ['task_id', 'processor'], (m) =>
+      m.tasks.flatMap((t) => t.processors.map((p): Sample => [{ task_id: t.taskId, processor: p.name }, p.records])),
+    )
+    define('gauge', 'punctual_task_pending_timers', 'Timers pending in the task, by kind (user, ttl) and time domain (event, processing)', ['task_id', 'kind', 'domain'], (m) =>
+      m.tasks.flatMap((t) =>
+        (['user', 'ttl'] as const).flatMap((kind) => (['event', 'processing'] as const).map((domain): Sample => [{ task_id: t.taskId, kind, domain }, t.pendingTimers[kind][domain]])),
+      ),
+    )
     for (const [name, help, field] of [
       ['punctual_suppression_buffer_records', 'Records a suppression buffers (Kafka Streams: suppression-buffer-count-current)', 'records'],
       ['punctual_suppression_buffer_bytes', 'Bytes a suppression buffers (Kafka Streams: suppression-buffer-size-current)', 'bytes'],
       ['punctual_suppression_buffer_spilled_records', 'Of the records a suppression buffers, those spilled to disk', 'spilled'],
     ] as const) {
-      new Gauge({
-        name,
-        help,
-        labelNames: ['application_id', 'task_id', 'store'],
-        registers: [this.registry],
-        collect: function () {
-          this.reset()
-          for (const task of current().tasks) for (const b of task.suppressionBuffers) this.set({ ...app(), task_id: task.taskId, store: b.store }, b[field])
-        },
-      })
+      define('gauge', name, help, ['task_id', 'store'], (m) => m.tasks.flatMap((t) => t.suppressionBuffers.map((b): Sample => [{ task_id: t.taskId, store: b.store }, b[field]])))
     }
     for (const [name, help, field] of [
       ['punctual_task_input_position', 'The offset of the next record the task processes from an input partition', 'position'],
       ['punctual_task_input_end_offset', 'An input partition’s end as last known (on Kafka, its high watermark)', 'endOffset'],
       ['punctual_task_input_lag', 'Records of an input partition not processed yet (Kafka Streams: records-lag)', 'lag'],
     ] as const) {
-      new Gauge({
-        name,
-        help,
-        labelNames: ['application_id', 'task_id', 'topic', 'partition'],
-        registers: [this.registry],
-        collect: function () {
-          this.reset()
-          for (const task of current().tasks) {
-            for (const input of task.inputs) {
-              const v = input[field]
-              if (v !== undefined) this.set({ ...app(), task_id: task.taskId, topic: input.topic, partition: input.partition }, v)
-            }
-          }
-        },
-      })
+      define('gauge', name, help, ['task_id', 'topic', 'partition'], (m) =>
+        m.tasks.flatMap((t) => t.inputs.map((i): Sample => [{ task_id: t.taskId, topic: i.topic, partition: i.partition }, i[field]])),
+      )
     }
     this.registry.registerMetric(new PunctuationLatenessHistogram(() => this.snapshot()) as unknown as Gauge)
-    new Gauge({
-      name: 'punctual_restore_remaining_records',
-      help: 'Changelog records or state directory entries a restoring task still has to read',
-      labelNames: ['application_id', 'task_id'],
-      registers: [this.registry],
-      collect: function () {
-        this.reset()
-        for (const r of current().restoring) if (r.remaining !== undefined) this.set({ ...app(), task_id: r.taskId }, r.remaining)
-      },
-    })
-    new Gauge({
-      name: 'punctual_restore_restored_records',
-      help: 'Changelog records or state directory entries a restoring task has read so far (its rate is the restore rate)',
-      labelNames: ['application_id', 'task_id', 'from'],
-      registers: [this.registry],
-      collect: function () {
-        this.reset()
-        for (const r of current().restoring) this.set({ ...app(), task_id: r.taskId, from: r.from }, r.restored)
-      },
-    })
-    new Counter({
-      name: 'punctual_commit_total',
-      help: 'Commits made',
-      labelNames: ['application_id'],
-      registers: [this.registry],
-      collect: function () {
-        this.reset()
-        this.inc(app(), current().commits?.commits ?? 0)
-      },
-    })
+    define('gauge', 'punctual_restore_remaining_records', 'Changelog records or state directory entries a restoring task still has to read', ['task_id'], (m) =>
+      m.restoring.map((r): Sample => [{ task_id: r.taskId }, r.remaining]),
+    )
+    define('gauge', 'punctual_restore_restored_records', 'Changelog records or state directory entries a restoring task has read so far (its rate is the restore rate)', ['task_id', 'from'], (m) =>
+      m.restoring.map((r): Sample => [{ task_id: r.taskId, from: r.from }, r.restored]),
+    )
+    define('counter', 'punctual_commit_total', 'Commits made', [], (m) => [[{}, m.commits?.commits ?? 0]])
     for (const [name, help, field] of [
       ['punctual_commit_latency_avg_ms', 'How long a commit takes until durable, on average (Kafka Streams: commit-latency-avg)', 'meanMs'],
       ['punctual_commit_latency_max_ms', 'How long a commit took until durable, at most (Kafka Streams: commit-latency-max)', 'maxMs'],
       ['punctual_commit_blocking_max_ms', 'The longest a commit held the event loop at once', 'blockingMaxMs'],
     ] as const) {
-      new Gauge({
-        name,
-        help,
-        labelNames: ['application_id'],
-        registers: [this.registry],
-        collect: function () {
-          this.reset()
-          const commits = current().commits
-          if (commits !== undefined) this.set(app(), commits[field])
-        },
-      })
+      define('gauge', name, help, [], (m) => [[{}, m.commits?.[field]]])
     }
   }
 
