@@ -100,6 +100,13 @@ const CALL_TIMEOUT_MS = 60_000
  */
 const PRODUCER_DEFAULTS = { 'metadata.recovery.strategy': 'none' } as const
 
+/**
+ * How long tasks may wait for the group's offsets of their inputs before the runtime fails (Kafka
+ * Streams' default `task.timeout.ms`), and how long one round of asking lasts before the rebalance
+ * event handling is let go and the tasks are tried again.
+ */
+const TASK_TIMEOUT_MS = 300_000
+const STABLE_ROUND_MS = 20_000
 /** How long one request for the group's committed offsets may go unanswered before it is made again. */
 const COMMITTED_ATTEMPT_MS = 5_000
 /** librdkafka's "local: timed out". */
@@ -520,15 +527,39 @@ export class KafkaRuntime {
     consumer.incrementalAssign(partitions)
     fetcher.assigned(partitions)
     if (this.currentState !== 'RUNNING') return
-    const ids = this.completeTasks().filter((id) => !this.taskIds().includes(id) && !(this.taskManager as TaskManager).restoringIds().includes(id))
+    await this.startAssignedTasks(Date.now())
+  }
+
+  /**
+   * Starts the tasks whose input partitions are all assigned and that are neither running nor restoring:
+   * once the group's offsets of their inputs are stable, they restore and then process. When the group
+   * does not answer within STABLE_ROUND_MS (a coordinator still loading after a broker restart, a member
+   * that must rejoin first), the rebalance event handling is let go and the tasks are tried again after
+   * the group events that came meanwhile, for TASK_TIMEOUT_MS in all: holding the handling could keep the
+   * consumer from the very rejoin that answers.
+   */
+  private async startAssignedTasks(since: number): Promise<void> {
+    const consumer = this.consumer as Consumer
+    const manager = this.taskManager as TaskManager
+    const ids = this.completeTasks().filter((id) => !this.taskIds().includes(id) && !manager.restoringIds().includes(id))
     if (ids.length === 0) return
     this.logger.info({ tasks: ids.join(',') }, 'tasks assigned')
-    if (!(await this.stableOffsets(ids, () => consumer.assignmentLost()))) {
+    const stable = await this.stableOffsets(ids, () => consumer.assignmentLost())
+    if (stable === 'lost') {
       this.logger.info({ tasks: ids.join(',') }, 'the assignment was lost while the group offsets were read: the tasks wait for the next one')
       return
     }
+    if (stable === 'unanswered') {
+      const waited = Date.now() - since
+      if (waited >= TASK_TIMEOUT_MS) {
+        throw new PunctualError('ILLEGAL_STATE', `the group's offsets of tasks ${ids.join(', ')} were not answered in ${Math.round(waited / 1000)} s`)
+      }
+      this.logger.warn({ tasks: ids.join(','), waitedMs: waited }, "the group's offsets of the tasks were not answered: asked again after the group events that came meanwhile")
+      this.rebalancing = this.rebalancing.then(() => (this.currentState === 'RUNNING' ? this.startAssignedTasks(since) : undefined)).catch((err: unknown) => this.fail(err))
+      return
+    }
     await this.checkpoints?.load(ids.map((id) => this.changelogPartitions(id)))
-    ;(this.taskManager as TaskManager).assign(ids, (taskId) => this.restoreSource(taskId))
+    manager.assign(ids, (taskId) => this.restoreSource(taskId))
     this.loop.scheduleRun()
     this.loop.rearm()
   }
@@ -566,16 +597,17 @@ export class KafkaRuntime {
    * a last stable offset short of the previous owner's last commit, and resume from older positions
    * than the records it already processed.
    */
-  private async stableOffsets(ids: readonly string[], lost: () => boolean): Promise<boolean> {
+  private async stableOffsets(ids: readonly string[], lost: () => boolean): Promise<'stable' | 'lost' | 'unanswered'> {
     const consumer = this.consumer as Consumer
     const plan = this.plan as TopicPlan
     const partitions = this.definitions.filter((d) => ids.includes(d.id)).flatMap((d) => d.subtopology.sourceTopics.map((t) => ({ topic: plan.names.get(t) ?? t, partition: d.partition })))
     try {
-      const committed = await committedOffsets(consumer, partitions, lost)
+      const committed = await committedOffsets(consumer, partitions, lost, STABLE_ROUND_MS)
       if (this.config.processingGuarantee === 'at_least_once') this.noteCommitMarks(ids, committed)
-      return true
+      return 'stable'
     } catch (err) {
-      if (err instanceof AssignmentLost) return false
+      if (err instanceof AssignmentLost) return 'lost'
+      if (err instanceof OffsetsUnanswered) return 'unanswered'
       throw err
     }
   }
@@ -717,12 +749,9 @@ export class KafkaRuntime {
         await promised((cb) => producer.beginTransaction(cb))
         this.sink?.release()
         this.recovering = false
-        const complete = sought ? this.completeTasks() : []
-        if (complete.length > 0 && !(await this.stableOffsets(complete, lost))) complete.length = 0
-        if (complete.length > 0) {
-          await this.checkpoints?.load(complete.map((id) => this.changelogPartitions(id)))
-          manager.assign(complete, (taskId) => this.restoreSource(taskId))
-          this.logger.info({ tasks: complete.join(',') }, 'recovered from the failed transaction: tasks restoring from their last commit')
+        if (sought) {
+          this.logger.info({}, 'recovered from the failed transaction: the tasks restore from their last commit')
+          await this.startAssignedTasks(Date.now())
         } else {
           this.logger.info({}, "recovered from the failed transaction; the group took this instance's partitions back meanwhile (its member was fenced): their tasks restore when they are assigned again")
         }
@@ -836,24 +865,32 @@ async function retried(call: () => Promise<void>, stop: (err: unknown) => boolea
 /** The consumer's assignment was lost (its member fenced) while the runtime waited for the group's offsets. */
 class AssignmentLost extends Error {}
 
+/** The group did not answer for the committed offsets within the time given (its requests timed out). */
+class OffsetsUnanswered extends PunctualError {
+  constructor(message: string, options: { cause: unknown }) {
+    super('ILLEGAL_STATE', message, options)
+  }
+}
+
 /**
  * The group's committed offsets of these partitions (stable ones: the consumer reads committed). Asked
- * again after COMMITTED_ATTEMPT_MS without an answer, up to CALL_TIMEOUT_MS: after a broker restart, the
- * client can drop a request made while it had no coordinator, and its caller would wait the whole
- * timeout for an answer that is not coming.
+ * again after COMMITTED_ATTEMPT_MS without an answer, up to `timeoutMs` (then OffsetsUnanswered): after a
+ * broker restart, the client can drop a request made while it had no coordinator, and its caller would
+ * wait the whole timeout for an answer that is not coming.
  */
-async function committedOffsets(consumer: Client.KafkaConsumer, partitions: TopicPartitionRef[], lost: () => boolean): Promise<Client.TopicPartitionOffset[]> {
-  const deadline = Date.now() + CALL_TIMEOUT_MS
+async function committedOffsets(consumer: Client.KafkaConsumer, partitions: TopicPartitionRef[], lost: () => boolean, timeoutMs = CALL_TIMEOUT_MS): Promise<Client.TopicPartitionOffset[]> {
+  const deadline = Date.now() + timeoutMs
+  const names = (): string => partitions.map((p) => `${p.topic}-${p.partition}`).join(', ')
   for (;;) {
     const attempt = Math.min(COMMITTED_ATTEMPT_MS, Math.max(1, deadline - Date.now()))
     try {
       return await new Promise<Client.TopicPartitionOffset[]>((resolve, reject) => consumer.committed(partitions, attempt, (err, offsets) => (err ? reject(err) : resolve(offsets))))
     } catch (err) {
+      const timedOut = (err as { code?: number }).code === TIMED_OUT
       // A fenced member rejoins only once its lost partitions are given up, which waits for this rebalance event handling to end.
-      if ((err as { code?: number }).code === TIMED_OUT && lost()) throw new AssignmentLost()
-      if ((err as { code?: number }).code !== TIMED_OUT || Date.now() >= deadline) {
-        throw new PunctualError('ILLEGAL_STATE', `reading the group's offsets of ${partitions.map((p) => `${p.topic}-${p.partition}`).join(', ')}: ${(err as Error).message}`, { cause: err })
-      }
+      if (timedOut && lost()) throw new AssignmentLost()
+      if (timedOut && Date.now() >= deadline) throw new OffsetsUnanswered(`reading the group's offsets of ${names()}: ${(err as Error).message}`, { cause: err })
+      if (!timedOut) throw new PunctualError('ILLEGAL_STATE', `reading the group's offsets of ${names()}: ${(err as Error).message}`, { cause: err })
     }
   }
 }

@@ -1,15 +1,29 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { createConsoleLogger, silentLogger } from '../../src/index.js'
+import { createConsoleLogger } from '../../src/index.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import { restartBroker, startBroker, stopBroker } from '../../scripts/kafka-broker.mjs'
 import { TestCluster } from './cluster.js'
 import { embedded, lines, PARTITIONS, records, until, windowedFinal } from './workload.js'
 
 // A broker of its own, which it stops and starts again mid-run (the other tests share theirs).
-// PUNCTUAL_KAFKA_TEST_DEBUG=1: the runtime's log on stderr.
-const logger = process.env.PUNCTUAL_KAFKA_TEST_DEBUG === '1' ? createConsoleLogger({ level: 'debug', write: (line) => process.stderr.write(`${line}\n`) }) : silentLogger
+// PUNCTUAL_KAFKA_TEST_DEBUG=1: the runtime's log on stderr (debug level). Otherwise its info log is
+// kept and printed when a test fails.
+const debug = process.env.PUNCTUAL_KAFKA_TEST_DEBUG === '1'
+const kept: string[] = []
+const logger = createConsoleLogger({ level: debug ? 'debug' : 'info', write: (line) => (debug ? process.stderr.write(`${line}\n`) : kept.push(line)) })
+
+/** Runs a test body; on failure, prints the runtime's log kept meanwhile. */
+async function printingLogOnFailure(body: () => Promise<void>): Promise<void> {
+  kept.length = 0
+  try {
+    await body()
+  } catch (err) {
+    process.stderr.write(`the runtime's log:\n${kept.join('\n')}\n`)
+    throw err
+  }
+}
 describe('KafkaRuntime across a broker restart', () => {
   let broker: { bootstrap: string; dir: string }
   let cluster: TestCluster
@@ -26,53 +40,56 @@ describe('KafkaRuntime across a broker restart', () => {
 
   for (const guarantee of ['exactly_once_v2', 'at_least_once'] as const) {
     const exactlyOnce = guarantee === 'exactly_once_v2'
-    it(`${guarantee}: the broker stops for 12 s mid-run and starts again; ${exactlyOnce ? 'the committed output equals a single embedded run' : 'no final window of a single embedded run is missing'}`, async () => {
-      const name = `br-${guarantee}`
-      await cluster.createTopic(`${name}-in`, PARTITIONS)
-      await cluster.createTopic(`${name}-out`, PARTITIONS)
-      const first = records(4000)
-      const second = records(4000, 4000)
-      const expected = await embedded([...first, ...second])
-      const errors: Error[] = []
-      const rt = new KafkaRuntime(windowedFinal(`${name}-in`, `${name}-out`), { applicationId: `${name}-app`, bootstrapServers: broker.bootstrap, processingGuarantee: guarantee, commitIntervalMs: 100, logger })
-      rt.on('error', (e) => {
-        logger.error({ err: e }, 'the runtime failed')
-        errors.push(e)
-      })
-      await cluster.produce(`${name}-in`, PARTITIONS, first)
-      await rt.start()
-      try {
-        await until('the first half is processed', () => rt.metrics().processedRecords >= first.length)
-        // Longer than the transaction timeout (10 s): under exactly-once, records of the open
-        // transaction time out, and the runtime aborts it and puts its tasks back to their last commit.
-        // The test's own admin client leaves meanwhile (it would log every failed reconnection).
-        await cluster.close()
-        await stopBroker(broker.dir, { keep: true })
-        await sleep(12_000)
-        await restartBroker(broker.dir)
-        cluster = await TestCluster.connect(broker.bootstrap)
-        await cluster.produce(`${name}-in`, PARTITIONS, second)
-        // Records processed again after a lost assignment count twice: wait for the output instead.
-        const window = (line: string): string => line.slice(0, line.indexOf('='))
-        let missing = expected.length
-        await until(
-          'the output holds every final window',
-          async () => {
-            const seen = new Set(lines(await cluster.readAll(`${name}-out`, PARTITIONS)).map(window))
-            missing = expected.filter((l) => !seen.has(window(l))).length
-            return errors.length > 0 || missing === 0
-          },
-          120_000,
-          () => `${missing} of ${expected.length} windows missing`,
-        )
+    it(`${guarantee}: the broker stops for 12 s mid-run and starts again; ${exactlyOnce ? 'the committed output equals a single embedded run' : 'no final window of a single embedded run is missing'}`, () =>
+      printingLogOnFailure(async () => {
+        const name = `br-${guarantee}`
+        await cluster.createTopic(`${name}-in`, PARTITIONS)
+        await cluster.createTopic(`${name}-out`, PARTITIONS)
+        const first = records(4000)
+        const second = records(4000, 4000)
+        const expected = await embedded([...first, ...second])
+        const errors: Error[] = []
+        const rt = new KafkaRuntime(windowedFinal(`${name}-in`, `${name}-out`), { applicationId: `${name}-app`, bootstrapServers: broker.bootstrap, processingGuarantee: guarantee, commitIntervalMs: 100, logger })
+        rt.on('error', (e) => {
+          logger.error({ err: e }, 'the runtime failed')
+          errors.push(e)
+        })
+        await cluster.produce(`${name}-in`, PARTITIONS, first)
+        await rt.start()
+        try {
+          await until('the first half is processed', () => rt.metrics().processedRecords >= first.length)
+          // Longer than the transaction timeout (10 s): under exactly-once, records of the open
+          // transaction time out, and the runtime aborts it and puts its tasks back to their last commit.
+          // The test's own admin client leaves meanwhile (it would log every failed reconnection).
+          await cluster.close()
+          await stopBroker(broker.dir, { keep: true })
+          await sleep(12_000)
+          await restartBroker(broker.dir)
+          cluster = await TestCluster.connect(broker.bootstrap)
+          await cluster.produce(`${name}-in`, PARTITIONS, second)
+          // Records processed again after a lost assignment count twice: wait for the output instead.
+          const window = (line: string): string => line.slice(0, line.indexOf('='))
+          let missing = expected.length
+          await until(
+            'the output holds every final window',
+            async () => {
+              const seen = new Set(lines(await cluster.readAll(`${name}-out`, PARTITIONS)).map(window))
+              missing = expected.filter((l) => !seen.has(window(l))).length
+              return errors.length > 0 || missing === 0
+            },
+            // The runtime may wait up to its task timeout (300 s) for the group to answer after the restart.
+            240_000,
+            () => `${missing} of ${expected.length} windows missing`,
+          )
+          assert.deepEqual(errors, [])
+        } finally {
+          await rt.stop().catch((e: unknown) => errors.push(e as Error))
+        }
         assert.deepEqual(errors, [])
-      } finally {
-        await rt.stop().catch((e: unknown) => errors.push(e as Error))
-      }
-      assert.deepEqual(errors, [])
-      const out = lines(await cluster.readAll(`${name}-out`, PARTITIONS))
-      if (exactlyOnce) assert.deepEqual(out, expected)
-      else assert.deepEqual([...new Set(out)].sort(), expected, 'every final window, some possibly twice')
-    })
+        const out = lines(await cluster.readAll(`${name}-out`, PARTITIONS))
+        if (exactlyOnce) assert.deepEqual(out, expected)
+        else assert.deepEqual([...new Set(out)].sort(), expected, 'every final window, some possibly twice')
+      }),
+    )
   }
 })
