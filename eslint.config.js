@@ -11,7 +11,7 @@ const forbid = (files, folders, why, extra = []) => ({
   rules: { 'no-restricted-imports': ['error', { patterns: [{ group: [...folders.map((f) => `**/${f}/*`), ...extra], message: why }] }] },
 })
 const ABOVE_ENGINE = ['runtime', 'kafka', 'testing', 'conformance', 'cli']
-const ENGINE = ['processor', 'keyed', 'windows', 'suppress', 'dsl', 'state', 'log']
+const ENGINE = ['processor', 'keyed', 'windows', 'suppress', 'joins', 'dsl', 'state', 'log']
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'conformance/kafka-streams/target/**', 'docs/api/**'] },
@@ -33,9 +33,9 @@ export default tseslint.config(
   ),
   forbid(['src/processor/**'], ['log', ...ABOVE_ENGINE], 'The engine does not know the runtimes, the test kit, the command line or where records are kept: tasks read through InputPartition and write through RecordCollector (processor/record-io.ts).'),
   forbid(
-    ['src/{keyed,windows,suppress,dsl}/**'],
+    ['src/{keyed,windows,suppress,joins,dsl}/**'],
     ['log', ...ABOVE_ENGINE],
-    'Keyed state, windows, suppression and the DSL build on the public processor API; the task that runs them (processor/internal) uses them, not the other way round.',
+    'Keyed state, windows, suppression, joins and the DSL build on the public processor API; the task that runs them (processor/internal) uses them, not the other way round.',
     ['**/processor/internal/*'],
   ),
   forbid(

@@ -64,6 +64,8 @@ export { KGroupedStream, TimeWindowedKStream, SessionWindowedKStream } from './d
 export type { Consumed, Grouped, KeyValue, KeyValueMaterialized, Materialized, Produced } from './dsl/options.js'
 export { TimeWindows, SessionWindows, SlidingWindows } from './windows/windows.js'
 export type { Window, Windowed } from './windows/windows.js'
+export { JoinWindows } from './joins/join-windows.js'
+export type { StreamJoined, ValueJoiner } from './joins/join-windows.js'
 export { BufferConfig, Suppressed } from './suppress/config.js'
 export type { BufferConfigMethods, EagerBufferConfig, Sizer, SuppressedCommon, StrictBufferConfig, TimeLimitSuppressed, WaitFrom, WhenFull, WindowClosesSuppressed } from './suppress/config.js'
 

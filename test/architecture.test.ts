@@ -22,9 +22,11 @@ describe('layers enforced by lint', () => {
     assert.match((await restricted('src/processor/internal/x.ts', "import { PartitionLog } from '../../log/partition-log.js'\nexport const l = PartitionLog\n"))[0] ?? '', /InputPartition/)
   })
 
-  it('refuses keyed state, windows and suppression importing the task that runs them', async () => {
+  it('refuses keyed state, windows, suppression and joins importing the task that runs them', async () => {
     assert.match((await restricted('src/keyed/x.ts', "import { StreamTask } from '../processor/internal/task.js'\nexport const t = StreamTask\n"))[0] ?? '', /processor\/internal\) uses them/)
     assert.equal((await restricted('src/suppress/x.ts', "import { ProcessorNode } from '../processor/internal/nodes.js'\nexport const n = ProcessorNode\n")).length, 1)
+    assert.equal((await restricted('src/joins/x.ts', "import { ProcessorNode } from '../processor/internal/nodes.js'\nexport const n = ProcessorNode\n")).length, 1)
+    assert.equal((await restricted('src/joins/x.ts', "import { EmbeddedRuntime } from '../runtime/embedded-runtime.js'\nexport const r = EmbeddedRuntime\n")).length, 1)
   })
 
   it('refuses time and util importing the layers above them, and the topics importing state', async () => {

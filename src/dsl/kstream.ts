@@ -8,6 +8,12 @@ import { KGroupedStream } from './grouped.js'
 import type { Grouped, KeyValue, Produced } from './options.js'
 import { statelessProcessor } from './processors.js'
 import { KTable } from './ktable.js'
+import { JoinWindows } from '../joins/join-windows.js'
+import type { StreamJoined, ValueJoiner } from '../joins/join-windows.js'
+import { JoinWindowStore, OuterJoinStore } from '../joins/join-stores.js'
+import { joinWindowedProcessor, StreamStreamJoinProcessor } from '../joins/stream-stream-join.js'
+import type { JoinSide } from '../joins/stream-stream-join.js'
+import { keyIdFunction } from '../windows/key-id.js'
 
 /** A record stream (Kafka Streams' KStream). Serdes are tracked where known; unknown ones default to JSON. */
 export class KStream<K, V> {
@@ -179,6 +185,77 @@ export class KStream<K, V> {
     const from = this.repartitionRequired ? this.throughRepartitionTopic(name, undefined, undefined) : this
     this.builder.graph.addProcessor(name, statelessProcessor<K, V, K, V>((r, ctx) => r.key !== null && r.key !== undefined && ctx.forward(r)), from.node)
     return new KTable<K, V>(this.builder, name, from.keySerde, from.valueSerde, undefined)
+  }
+
+  /**
+   * Joins this stream with another by key within a time window (Kafka Streams' windowed inner join): a
+   * record joins each record of the other stream with the same key whose timestamp is within the
+   * window, the result stamped with the later timestamp. Both streams must be partitioned alike (a
+   * stream whose key changed is repartitioned first). Timing: SEMANTICS 8, docs/joins.md.
+   */
+  join<VO, VR>(other: KStream<K, VO>, joiner: ValueJoiner<V, VO, VR, K>, windows: JoinWindows, streamJoined: StreamJoined = {}): KStream<K, VR> {
+    return this.windowedJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, windows, streamJoined, false, false)
+  }
+
+  /**
+   * A windowed left join: as `join`, and a record of this stream that finds no partner is emitted with
+   * null once the window and grace period are over (at once if it arrives that late).
+   */
+  leftJoin<VO, VR>(other: KStream<K, VO>, joiner: ValueJoiner<V, VO | null, VR, K>, windows: JoinWindows, streamJoined: StreamJoined = {}): KStream<K, VR> {
+    return this.windowedJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, windows, streamJoined, true, false)
+  }
+
+  /** A windowed outer join: as `leftJoin`, for records of either stream. */
+  outerJoin<VO, VR>(other: KStream<K, VO>, joiner: ValueJoiner<V | null, VO | null, VR, K>, windows: JoinWindows, streamJoined: StreamJoined = {}): KStream<K, VR> {
+    return this.windowedJoin(other, joiner, windows, streamJoined, true, true)
+  }
+
+  /** Adds a stream-stream join's nodes and stores, named as Kafka Streams names them. */
+  private windowedJoin<VO, VR>(
+    other: KStream<K, VO>,
+    joiner: ValueJoiner<V | null, VO | null, VR, K>,
+    windows: JoinWindows,
+    streamJoined: StreamJoined,
+    leftOuter: boolean,
+    rightOuter: boolean,
+  ): KStream<K, VR> {
+    const operation = rightOuter ? 'outerJoin' : leftOuter ? 'leftJoin' : 'join'
+    if (!(other instanceof KStream)) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the other stream must be a KStream`)
+    if (typeof joiner !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the joiner must be a function, got ${typeof joiner}`)
+    if (!(windows instanceof JoinWindows)) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the windows must be JoinWindows (JoinWindows.ofTimeDifferenceAndGrace(...))`)
+    const b = this.builder
+    const name = streamJoined.name
+    const left = this.repartitionRequired ? this.throughRepartitionTopic(name === undefined ? this.node : `${name}-left`, undefined, undefined) : this
+    const right = other.repartitionRequired ? other.throughRepartitionTopic(name === undefined ? other.node : `${name}-right`, undefined, undefined) : other
+    const thisWindowed = name === undefined ? b.newName('KSTREAM-WINDOWED') : `${name}-this-windowed`
+    const otherWindowed = name === undefined ? b.newName('KSTREAM-WINDOWED') : `${name}-other-windowed`
+    const thisGenerated = b.newName(rightOuter ? 'KSTREAM-OUTERTHIS' : 'KSTREAM-JOINTHIS')
+    const otherGenerated = b.newName(leftOuter ? 'KSTREAM-OUTEROTHER' : 'KSTREAM-JOINOTHER')
+    const thisSuffix = rightOuter ? '-outer-this-join' : '-this-join'
+    const otherSuffix = leftOuter ? '-outer-other-join' : '-other-join'
+    const thisJoin = name === undefined ? thisGenerated : name + thisSuffix
+    const otherJoin = name === undefined ? otherGenerated : name + otherSuffix
+    const merge = name === undefined ? b.newName('KSTREAM-MERGE') : `${name}-merge`
+    const base = streamJoined.storeName
+    const thisStore = `${base === undefined ? thisGenerated : base + thisSuffix}-store`
+    const otherStore = `${base === undefined ? otherGenerated : base + otherSuffix}-store`
+    const sharedSuffix = rightOuter ? '-outer-shared-join' : '-left-shared-join'
+    const outerStore = leftOuter ? `${base === undefined ? `KSTREAM-OUTERSHARED-${thisGenerated.slice(thisGenerated.lastIndexOf('-') + 1)}` : base + sharedSuffix}-store` : undefined
+    // One key id function for both sides, so equal keys meet whatever serde each side carries.
+    const keyId = keyIdFunction(left.keySerde ?? (right.keySerde as Serde<K> | undefined) ?? (Serdes.JSON<K>() as Serde<K>))
+    const retention = windows.retentionMs()
+    const thisSide: JoinSide<K, V, VO, VR> = { left: true, outer: leftOuter, windows, otherStore, outerStore, joiner, keyId }
+    const otherSide: JoinSide<K, VO, V, VR> = { left: false, outer: rightOuter, windows, otherStore: thisStore, outerStore, joiner: (r, l, k) => joiner(l, r, k), keyId }
+    const g = b.graph
+    g.addProcessor(thisWindowed, joinWindowedProcessor<K, V>(thisStore, keyId), left.node)
+    g.addProcessor(otherWindowed, joinWindowedProcessor<K, VO>(otherStore, keyId), right.node)
+    g.addProcessor(thisJoin, () => new StreamStreamJoinProcessor(thisSide), thisWindowed)
+    g.addProcessor(otherJoin, () => new StreamStreamJoinProcessor(otherSide), otherWindowed)
+    g.addProcessor(merge, statelessProcessor<K, VR, K, VR>((r, ctx) => ctx.forward(r)), thisJoin, otherJoin)
+    g.addStateStore({ name: thisStore, build: () => new JoinWindowStore<K, V>(thisStore, retention) }, thisWindowed, otherJoin)
+    g.addStateStore({ name: otherStore, build: () => new JoinWindowStore<K, VO>(otherStore, retention) }, otherWindowed, thisJoin)
+    if (outerStore !== undefined) g.addStateStore({ name: outerStore, build: () => new OuterJoinStore<K>(outerStore) }, thisJoin, otherJoin)
+    return new KStream<K, VR>(b, merge, left.keySerde, undefined)
   }
 
   /** Both streams' records, as they arrive. */

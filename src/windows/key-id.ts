@@ -40,7 +40,7 @@ export function sessionKeyId(keyId: string, start: number, end: number): string 
 }
 
 /** A non-negative safe integer as 8 big-endian bytes, one latin1 character each (no BigInt, no Buffer). */
-function bigEndian64(n: number): string {
+export function bigEndian64(n: number): string {
   const hi = Math.floor(n / 4294967296)
   const lo = n >>> 0
   return String.fromCharCode((hi >>> 24) & 255, (hi >>> 16) & 255, (hi >>> 8) & 255, hi & 255, (lo >>> 24) & 255, (lo >>> 16) & 255, (lo >>> 8) & 255, lo & 255)

@@ -1,0 +1,321 @@
+import { DURABLE } from '../state/stores.js'
+import type { DurableStore } from '../state/stores.js'
+import { ChangeLog, LoggedField } from '../state/change-log.js'
+import { bigEndian64 } from '../windows/key-id.js'
+
+/** One stored record of a join side. */
+interface JoinEntry<V> {
+  readonly ts: number
+  readonly value: V
+}
+
+/** One key's stored records, in timestamp order (equal timestamps in arrival order). */
+interface KeyEntries<K, V> {
+  readonly key: K
+  readonly list: Array<JoinEntry<V>>
+}
+
+/** The store key of the side's largest timestamp (key ids are strings, so it cannot clash). */
+const SIDE_TIME_KEY = -1
+/** Entries are dropped a bucket at a time: a bucket holds the keys with records in one stretch of time. */
+const MIN_BUCKET_MS = 1000
+
+/**
+ * One side of a stream-stream join: every record of the side by key, kept while the side's largest
+ * timestamp is less than the retention (before + after + grace) past it, as Kafka Streams' join window
+ * stores keep them (a fetch sees only records newer than `sideTime - retention`). Records are dropped a
+ * bucket of time at a time as the side's time moves on, so no per-record timer or scan is needed. As a
+ * task store it records the keys whose records changed, so commits write those lists.
+ */
+export class JoinWindowStore<K, V> {
+  private readonly byKey = new Map<string, KeyEntries<K, V>>()
+  private readonly sideTime = new LoggedField(SIDE_TIME_KEY, -1)
+  /** Key ids by bucket (floor(ts / bucketMs)), and the buckets in ascending order. */
+  private readonly buckets = new Map<number, Set<string>>()
+  private readonly bucketOrder: number[] = []
+  private readonly bucketMs: number
+  private readonly log = new ChangeLog<string>(
+    {
+      saved: (id) => this.saved(id),
+      savedEntries: () => [...this.byKey.keys()].map((id) => [id, this.saved(id)]),
+      load: (id, saved) => {
+        const s = saved as { key: K; list: Array<[number, V]> }
+        const list = s.list.map(([ts, value]) => ({ ts, value }))
+        this.byKey.set(id, { key: s.key, list })
+        for (const e of list) this.index(id, e.ts)
+      },
+    },
+    [this.sideTime] as Array<LoggedField<unknown>>,
+  )
+
+  readonly [DURABLE]: DurableStore = this.log
+
+  constructor(
+    readonly name: string,
+    private readonly retentionMs: number,
+  ) {
+    this.bucketMs = Math.max(MIN_BUCKET_MS, retentionMs)
+  }
+
+  /** The largest timestamp put so far (-1: none). */
+  get time(): number {
+    return this.sideTime.value
+  }
+
+  /** Stores a record (Kafka Streams puts every record with a key and a value, late ones too). */
+  put(id: string, key: K, ts: number, value: V): void {
+    if (ts > this.sideTime.value) this.sideTime.value = ts
+    const cutoff = this.sideTime.value - this.retentionMs
+    this.expire(cutoff)
+    // A record no fetch can see any more is not kept.
+    if (ts <= cutoff) return
+    this.noteChange(id)
+    let entries = this.byKey.get(id)
+    if (entries === undefined) this.byKey.set(id, (entries = { key, list: [] }))
+    const list = entries.list
+    let i = list.length
+    while (i > 0 && (list[i - 1] as JoinEntry<V>).ts > ts) i--
+    if (i === list.length) list.push({ ts, value })
+    else list.splice(i, 0, { ts, value })
+    this.index(id, ts)
+  }
+
+  /**
+   * Calls `visit` for each record of the key with `from <= ts <= to` that is still kept, oldest first;
+   * returns how many.
+   */
+  fetch(id: string, from: number, to: number, visit: (ts: number, value: V) => void): number {
+    const entries = this.byKey.get(id)
+    if (entries === undefined) return 0
+    const lowest = Math.max(from, this.sideTime.value - this.retentionMs + 1)
+    if (to < lowest) return 0
+    const list = entries.list
+    let n = 0
+    for (let i = 0; i < list.length; i++) {
+      const e = list[i] as JoinEntry<V>
+      if (e.ts > to) break
+      if (e.ts < lowest) continue
+      n++
+      visit(e.ts, e.value)
+    }
+    return n
+  }
+
+  /** Whether the key has a kept record with `from <= ts <= to`. */
+  has(id: string, from: number, to: number): boolean {
+    const entries = this.byKey.get(id)
+    if (entries === undefined) return false
+    const lowest = Math.max(from, this.sideTime.value - this.retentionMs + 1)
+    if (to < lowest) return false
+    for (const e of entries.list) {
+      if (e.ts > to) return false
+      if (e.ts >= lowest) return true
+    }
+    return false
+  }
+
+  /** Number of records held (tests, metrics). */
+  size(): number {
+    let n = 0
+    for (const e of this.byKey.values()) n += e.list.length
+    return n
+  }
+
+  close(): void {}
+
+  private index(id: string, ts: number): void {
+    const b = Math.floor(ts / this.bucketMs)
+    let ids = this.buckets.get(b)
+    if (ids === undefined) {
+      this.buckets.set(b, (ids = new Set()))
+      const order = this.bucketOrder
+      let i = order.length
+      while (i > 0 && (order[i - 1] as number) > b) i--
+      order.splice(i, 0, b)
+    }
+    ids.add(id)
+  }
+
+  /** Drops the records of whole buckets at or before `cutoff`. */
+  private expire(cutoff: number): void {
+    const order = this.bucketOrder
+    let done = 0
+    while (done < order.length && ((order[done] as number) + 1) * this.bucketMs - 1 <= cutoff) {
+      const b = order[done] as number
+      for (const id of this.buckets.get(b) as Set<string>) this.dropThrough(id, cutoff)
+      this.buckets.delete(b)
+      done++
+    }
+    if (done > 0) order.splice(0, done)
+  }
+
+  private dropThrough(id: string, cutoff: number): void {
+    const entries = this.byKey.get(id)
+    if (entries === undefined) return
+    const list = entries.list
+    let n = 0
+    while (n < list.length && (list[n] as JoinEntry<V>).ts <= cutoff) n++
+    if (n === 0) return
+    this.noteChange(id)
+    if (n === list.length) this.byKey.delete(id)
+    else list.splice(0, n)
+  }
+
+  private noteChange(id: string): void {
+    const c = this.log.changes
+    if (c !== undefined && !c.has(id)) c.first(id, this.byKey.has(id))
+  }
+
+  private saved(id: string): { key: K; list: Array<[number, V]> } | undefined {
+    const entries = this.byKey.get(id)
+    return entries === undefined ? undefined : { key: entries.key, list: entries.list.map((e) => [e.ts, e.value]) }
+  }
+}
+
+/** Records of one key, side and timestamp that found no partner yet. */
+export interface Parked<K> {
+  readonly id: string
+  readonly ts: number
+  readonly left: boolean
+  readonly key: K
+  readonly values: unknown[]
+  /** False once removed (a partner came, or it was emitted); the order array drops it lazily. */
+  live: boolean
+}
+
+/** Store keys of the join's time tracker (entry ids are strings, so they cannot clash). */
+const STREAM_TIME_KEY = -1
+const MIN_TIME_KEY = -2
+
+/**
+ * The records of a left or outer stream-stream join that wait for a partner (Kafka Streams' shared
+ * outer-join store): by (timestamp, side, key), in that order, which is also the order Kafka Streams
+ * emits them in (its store key is the timestamp's 8 bytes, a side byte, right 0 before left 1, then the
+ * key's bytes). The id is exactly those bytes as a latin1 string, so string order is that order. It
+ * also keeps the join's time tracker, shared by both sides: the largest timestamp either side saw, and
+ * the smallest timestamp parked since the last emission pass.
+ */
+export class OuterJoinStore<K> {
+  private readonly byId = new Map<string, Parked<K>>()
+  /** Entries in id order from `head` on; removed ones stay until passed. */
+  private order: Array<Parked<K>> = []
+  private head = 0
+  private sorted = true
+  private readonly streamTimeField = new LoggedField(STREAM_TIME_KEY, -1)
+  private readonly minTimeField = new LoggedField(
+    MIN_TIME_KEY,
+    Infinity,
+    (t) => (t === Infinity ? undefined : t),
+    (s) => s as number,
+  )
+  private readonly log = new ChangeLog<string>(
+    {
+      saved: (id) => {
+        const p = this.byId.get(id)
+        return p === undefined ? undefined : { ts: p.ts, left: p.left, key: p.key, values: p.values }
+      },
+      savedEntries: () => [...this.byId.values()].map((p) => [p.id, { ts: p.ts, left: p.left, key: p.key, values: p.values }]),
+      load: (id, saved) => {
+        const s = saved as { ts: number; left: boolean; key: K; values: unknown[] }
+        const p: Parked<K> = { id, ts: s.ts, left: s.left, key: s.key, values: s.values, live: true }
+        this.byId.set(id, p)
+        this.order.push(p)
+        this.sorted = false
+      },
+    },
+    [this.streamTimeField, this.minTimeField] as Array<LoggedField<unknown>>,
+  )
+
+  readonly [DURABLE]: DurableStore = this.log
+
+  constructor(readonly name: string) {}
+
+  /** The largest timestamp either side of the join saw (Kafka Streams' shared stream time). */
+  get streamTime(): number {
+    return this.streamTimeField.value
+  }
+
+  advance(ts: number): void {
+    if (ts > this.streamTimeField.value) this.streamTimeField.value = ts
+  }
+
+  /** The smallest parked timestamp since the last emission pass (Infinity: none). */
+  get minTime(): number {
+    return this.minTimeField.value
+  }
+
+  set minTime(t: number) {
+    if (t !== this.minTimeField.value) this.minTimeField.value = t
+  }
+
+  /** Parks a record with no partner. */
+  park(keyId: string, key: K, ts: number, left: boolean, value: unknown): void {
+    const id = parkedId(keyId, ts, left)
+    this.noteChange(id)
+    const existing = this.byId.get(id)
+    if (existing !== undefined) {
+      existing.values.push(value)
+      return
+    }
+    const p: Parked<K> = { id, ts, left, key, values: [value], live: true }
+    this.byId.set(id, p)
+    const order = this.order
+    let i = order.length
+    if (this.sorted) while (i > this.head && (order[i - 1] as Parked<K>).id > id) i--
+    if (i === order.length) order.push(p)
+    else order.splice(i, 0, p)
+  }
+
+  /** Removes the parked records of this key, side and timestamp, if any (a partner came). */
+  unpark(keyId: string, ts: number, left: boolean): void {
+    const id = parkedId(keyId, ts, left)
+    const p = this.byId.get(id)
+    if (p !== undefined) this.remove(p)
+  }
+
+  /** The parked entries in order; `remove` the ones emitted. Stops when `visit` returns false. */
+  scan(visit: (p: Parked<K>) => boolean): void {
+    if (!this.sorted) {
+      this.order = this.order.slice(this.head).filter((p) => p.live)
+      this.order.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      this.head = 0
+      this.sorted = true
+    }
+    const order = this.order
+    for (let i = this.head; i < order.length; i++) {
+      const p = order[i] as Parked<K>
+      if (!p.live) continue
+      if (!visit(p)) break
+    }
+    // Entries before the first live one are gone: step over them, and compact now and then.
+    while (this.head < order.length && !(order[this.head] as Parked<K>).live) this.head++
+    if (this.head > 1024 && this.head * 2 > order.length) {
+      this.order = order.slice(this.head)
+      this.head = 0
+    }
+  }
+
+  remove(p: Parked<K>): void {
+    if (!p.live) return
+    this.noteChange(p.id)
+    p.live = false
+    this.byId.delete(p.id)
+  }
+
+  /** Number of parked entries (key, side and timestamp). */
+  size(): number {
+    return this.byId.size
+  }
+
+  close(): void {}
+
+  private noteChange(id: string): void {
+    const c = this.log.changes
+    if (c !== undefined && !c.has(id)) c.first(id, this.byId.has(id))
+  }
+}
+
+/** The timestamp's 8 bytes, the side (right 0, left 1), then the key's bytes: Kafka Streams' order. */
+function parkedId(keyId: string, ts: number, left: boolean): string {
+  return bigEndian64(ts) + (left ? '\u0001' : '\u0000') + keyId
+}

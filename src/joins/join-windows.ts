@@ -1,0 +1,73 @@
+import { invalidConfig } from '../errors.js'
+
+function ms(name: string, v: number, min: number): number {
+  if (!Number.isSafeInteger(v) || v < min) throw invalidConfig(name, `must be an integer >= ${min}, got ${JSON.stringify(v)}`)
+  return v
+}
+
+/**
+ * The window of a stream-stream join (Kafka Streams' `JoinWindows`): a left record at time t joins the
+ * right records of its key with timestamps in [t - before, t + after]; a right record at t' joins the
+ * left records in [t' - after, t' + before]. The grace period says how long an unmatched record of a
+ * left or outer join waits for a partner before it is emitted with none (SEMANTICS 8). Times in ms.
+ */
+export class JoinWindows {
+  private constructor(
+    /** How much earlier than a left record a right record may be. */
+    readonly beforeMs: number,
+    /** How much later than a left record a right record may be. */
+    readonly afterMs: number,
+    /** How long after its window an unmatched record of a left or outer join waits for a partner. */
+    readonly graceMs: number,
+  ) {}
+
+  /** Records join when their timestamps differ by at most `timeDifferenceMs`; unmatched ones wait `graceMs` more. */
+  static ofTimeDifferenceAndGrace(timeDifferenceMs: number, graceMs: number): JoinWindows {
+    const d = ms('JoinWindows.ofTimeDifferenceAndGrace timeDifference', timeDifferenceMs, 0)
+    return new JoinWindows(d, d, ms('JoinWindows.ofTimeDifferenceAndGrace grace', graceMs, 0))
+  }
+
+  /** Records join when their timestamps differ by at most `timeDifferenceMs`; no grace period. */
+  static ofTimeDifferenceWithNoGrace(timeDifferenceMs: number): JoinWindows {
+    const d = ms('JoinWindows.ofTimeDifferenceWithNoGrace timeDifference', timeDifferenceMs, 0)
+    return new JoinWindows(d, d, 0)
+  }
+
+  /** Sets how much earlier a right record may be (negative: it must be that much later); before + after >= 0. */
+  before(timeDifferenceMs: number): JoinWindows {
+    const before = ms('JoinWindows.before', timeDifferenceMs, -Number.MAX_SAFE_INTEGER)
+    if (before + this.afterMs < 0) throw invalidConfig('JoinWindows.before', `before ${before} + after ${this.afterMs} must not be negative`)
+    return new JoinWindows(before, this.afterMs, this.graceMs)
+  }
+
+  /** Sets how much later a right record may be (negative: it must be that much earlier); before + after >= 0. */
+  after(timeDifferenceMs: number): JoinWindows {
+    const after = ms('JoinWindows.after', timeDifferenceMs, -Number.MAX_SAFE_INTEGER)
+    if (this.beforeMs + after < 0) throw invalidConfig('JoinWindows.after', `before ${this.beforeMs} + after ${after} must not be negative`)
+    return new JoinWindows(this.beforeMs, after, this.graceMs)
+  }
+
+  /** before + after. */
+  size(): number {
+    return this.beforeMs + this.afterMs
+  }
+
+  /** How long each side's store keeps a record, against that side's largest timestamp: size + grace. */
+  retentionMs(): number {
+    return this.size() + this.graceMs
+  }
+}
+
+/**
+ * Combines the values of a join result (Kafka Streams' `ValueJoinerWithKey`, key last so that a
+ * two-argument function is a `ValueJoiner`). In left and outer joins, a missing partner is null.
+ */
+export type ValueJoiner<V1, V2, VR, K = unknown> = (value1: V1, value2: V2, key: K) => VR
+
+/** Names of a stream-stream join's processors and stores (Kafka Streams' `StreamJoined`, its naming part). */
+export interface StreamJoined {
+  /** Base name of the join's processors (`<name>-this-join`, `<name>-other-join`, ...). */
+  readonly name?: string
+  /** Base name of its stores (`<storeName>-this-join-store`, ...). */
+  readonly storeName?: string
+}
