@@ -1,7 +1,8 @@
 /**
- * `npm run fuzz:kafka-streams -- [--cases N] [--seed S]`: a differential fuzzer. Generates seeded random
- * scenarios of kinds punctuate, suppress-table and windowed-count (in-order and out-of-order data,
- * bounds, grace, hopping, sliding and session windows), runs each through punctual and through Kafka
+ * `npm run fuzz:kafka-streams -- [--cases N] [--seed S] [--kinds a,b]`: a differential fuzzer. Generates
+ * seeded random scenarios of kinds punctuate, suppress-table, windowed-count and stream-stream-join
+ * (in-order and out-of-order data, bounds, grace, hopping, sliding and session windows, inner, left and
+ * outer joins with both sides, tombstones, asymmetric windows), runs each through punctual and through Kafka
  * Streams, and on a mismatch prints the scenario minimized (steps removed while it still differs).
  * Exits 1 on a mismatch. Suppression runs with waitFrom first, which is what Kafka Streams does (see
  * expected-differences.json for the default, latest).
@@ -12,7 +13,16 @@ import { parseScenario } from '../../src/conformance/scenario.js'
 import { seededRandom } from '../../src/testing/index.js'
 import { comparable, ReferenceHarness } from './harness.js'
 
-const { values } = parseArgs({ options: { cases: { type: 'string', default: '300' }, seed: { type: 'string' } } })
+const KINDS = ['punctuate', 'suppress-table', 'windowed-count', 'stream-stream-join'] as const
+type Kind = (typeof KINDS)[number]
+const { values } = parseArgs({ options: { cases: { type: 'string', default: '300' }, seed: { type: 'string' }, kinds: { type: 'string' } } })
+const kinds = (values.kinds?.split(',') ?? [...KINDS]) as Kind[]
+for (const k of kinds) {
+  if (!KINDS.includes(k)) {
+    console.error(`--kinds: unknown kind ${JSON.stringify(k)} (known: ${KINDS.join(', ')})`)
+    process.exit(2)
+  }
+}
 const cases = Number(values.cases)
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed)
 
@@ -22,7 +32,7 @@ type Json = Record<string, unknown>
 function generate(random: () => number, n: number): Json {
   const int = (lo: number, hi: number): number => lo + Math.floor(random() * (hi - lo + 1))
   const pick = <T>(xs: readonly T[]): T => xs[int(0, xs.length - 1)] as T
-  const kind = pick(['punctuate', 'suppress-table', 'windowed-count'] as const)
+  const kind = pick(kinds)
   const ordered = random() < 0.3
   const steps: Json[] = []
   let ts = 0
@@ -34,8 +44,9 @@ function generate(random: () => number, n: number): Json {
     }
     ts = ordered ? ts + int(0, 3) : int(0, 30)
     const key = pick(['A', 'B', 'C', 'D'])
-    const value = kind === 'suppress-table' && random() < 0.15 ? null : pick(['v', 'w', 'xy', 'z'])
-    steps.push({ record: { key, value, ts } })
+    const value = (kind === 'suppress-table' || kind === 'stream-stream-join') && random() < 0.1 ? null : pick(['v', 'w', 'xy', 'z'])
+    if (kind === 'stream-stream-join') steps.push({ record: { topic: pick(['left', 'right']), key, value: value === null ? null : `${value}${i}`, ts } })
+    else steps.push({ record: { key, value, ts } })
   }
   let topology: Json
   if (kind === 'punctuate') {
@@ -50,6 +61,13 @@ function generate(random: () => number, n: number): Json {
   } else if (kind === 'suppress-table') {
     const bound = random() < 0.5 ? { maxRecords: int(1, 3), whenFull: pick(['emitEarly', 'shutDown']) } : {}
     topology = { kind, suppress: { until: 'timeLimit', waitMs: int(0, 8), waitFrom: 'first', ...bound } }
+  } else if (kind === 'stream-stream-join') {
+    const diff = int(0, 6)
+    const windows: Json = { timeDifferenceMs: diff, graceMs: pick([0, 0, int(0, 6)]) }
+    // Asymmetric windows now and then: before + after must stay >= 0.
+    if (random() < 0.25) windows.beforeMs = int(-diff, 8)
+    if (random() < 0.25) windows.afterMs = int(Math.max(-diff, -((windows.beforeMs as number | undefined) ?? diff)), 8)
+    topology = { kind, join: pick(['inner', 'left', 'outer']), windows }
   } else {
     const grace = int(0, 6)
     const windows = pick([

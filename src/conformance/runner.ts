@@ -9,6 +9,7 @@ import type { KindInstance, ScenarioKind } from './kinds/kind.js'
 import { keyedTimersKind } from './kinds/keyed-timers.js'
 import { punctuateKind } from './kinds/punctuate.js'
 import { suppressTableKind, windowedCountKind } from './kinds/suppression.js'
+import { streamStreamJoinKind } from './kinds/joins.js'
 import { malformed, parseRecord, parseScenario } from './scenario.js'
 import type { OutputEvent, RecordInput, Scenario } from './scenario.js'
 
@@ -18,6 +19,7 @@ const KINDS: Readonly<Record<string, ScenarioKind | undefined>> = {
   'suppress-table': suppressTableKind,
   'windowed-count': windowedCountKind,
   'keyed-timers': keyedTimersKind,
+  'stream-stream-join': streamStreamJoinKind,
 }
 
 export function isKnownKind(kind: string): boolean {
@@ -69,21 +71,26 @@ export function runScenario(scenario: Scenario, scenarioPath: string): OutputEve
     if (err instanceof PunctualError && err.code === 'INVALID_CONFIG') throw new PunctualError('SCENARIO_INVALID', `malformed scenario: ${err.message}`, { cause: err })
     throw err
   }
-  const input = driver.createInputTopic(instance.inputTopic, Serdes.String(), Serdes.String())
+  const topics = instance.inputTopics ?? [instance.inputTopic]
+  for (const topic of topics) driver.createInputTopic(topic, Serdes.String(), Serdes.String())
   // Scenarios include records with invalid timestamps (SEMANTICS 1: dropped and counted), which the
   // public pipeInput refuses at the call; they go in as a topic written by another client would hold them.
   const S = Serdes.String() as Serde<unknown>
-  const pipe = (r: RecordInput): void => driver.append(input.name, r.key, S, r.value, S, r.ts, NO_HEADERS)
+  const pipe = (r: RecordInput, where: string): void => {
+    const topic = r.topic ?? instance.inputTopic
+    if (!topics.includes(topic)) throw malformed(`${where}.topic`, `must be one of ${topics.map((t) => JSON.stringify(t)).join(', ')} for kind ${kindName}, got ${JSON.stringify(topic)}`)
+    driver.append(topic, r.key, S, r.value, S, r.ts, NO_HEADERS)
+  }
 
   for (step = 0; step < scenario.steps.length; step++) {
     const s = scenario.steps[step] as Scenario['steps'][number]
     const where = `steps[${step}]`
     try {
-      if ('record' in s) pipe(s.record)
+      if ('record' in s) pipe(s.record, `${where}.record`)
       else if ('advanceWallClockMs' in s) driver.advanceWallClockTime(s.advanceWallClockMs)
       else if ('recordsFromFile' in s) {
         const records = readRecordsFile(resolve(dirname(scenarioPath), s.recordsFromFile), `${where}.recordsFromFile`)
-        for (line = 0; line < records.length; line++) pipe(records[line] as RecordInput)
+        for (line = 0; line < records.length; line++) pipe(records[line] as RecordInput, `${where}.recordsFromFile line ${line}`)
         line = undefined
       } else if (instance.handleStep?.(s, where) !== true) {
         throw malformed(where, `is not a step kind ${kindName} supports`)

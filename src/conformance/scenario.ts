@@ -14,6 +14,8 @@ export interface RecordInput {
   readonly key: string
   readonly value: string | null
   readonly ts: number
+  /** The input topic, for kinds with several (joins: "left", "right"); the kind's only one otherwise. */
+  readonly topic?: string
 }
 
 export type Step =
@@ -90,5 +92,6 @@ export function parseRecord(r: unknown, where: string): RecordInput {
   if (typeof r.key !== 'string') throw malformed(`${where}.key`, 'must be a string')
   if (r.value !== null && typeof r.value !== 'string') throw malformed(`${where}.value`, 'must be a string or null')
   if (typeof r.ts !== 'number' || !Number.isSafeInteger(r.ts)) throw malformed(`${where}.ts`, 'must be an integer')
-  return { key: r.key, value: r.value, ts: r.ts }
+  if (r.topic !== undefined && typeof r.topic !== 'string') throw malformed(`${where}.topic`, 'must be a string')
+  return r.topic === undefined ? { key: r.key, value: r.value, ts: r.ts } : { key: r.key, value: r.value, ts: r.ts, topic: r.topic }
 }

@@ -14,8 +14,10 @@ export interface ScenarioKind {
 
 export interface KindInstance {
   readonly topology: Topology
-  /** The input topic records are piped to. */
+  /** The input topic records are piped to (the first of `inputTopics` when a record names none). */
   readonly inputTopic: string
+  /** Every topic a record may name with its `topic` field (default: only `inputTopic`). */
+  readonly inputTopics?: readonly string[]
   /** Handles a kind-specific step (`schedule`, `cancel`); returns false when the step is not the kind's. */
   handleStep?(step: Step, where: string): boolean
   /** The output code of an error that stops the topology (`buffer-full`), or undefined to rethrow it. */

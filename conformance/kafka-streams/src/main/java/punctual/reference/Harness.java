@@ -27,14 +27,18 @@ import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.processor.Cancellable;
 import org.apache.kafka.streams.processor.LogAndSkipOnInvalidTimestamp;
@@ -50,7 +54,7 @@ import org.apache.kafka.common.utils.Bytes;
 
 /**
  * Runs punctual conformance scenarios (../FORMAT.md) through Kafka Streams'
- * TopologyTestDriver, for kinds punctuate, suppress-table and windowed-count.
+ * TopologyTestDriver, for kinds punctuate, suppress-table, windowed-count and stream-stream-join.
  *
  * <p>Protocol, so one JVM runs many scenarios: each line of standard input is a JSON object, either
  * {"file": path} or {"scenario": {...}, "dir": base directory for recordsFromFile}; for each, one line of
@@ -61,6 +65,8 @@ public final class Harness {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final String IN = "input";
   private static final String OUT = "output";
+  /** Kafka Streams' internal throttle of unmatched join results (StreamsConfig.InternalConfig). */
+  private static final String OUTER_JOIN_EMIT_INTERVAL = "__emit.interval.ms.kstreams.outer.join.spurious.results.fix__";
 
   /** Thrown for scenario features Kafka Streams lacks: reported, not faked. */
   static final class NotComparable extends RuntimeException {
@@ -133,6 +139,7 @@ public final class Harness {
         case "punctuate" -> punctuate();
         case "suppress-table" -> suppressTable();
         case "windowed-count" -> windowedCount();
+        case "stream-stream-join" -> streamStreamJoin();
         default -> throw new NotComparable("kind " + kind + " has no Kafka Streams counterpart here");
       };
       Properties props = new Properties();
@@ -142,25 +149,32 @@ public final class Harness {
       props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
       // FORMAT: a record with a negative timestamp is dropped without output.
       props.put(StreamsConfig.DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG, LogAndSkipOnInvalidTimestamp.class);
+      // Left and outer stream-stream joins emit unmatched records as soon as stream time allows (SEMANTICS
+      // 8), not at most once per second of wall-clock time.
+      props.put(OUTER_JOIN_EMIT_INTERVAL, 0L);
       Instant start = Instant.ofEpochMilli(scenario.path("wallClockStartMs").asLong(0));
       step = 0;
       try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, start)) {
-        TestInputTopic<String, String> input = driver.createInputTopic(IN, Serdes.String().serializer(), Serdes.String().serializer());
+        Map<String, TestInputTopic<String, String>> inputs = new HashMap<>();
+        for (String topic : kind.equals("stream-stream-join") ? List.of("left", "right") : List.of(IN)) {
+          inputs.put(topic, driver.createInputTopic(topic, Serdes.String().serializer(), Serdes.String().serializer()));
+        }
+        String defaultTopic = kind.equals("stream-stream-join") ? "left" : IN;
         TestOutputTopic<String, ?> output = kind.equals("windowed-count")
             ? driver.createOutputTopic(OUT, Serdes.String().deserializer(), Serdes.Long().deserializer())
-            : kind.equals("suppress-table") ? driver.createOutputTopic(OUT, Serdes.String().deserializer(), Serdes.String().deserializer()) : null;
+            : kind.equals("suppress-table") || kind.equals("stream-stream-join") ? driver.createOutputTopic(OUT, Serdes.String().deserializer(), Serdes.String().deserializer()) : null;
         JsonNode steps = scenario.path("steps");
         for (step = 0; step < steps.size(); step++) {
           JsonNode s = steps.get(step);
           line = -1;
           try {
             if (s.has("record")) {
-              pipe(input, s.get("record"));
+              pipe(inputs, defaultTopic, s.get("record"));
             } else if (s.has("recordsFromFile")) {
               List<String> lines = Files.readAllLines(dir.resolve(s.get("recordsFromFile").asText()));
               for (line = 0; line < lines.size(); line++) {
                 if (lines.get(line).isBlank()) continue;
-                pipe(input, JSON.readTree(lines.get(line)));
+                pipe(inputs, defaultTopic, JSON.readTree(lines.get(line)));
                 drain(output);
               }
               line = -1;
@@ -199,7 +213,9 @@ public final class Harness {
       return false;
     }
 
-    private void pipe(TestInputTopic<String, String> input, JsonNode r) {
+    private void pipe(Map<String, TestInputTopic<String, String>> inputs, String defaultTopic, JsonNode r) {
+      TestInputTopic<String, String> input = inputs.get(r.path("topic").asText(defaultTopic));
+      if (input == null) throw new IllegalArgumentException("unknown topic " + r.get("topic"));
       JsonNode v = r.get("value");
       input.pipeInput(new TestRecord<>(r.get("key").asText(), v == null || v.isNull() ? null : v.asText(), null, r.get("ts").asLong()));
     }
@@ -319,6 +335,29 @@ public final class Harness {
       counts.toStream()
           .map((wk, v) -> KeyValue.pair(wk.key() + "@" + wk.window().start() + "/" + wk.window().end(), v))
           .to(OUT, Produced.with(Serdes.String(), Serdes.Long()));
+      return b.build();
+    }
+
+    // Kind stream-stream-join.
+
+    private Topology streamStreamJoin() {
+      JsonNode t = scenario.path("topology");
+      JsonNode w = t.path("windows");
+      JoinWindows windows = JoinWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(w.get("timeDifferenceMs").asLong()), Duration.ofMillis(w.path("graceMs").asLong(0)));
+      if (w.has("beforeMs")) windows = windows.before(Duration.ofMillis(w.get("beforeMs").asLong()));
+      if (w.has("afterMs")) windows = windows.after(Duration.ofMillis(w.get("afterMs").asLong()));
+      StreamsBuilder b = new StreamsBuilder();
+      KStream<String, String> left = b.stream("left", Consumed.with(Serdes.String(), Serdes.String()));
+      KStream<String, String> right = b.stream("right", Consumed.with(Serdes.String(), Serdes.String()));
+      ValueJoiner<String, String, String> joiner = (l, r) -> l + "+" + r;
+      StreamJoined<String, String, String> serdes = StreamJoined.with(Serdes.String(), Serdes.String(), Serdes.String());
+      KStream<String, String> joined = switch (t.path("join").asText()) {
+        case "inner" -> left.join(right, joiner, windows, serdes);
+        case "left" -> left.leftJoin(right, joiner, windows, serdes);
+        case "outer" -> left.outerJoin(right, joiner, windows, serdes);
+        default -> throw new IllegalArgumentException("unknown join " + t.get("join"));
+      };
+      joined.to(OUT, Produced.with(Serdes.String(), Serdes.String()));
       return b.build();
     }
   }

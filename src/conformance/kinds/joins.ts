@@ -1,0 +1,45 @@
+import { StreamsBuilder } from '../../dsl/builder.js'
+import { JoinWindows } from '../../joins/join-windows.js'
+import { malformed } from '../scenario.js'
+import type { Scenario } from '../scenario.js'
+import type { KindInstance, OutputSink, ScenarioKind } from './kind.js'
+
+type Obj = Record<string, unknown>
+
+const int = (o: Obj, field: string, where: string, min: number): number | undefined => {
+  const v = o[field]
+  if (v === undefined) return undefined
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw malformed(`${where}.${field}`, `must be an integer >= ${min}`)
+  return v
+}
+
+/** The joiner of every join kind: both values, a missing one as "null". */
+const joined = (l: string | null, r: string | null): string => `${l}+${r}`
+
+/**
+ * Kind `stream-stream-join`: topics "left" and "right" (String keys and values), joined with
+ * `join`, `leftJoin` or `outerJoin` in `JoinWindows.ofTimeDifferenceAndGrace(timeDifferenceMs,
+ * graceMs)`, optionally with `beforeMs` / `afterMs` set after.
+ */
+export const streamStreamJoinKind: ScenarioKind = {
+  build(scenario: Scenario, out: OutputSink): KindInstance {
+    const t = scenario.topology as Obj
+    const type = t.join
+    if (type !== 'inner' && type !== 'left' && type !== 'outer') throw malformed('topology.join', 'must be "inner", "left" or "outer"')
+    const w = t.windows as Obj | undefined
+    if (typeof w !== 'object' || w === null) throw malformed('topology.windows', 'must be an object')
+    const diff = int(w, 'timeDifferenceMs', 'topology.windows', 0)
+    if (diff === undefined) throw malformed('topology.windows.timeDifferenceMs', 'is required')
+    let windows = JoinWindows.ofTimeDifferenceAndGrace(diff, int(w, 'graceMs', 'topology.windows', 0) ?? 0)
+    const before = int(w, 'beforeMs', 'topology.windows', -Number.MAX_SAFE_INTEGER)
+    const after = int(w, 'afterMs', 'topology.windows', -Number.MAX_SAFE_INTEGER)
+    if (before !== undefined) windows = windows.before(before)
+    if (after !== undefined) windows = windows.after(after)
+    const builder = new StreamsBuilder()
+    const left = builder.stream<string, string>('left')
+    const right = builder.stream<string, string>('right')
+    const result = type === 'inner' ? left.join(right, joined, windows) : type === 'left' ? left.leftJoin(right, joined, windows) : left.outerJoin(right, joined, windows)
+    result.addStatelessNode<string, string>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: r.key, value: r.value, ts: r.timestamp }))
+    return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }
+  },
+}
