@@ -3,16 +3,18 @@ import type { DurableStore } from '../state/stores.js'
 import { ChangeLog, LoggedField } from '../state/change-log.js'
 import { bigEndian64 } from '../windows/key-id.js'
 
-/** One stored record of a join side. */
-interface JoinEntry<V> {
-  readonly ts: number
-  readonly value: V
-}
-
-/** One key's stored records, in timestamp order (equal timestamps in arrival order). */
+/**
+ * One key's stored records: timestamps and values in parallel arrays, in timestamp order (equal
+ * timestamps in arrival order), live from `head` on. Parallel arrays and a moving head: a record costs
+ * no object of its own, and dropping old ones copies nothing until half the arrays are dead.
+ */
 interface KeyEntries<K, V> {
   readonly key: K
-  readonly list: Array<JoinEntry<V>>
+  ts: number[]
+  values: V[]
+  head: number
+  /** The newest bucket the key is indexed in: a key's records mostly land in the bucket of its last one. */
+  bucket: number
 }
 
 /** The store key of the side's largest timestamp (key ids are strings, so it cannot clash). */
@@ -40,9 +42,9 @@ export class JoinWindowStore<K, V> {
       savedEntries: () => [...this.byKey.keys()].map((id) => [id, this.saved(id)]),
       load: (id, saved) => {
         const s = saved as { key: K; list: Array<[number, V]> }
-        const list = s.list.map(([ts, value]) => ({ ts, value }))
-        this.byKey.set(id, { key: s.key, list })
-        for (const e of list) this.index(id, e.ts)
+        const entries: KeyEntries<K, V> = { key: s.key, ts: s.list.map((e) => e[0]), values: s.list.map((e) => e[1]), head: 0, bucket: NaN }
+        this.byKey.set(id, entries)
+        for (const t of entries.ts) this.index(id, entries, t)
       },
     },
     [this.sideTime] as Array<LoggedField<unknown>>,
@@ -71,13 +73,18 @@ export class JoinWindowStore<K, V> {
     if (ts <= cutoff) return
     this.noteChange(id)
     let entries = this.byKey.get(id)
-    if (entries === undefined) this.byKey.set(id, (entries = { key, list: [] }))
-    const list = entries.list
-    let i = list.length
-    while (i > 0 && (list[i - 1] as JoinEntry<V>).ts > ts) i--
-    if (i === list.length) list.push({ ts, value })
-    else list.splice(i, 0, { ts, value })
-    this.index(id, ts)
+    if (entries === undefined) this.byKey.set(id, (entries = { key, ts: [], values: [], head: 0, bucket: NaN }))
+    const times = entries.ts
+    let i = times.length
+    while (i > entries.head && (times[i - 1] as number) > ts) i--
+    if (i === times.length) {
+      times.push(ts)
+      entries.values.push(value)
+    } else {
+      times.splice(i, 0, ts)
+      entries.values.splice(i, 0, value)
+    }
+    this.index(id, entries, ts)
   }
 
   /**
@@ -89,42 +96,31 @@ export class JoinWindowStore<K, V> {
     if (entries === undefined) return 0
     const lowest = Math.max(from, this.sideTime.value - this.retentionMs + 1)
     if (to < lowest) return 0
-    const list = entries.list
+    const { ts: times, values } = entries
     let n = 0
-    for (let i = 0; i < list.length; i++) {
-      const e = list[i] as JoinEntry<V>
-      if (e.ts > to) break
-      if (e.ts < lowest) continue
+    for (let i = entries.head; i < times.length; i++) {
+      const t = times[i] as number
+      if (t > to) break
+      if (t < lowest) continue
       n++
-      visit(e.ts, e.value)
+      visit(t, values[i] as V)
     }
     return n
-  }
-
-  /** Whether the key has a kept record with `from <= ts <= to`. */
-  has(id: string, from: number, to: number): boolean {
-    const entries = this.byKey.get(id)
-    if (entries === undefined) return false
-    const lowest = Math.max(from, this.sideTime.value - this.retentionMs + 1)
-    if (to < lowest) return false
-    for (const e of entries.list) {
-      if (e.ts > to) return false
-      if (e.ts >= lowest) return true
-    }
-    return false
   }
 
   /** Number of records held (tests, metrics). */
   size(): number {
     let n = 0
-    for (const e of this.byKey.values()) n += e.list.length
+    for (const e of this.byKey.values()) n += e.ts.length - e.head
     return n
   }
 
   close(): void {}
 
-  private index(id: string, ts: number): void {
+  private index(id: string, entries: KeyEntries<K, V>, ts: number): void {
     const b = Math.floor(ts / this.bucketMs)
+    if (b === entries.bucket) return
+    if (b > entries.bucket || Number.isNaN(entries.bucket)) entries.bucket = b
     let ids = this.buckets.get(b)
     if (ids === undefined) {
       this.buckets.set(b, (ids = new Set()))
@@ -152,13 +148,21 @@ export class JoinWindowStore<K, V> {
   private dropThrough(id: string, cutoff: number): void {
     const entries = this.byKey.get(id)
     if (entries === undefined) return
-    const list = entries.list
-    let n = 0
-    while (n < list.length && (list[n] as JoinEntry<V>).ts <= cutoff) n++
-    if (n === 0) return
+    const times = entries.ts
+    let head = entries.head
+    while (head < times.length && (times[head] as number) <= cutoff) head++
+    if (head === entries.head) return
     this.noteChange(id)
-    if (n === list.length) this.byKey.delete(id)
-    else list.splice(0, n)
+    if (head === times.length) {
+      this.byKey.delete(id)
+      return
+    }
+    entries.head = head
+    if (head > 64 && head * 2 > times.length) {
+      entries.ts = times.slice(head)
+      entries.values = entries.values.slice(head)
+      entries.head = 0
+    }
   }
 
   private noteChange(id: string): void {
@@ -168,7 +172,10 @@ export class JoinWindowStore<K, V> {
 
   private saved(id: string): { key: K; list: Array<[number, V]> } | undefined {
     const entries = this.byKey.get(id)
-    return entries === undefined ? undefined : { key: entries.key, list: entries.list.map((e) => [e.ts, e.value]) }
+    if (entries === undefined) return undefined
+    const list: Array<[number, V]> = []
+    for (let i = entries.head; i < entries.ts.length; i++) list.push([entries.ts[i] as number, entries.values[i] as V])
+    return { key: entries.key, list }
   }
 }
 
