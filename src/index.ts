@@ -65,7 +65,7 @@ export type { Consumed, Grouped, KeyValue, KeyValueMaterialized, Materialized, P
 export { TimeWindows, SessionWindows, SlidingWindows } from './windows/windows.js'
 export type { Window, Windowed } from './windows/windows.js'
 export { JoinWindows } from './joins/join-windows.js'
-export type { StreamJoined, ValueJoiner } from './joins/join-windows.js'
+export type { Joined, StreamJoined, ValueJoiner } from './joins/join-windows.js'
 export { BufferConfig, Suppressed } from './suppress/config.js'
 export type { BufferConfigMethods, EagerBufferConfig, Sizer, SuppressedCommon, StrictBufferConfig, TimeLimitSuppressed, WaitFrom, WhenFull, WindowClosesSuppressed } from './suppress/config.js'
 

@@ -7,6 +7,7 @@ import { KStream } from './kstream.js'
 import { KTable } from './ktable.js'
 import type { Consumed } from './options.js'
 import { tableSourceProcessor } from './processors.js'
+import type { TableMaterialization } from './processors.js'
 
 /**
  * Builds a topology with the Kafka Streams DSL. Every operation compiles to processor-API nodes on one
@@ -31,8 +32,9 @@ export class StreamsBuilder {
     const source = this.newName('KSTREAM-SOURCE')
     this.topology.addSource(source, topic, { keySerde, valueSerde })
     const name = consumed.name ?? this.newName('KTABLE-SOURCE')
-    this.topology.addProcessor(name, () => tableSourceProcessor<K, V>(), source)
-    return new KTable<K, V>(this, name, keySerde, valueSerde, undefined)
+    const materialization: TableMaterialization<K> = { storeName: undefined, keyId: undefined }
+    this.topology.addProcessor(name, () => tableSourceProcessor<K, V>(materialization), source)
+    return new KTable<K, V>(this, name, keySerde, valueSerde, undefined, materialization)
   }
 
   /**

@@ -6,10 +6,12 @@ import type { KeyedProcessorSupplier } from '../keyed/api.js'
 import type { StreamsBuilder } from './builder.js'
 import { KGroupedStream } from './grouped.js'
 import type { Grouped, KeyValue, Produced } from './options.js'
-import { statelessProcessor } from './processors.js'
+import { statelessProcessor, tableSourceProcessor } from './processors.js'
+import type { TableMaterialization } from './processors.js'
 import { KTable } from './ktable.js'
 import { JoinWindows } from '../joins/join-windows.js'
-import type { StreamJoined, ValueJoiner } from '../joins/join-windows.js'
+import type { Joined, StreamJoined, ValueJoiner } from '../joins/join-windows.js'
+import { StreamTableJoinProcessor } from '../joins/stream-table-join.js'
 import { JoinWindowStore, OuterJoinStore } from '../joins/join-stores.js'
 import { joinWindowedProcessor, StreamStreamJoinProcessor } from '../joins/stream-stream-join.js'
 import type { JoinSide } from '../joins/stream-stream-join.js'
@@ -183,8 +185,9 @@ export class KStream<K, V> {
     const name = named?.name ?? this.builder.newName('KSTREAM-TOTABLE')
     // After a key-changing operation the records go through a repartition topic first, as in Kafka Streams.
     const from = this.repartitionRequired ? this.throughRepartitionTopic(name, undefined, undefined) : this
-    this.builder.graph.addProcessor(name, statelessProcessor<K, V, K, V>((r, ctx) => r.key !== null && r.key !== undefined && ctx.forward(r)), from.node)
-    return new KTable<K, V>(this.builder, name, from.keySerde, from.valueSerde, undefined)
+    const materialization: TableMaterialization<K> = { storeName: undefined, keyId: undefined }
+    this.builder.graph.addProcessor(name, () => tableSourceProcessor<K, V>(materialization), from.node)
+    return new KTable<K, V>(this.builder, name, from.keySerde, from.valueSerde, undefined, materialization)
   }
 
   /**
@@ -193,21 +196,46 @@ export class KStream<K, V> {
    * window, the result stamped with the later timestamp. Both streams must be partitioned alike (a
    * stream whose key changed is repartitioned first). Timing: SEMANTICS 8, docs/joins.md.
    */
-  join<VO, VR>(other: KStream<K, VO>, joiner: ValueJoiner<V, VO, VR, K>, windows: JoinWindows, streamJoined: StreamJoined = {}): KStream<K, VR> {
-    return this.windowedJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, windows, streamJoined, false, false)
+  join<VO, VR>(other: KStream<K, VO>, joiner: ValueJoiner<V, VO, VR, K>, windows: JoinWindows, streamJoined?: StreamJoined): KStream<K, VR>
+  /**
+   * Joins each record of this stream with the table's latest value of its key when the record arrives
+   * (Kafka Streams' stream-table join); a record whose key the table does not hold is dropped. The
+   * result has the stream record's timestamp; table updates emit nothing. The table must be partitioned
+   * like the stream and come from `builder.table()` or `toTable()`.
+   */
+  join<VT, VR>(table: KTable<K, VT>, joiner: ValueJoiner<V, VT, VR, K>, joined?: Joined): KStream<K, VR>
+  join<VO, VR>(other: KStream<K, VO> | KTable<K, VO>, joiner: ValueJoiner<V, VO, VR, K>, windows?: JoinWindows | Joined, streamJoined: StreamJoined = {}): KStream<K, VR> {
+    if (other instanceof KTable) return this.tableJoin(other, joiner as ValueJoiner<V, VO | null, VR, K>, (windows ?? {}) as Joined, false)
+    return this.windowedJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, windows as JoinWindows, streamJoined, false, false)
   }
 
   /**
    * A windowed left join: as `join`, and a record of this stream that finds no partner is emitted with
    * null once the window and grace period are over (at once if it arrives that late).
    */
-  leftJoin<VO, VR>(other: KStream<K, VO>, joiner: ValueJoiner<V, VO | null, VR, K>, windows: JoinWindows, streamJoined: StreamJoined = {}): KStream<K, VR> {
-    return this.windowedJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, windows, streamJoined, true, false)
+  leftJoin<VO, VR>(other: KStream<K, VO>, joiner: ValueJoiner<V, VO | null, VR, K>, windows: JoinWindows, streamJoined?: StreamJoined): KStream<K, VR>
+  /** A stream-table left join: as the stream-table `join`, and a record whose key the table does not hold joins null. */
+  leftJoin<VT, VR>(table: KTable<K, VT>, joiner: ValueJoiner<V, VT | null, VR, K>, joined?: Joined): KStream<K, VR>
+  leftJoin<VO, VR>(other: KStream<K, VO> | KTable<K, VO>, joiner: ValueJoiner<V, VO | null, VR, K>, windows?: JoinWindows | Joined, streamJoined: StreamJoined = {}): KStream<K, VR> {
+    if (other instanceof KTable) return this.tableJoin(other, joiner, (windows ?? {}) as Joined, true)
+    return this.windowedJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, windows as JoinWindows, streamJoined, true, false)
   }
 
   /** A windowed outer join: as `leftJoin`, for records of either stream. */
   outerJoin<VO, VR>(other: KStream<K, VO>, joiner: ValueJoiner<V | null, VO | null, VR, K>, windows: JoinWindows, streamJoined: StreamJoined = {}): KStream<K, VR> {
     return this.windowedJoin(other, joiner, windows, streamJoined, true, true)
+  }
+
+  /** Adds a stream-table join's processor, reading the table's store (Kafka Streams' KSTREAM-JOIN / KSTREAM-LEFTJOIN). */
+  private tableJoin<VT, VR>(table: KTable<K, VT>, joiner: ValueJoiner<V, VT | null, VR, K>, joined: Joined, left: boolean): KStream<K, VR> {
+    const operation = left ? 'leftJoin' : 'join'
+    if (typeof joiner !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the joiner must be a function, got ${typeof joiner}`)
+    const stream = this.repartitionRequired ? this.throughRepartitionTopic(joined.name === undefined ? this.node : `${joined.name}-left`, undefined, undefined) : this
+    const { storeName, keyId } = table.valueStore(operation)
+    const name = joined.name ?? this.builder.newName(left ? 'KSTREAM-LEFTJOIN' : 'KSTREAM-JOIN')
+    this.builder.graph.addProcessor(name, () => new StreamTableJoinProcessor<K, V, VT, VR>(storeName, keyId, joiner, left), stream.node)
+    this.builder.graph.connectProcessorAndStateStores(storeName, name)
+    return new KStream<K, VR>(this.builder, name, stream.keySerde, undefined)
   }
 
   /** Adds a stream-stream join's nodes and stores, named as Kafka Streams names them. */

@@ -10,6 +10,10 @@ import type { Windowed } from '../windows/windows.js'
 import type { StreamsBuilder } from './builder.js'
 import { KStream } from './kstream.js'
 import { statelessProcessor } from './processors.js'
+import type { TableMaterialization } from './processors.js'
+import type { TableEntry } from '../joins/stream-table-join.js'
+import { PunctualError } from '../errors.js'
+import { Stores } from '../state/stores.js'
 
 /** What a windowed table knows of its windows: the grace period, the key serde, whether they are sessions. */
 export interface WindowedTableInfo {
@@ -69,7 +73,33 @@ export class KTable<K, V> {
     private readonly valueSerde: Serde<V> | undefined,
     /** @internal Set for windowed tables. */
     readonly windowed: WindowedTableInfo | undefined,
+    /** @internal Set for tables whose node can keep their latest values (from a topic, `toTable`). */
+    private readonly materialization?: TableMaterialization<K>,
   ) {}
+
+  /**
+   * @internal The store of this table's latest values by key id, added the first time something reads
+   * the table by key (a stream-table join). Only tables read from a topic or made by `toTable` have one
+   * yet; a join with another table says so, naming the operation.
+   */
+  valueStore(operation: string): { storeName: string; keyId: (key: K) => string } {
+    const m = this.materialization
+    if (m === undefined) {
+      throw new PunctualError('INVALID_TOPOLOGY', `${operation}: table "${this.node}" cannot be read by key yet; join a table from builder.table() or KStream.toTable()`)
+    }
+    if (m.storeName === undefined || m.keyId === undefined) {
+      const storeName = `${this.node}-store`
+      m.keyId = keyIdFunction(this.keySerde ?? (Serdes.JSON<K>() as Serde<K>))
+      this.builder.graph.addStateStore(Stores.persistentKeyValueStore<string, TableEntry<V>>(storeName), this.node)
+      m.storeName = storeName
+    }
+    return { storeName: m.storeName, keyId: m.keyId }
+  }
+
+  /** @internal The table's key serde, if known. */
+  get keySerdeOrUndefined(): Serde<K> | undefined {
+    return this.keySerde
+  }
 
   /** Keys whose value fails the predicate become tombstones. */
   filter(predicate: (key: K, value: V) => boolean, name?: string): KTable<K, V> {

@@ -1,4 +1,5 @@
 import type { KeyValueStore, Processor, ProcessorContext, StreamRecord } from '../processor/api.js'
+import type { TableEntry } from '../joins/stream-table-join.js'
 
 /**
  * The processors the DSL compiles to. Each is a small closure over the user's function: the per-record
@@ -22,14 +23,39 @@ export function statelessProcessor<KIn, VIn, KOut, VOut>(
   }
 }
 
-/** A table from a topic: forwards each update (null deletes), as a changelog-backed KTable would. */
-export function tableSourceProcessor<K, V>(): Processor<K, V | null, K, V | null> {
+/**
+ * Where a table's latest values are kept once something reads them by key (a stream-table join): set
+ * while the topology is built, read when the table's processor is made for a task.
+ */
+export interface TableMaterialization<K> {
+  storeName: string | undefined
+  keyId: ((key: K) => string) | undefined
+}
+
+/**
+ * A table from a topic (or `toStream().toTable()`): forwards each update (null deletes), as a
+ * changelog-backed KTable would, and keeps the latest value per key in its store once the table is
+ * materialized. Records with a null key are dropped, as in Kafka Streams.
+ */
+export function tableSourceProcessor<K, V>(materialization?: TableMaterialization<K>): Processor<K, V | null, K, V | null> {
   let ctx: Ctx<K, V | null>
+  let store: KeyValueStore<string, TableEntry<V>> | undefined
+  let keyId: (key: K) => string
   return {
     init(c) {
       ctx = c
+      if (materialization?.storeName !== undefined) {
+        store = c.getStateStore<KeyValueStore<string, TableEntry<V>>>(materialization.storeName)
+        keyId = materialization.keyId as (key: K) => string
+      }
     },
     process(record) {
+      if (record.key === null || record.key === undefined) return
+      if (store !== undefined) {
+        const id = keyId(record.key)
+        if (record.value === null || record.value === undefined) store.delete(id)
+        else store.put(id, { v: record.value, ts: record.timestamp })
+      }
       ctx.forward(record)
     },
   }

@@ -71,3 +71,9 @@ export interface StreamJoined {
   /** Base name of its stores (`<storeName>-this-join-store`, ...). */
   readonly storeName?: string
 }
+
+/** Options of a stream-table join (Kafka Streams' `Joined`, its naming part). */
+export interface Joined {
+  /** Name of the join's processor (and base of its repartition topic). */
+  readonly name?: string
+}
