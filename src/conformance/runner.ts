@@ -9,7 +9,7 @@ import type { KindInstance, ScenarioKind } from './kinds/kind.js'
 import { keyedTimersKind } from './kinds/keyed-timers.js'
 import { punctuateKind } from './kinds/punctuate.js'
 import { suppressTableKind, windowedCountKind } from './kinds/suppression.js'
-import { streamStreamJoinKind } from './kinds/joins.js'
+import { streamStreamJoinKind, streamTableJoinKind } from './kinds/joins.js'
 import { malformed, parseRecord, parseScenario } from './scenario.js'
 import type { OutputEvent, RecordInput, Scenario } from './scenario.js'
 
@@ -20,6 +20,7 @@ const KINDS: Readonly<Record<string, ScenarioKind | undefined>> = {
   'windowed-count': windowedCountKind,
   'keyed-timers': keyedTimersKind,
   'stream-stream-join': streamStreamJoinKind,
+  'stream-table-join': streamTableJoinKind,
 }
 
 export function isKnownKind(kind: string): boolean {

@@ -43,3 +43,20 @@ export const streamStreamJoinKind: ScenarioKind = {
     return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }
   },
 }
+
+/**
+ * Kind `stream-table-join`: topic "left" (the stream) joined with `join` or `leftJoin` to the table
+ * read from topic "right" (String keys and values; a null value deletes the key).
+ */
+export const streamTableJoinKind: ScenarioKind = {
+  build(scenario: Scenario, out: OutputSink): KindInstance {
+    const type = (scenario.topology as Obj).join
+    if (type !== 'inner' && type !== 'left') throw malformed('topology.join', 'must be "inner" or "left"')
+    const builder = new StreamsBuilder()
+    const stream = builder.stream<string, string>('left')
+    const table = builder.table<string, string>('right')
+    const result = type === 'inner' ? stream.join(table, joined) : stream.leftJoin(table, joined)
+    result.addStatelessNode<string, string>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: r.key, value: r.value, ts: r.timestamp }))
+    return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }
+  },
+}
