@@ -26,6 +26,8 @@ export type {
   StoreKey,
   StreamRecord,
   TaskId,
+  VersionedKeyValueStore,
+  VersionedRecord,
 } from './processor/api.js'
 export { Serdes } from './processor/serdes.js'
 export type { Serde } from './processor/serdes.js'

@@ -101,6 +101,35 @@ export interface KeyValueStore<K extends StoreKey, V> extends StateStore {
   approximateNumEntries(): number
 }
 
+/** One version of a key's value in a versioned store (Kafka Streams' `VersionedRecord`). */
+export interface VersionedRecord<V> {
+  readonly value: V
+  readonly timestamp: number
+  /** When the next version of the key took over; undefined for the latest version. */
+  readonly validTo?: number
+}
+
+/**
+ * A key-value store that keeps each key's versions by timestamp (Kafka Streams'
+ * `VersionedKeyValueStore`, KIP-889): `get(key, asOf)` answers with the version valid at `asOf`. The
+ * history retention is also its grace period: a write older than the store's largest timestamp by
+ * more than it is refused, and so is a read that far back (the latest version never expires).
+ */
+export interface VersionedKeyValueStore<K extends StoreKey, V> extends StateStore {
+  /**
+   * Adds the version of `key` at `timestamp` (null: a tombstone), replacing one at the same timestamp.
+   * Returns when the next version takes over, -1 if this is the latest, or
+   * `Number.MIN_SAFE_INTEGER` if the write is older than the grace period (not put).
+   */
+  put(key: K, value: V | null, timestamp: number): number
+  /** A tombstone at `timestamp`; returns the version that was valid then, or null (also when too old). */
+  delete(key: K, timestamp: number): VersionedRecord<V> | null
+  /** The latest version, or null when there is none or it is a tombstone. */
+  get(key: K): VersionedRecord<V> | null
+  /** The version valid at `asOfTimestamp` (the one with the largest timestamp not after it), or null. */
+  get(key: K, asOfTimestamp: number): VersionedRecord<V> | null
+}
+
 export interface TaskId {
   /** Index of the sub-topology (a connected part of the topology). */
   readonly subtopology: number

@@ -1,5 +1,6 @@
 import { PunctualError } from '../errors.js'
-import type { KeyValueStore, StateStore, StoreKey } from '../processor/api.js'
+import type { KeyValueStore, StateStore, StoreKey, VersionedKeyValueStore } from '../processor/api.js'
+import { InMemoryVersionedKeyValueStore } from './versioned-store.js'
 import type { Serde } from '../processor/serdes.js'
 import { PersistentKeyValueStore } from './persistent-store.js'
 import { DURABLE } from './durable.js'
@@ -107,6 +108,18 @@ export const Stores = {
       throw new PunctualError('INVALID_CONFIG', `store "${name}": cacheEntries must be an integer >= 0, got ${JSON.stringify(options.cacheEntries)}`)
     }
     return { name, persistent: true, ...storeSerdes(name, options), build: () => new PersistentKeyValueStore<K, V>(name, cacheEntries) }
+  },
+  /**
+   * A versioned key-value store (Kafka Streams' `Stores.persistentVersionedKeyValueStore`, KIP-889):
+   * each key's versions by timestamp, `get(key, asOf)`, history kept `historyRetentionMs` behind the
+   * store's largest timestamp (which is also how late a write may be). It is held in memory; with a
+   * state directory, commits save its changes and a restart loads it back whole.
+   */
+  persistentVersionedKeyValueStore<K extends StoreKey, V>(name: string, historyRetentionMs: number, serdes: StoreSerdes<K, V> = {}): StoreBuilder<VersionedKeyValueStore<K, V>> {
+    if (!Number.isSafeInteger(historyRetentionMs) || historyRetentionMs < 0) {
+      throw new PunctualError('INVALID_CONFIG', `store "${name}": historyRetentionMs must be an integer >= 0, got ${JSON.stringify(historyRetentionMs)}`)
+    }
+    return { name, ...storeSerdes(name, serdes), build: () => new InMemoryVersionedKeyValueStore<K, V>(name, historyRetentionMs) }
   },
 } as const
 

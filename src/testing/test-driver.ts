@@ -5,7 +5,7 @@ import { TopicRegistry } from '../log/topics.js'
 import { sumMetrics } from '../metrics.js'
 import type { MetricsSnapshot, TaskMetricsSnapshot } from '../metrics.js'
 import { NO_HEADERS } from '../processor/api.js'
-import type { Headers, KeyValueStore, StateStore, StoreKey, StreamRecord } from '../processor/api.js'
+import type { Headers, KeyValueStore, StateStore, StoreKey, StreamRecord, VersionedKeyValueStore } from '../processor/api.js'
 import { ErrorHandlers } from '../processor/errors.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import { StreamTask } from '../processor/internal/task.js'
@@ -125,6 +125,10 @@ export class TopologyTestDriver {
 
   getKeyValueStore<K extends StoreKey, V>(name: string): KeyValueStore<K, V> | undefined {
     return this.getStateStore<KeyValueStore<K, V>>(name)
+  }
+
+  getVersionedKeyValueStore<K extends StoreKey, V>(name: string): VersionedKeyValueStore<K, V> | undefined {
+    return this.getStateStore<VersionedKeyValueStore<K, V>>(name)
   }
 
   /** Pending user timers of a keyed processor for one key, per domain, in firing order. */
