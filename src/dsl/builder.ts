@@ -5,7 +5,8 @@ import type { StoreBuilder } from '../state/stores.js'
 import { Topology } from '../processor/topology.js'
 import { KStream } from './kstream.js'
 import { KTable } from './ktable.js'
-import type { Consumed } from './options.js'
+import type { Consumed, TableOptions } from './options.js'
+import { PunctualError } from '../errors.js'
 import { tableSourceProcessor } from './processors.js'
 import type { TableMaterialization } from './processors.js'
 
@@ -25,16 +26,27 @@ export class StreamsBuilder {
     return new KStream<K, V>(this, name, keySerde, valueSerde)
   }
 
-  /** A table: the latest value per key of a topic (null values delete). */
-  table<K = string, V = string>(topic: string, consumed: Consumed<K, V> = {}): KTable<K, V> {
+  /**
+   * A table: the latest value per key of a topic (null values delete). With `options.versioned` it
+   * keeps each key's versions (KIP-889), and a stream-table join looks it up as of each stream record's
+   * time.
+   */
+  table<K = string, V = string>(topic: string, consumed: Consumed<K, V> = {}, options: TableOptions = {}): KTable<K, V> {
     const keySerde = consumed.keySerde ?? (Serdes.String() as unknown as Serde<K>)
     const valueSerde = consumed.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
     const source = this.newName('KSTREAM-SOURCE')
     this.topology.addSource(source, topic, { keySerde, valueSerde })
     const name = consumed.name ?? this.newName('KTABLE-SOURCE')
-    const materialization: TableMaterialization<K> = { storeName: undefined, keyId: undefined }
+    const history = options.versioned?.historyRetentionMs
+    if (history !== undefined && (!Number.isSafeInteger(history) || history < 0)) {
+      throw new PunctualError('INVALID_CONFIG', `table "${topic}": versioned.historyRetentionMs must be an integer >= 0, got ${JSON.stringify(history)}`)
+    }
+    const materialization: TableMaterialization<K> = { storeName: undefined, keyId: undefined, ...(history === undefined ? {} : { historyRetentionMs: history }) }
     this.topology.addProcessor(name, () => tableSourceProcessor<K, V>(materialization), source)
-    return new KTable<K, V>(this, name, keySerde, valueSerde, undefined, materialization)
+    const table = new KTable<K, V>(this, name, keySerde, valueSerde, undefined, materialization, options.storeName)
+    // A versioned table keeps its versions whether or not something joins it (its store is its point).
+    if (history !== undefined) table.valueStore('table')
+    return table
   }
 
   /**

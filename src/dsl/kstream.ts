@@ -12,6 +12,8 @@ import { KTable } from './ktable.js'
 import { JoinWindows } from '../joins/join-windows.js'
 import type { Joined, StreamJoined, ValueJoiner } from '../joins/join-windows.js'
 import { StreamTableJoinProcessor } from '../joins/stream-table-join.js'
+import type { TableLookup } from '../joins/stream-table-join.js'
+import { JoinBufferStore } from '../joins/join-buffer.js'
 import { JoinWindowStore, OuterJoinStore } from '../joins/join-stores.js'
 import { joinWindowedProcessor, StreamStreamJoinProcessor } from '../joins/stream-stream-join.js'
 import type { JoinSide } from '../joins/stream-stream-join.js'
@@ -231,10 +233,21 @@ export class KStream<K, V> {
     const operation = left ? 'leftJoin' : 'join'
     if (typeof joiner !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the joiner must be a function, got ${typeof joiner}`)
     const stream = this.repartitionRequired ? this.throughRepartitionTopic(joined.name === undefined ? this.node : `${joined.name}-left`, undefined, undefined) : this
-    const { storeName, keyId } = table.valueStore(operation)
+    const { storeName, keyId, historyRetentionMs } = table.valueStore(operation)
+    const grace = joined.gracePeriodMs
+    if (grace !== undefined) {
+      if (!Number.isSafeInteger(grace) || grace < 0) throw new PunctualError('INVALID_CONFIG', `${operation}: gracePeriodMs must be an integer >= 0, got ${JSON.stringify(grace)}`)
+      if (historyRetentionMs === undefined) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: a grace period needs a versioned table (builder.table(topic, consumed, { versioned: { historyRetentionMs } }))`)
+      if (historyRetentionMs < grace) {
+        throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the grace period (${grace} ms) must not exceed the table's history retention (${historyRetentionMs} ms): late table updates would be gone before the records waiting for them`)
+      }
+    }
     const name = joined.name ?? this.builder.newName(left ? 'KSTREAM-LEFTJOIN' : 'KSTREAM-JOIN')
-    this.builder.graph.addProcessor(name, () => new StreamTableJoinProcessor<K, V, VT, VR>(storeName, keyId, joiner, left), stream.node)
+    const bufferStore = grace === undefined ? undefined : `${name}-buffer`
+    const lookup: TableLookup = { storeName, versioned: historyRetentionMs !== undefined, ...(grace === undefined || bufferStore === undefined ? {} : { grace: { ms: grace, bufferStore } }) }
+    this.builder.graph.addProcessor(name, () => new StreamTableJoinProcessor<K, V, VT, VR>(lookup, keyId, joiner, left), stream.node)
     this.builder.graph.connectProcessorAndStateStores(storeName, name)
+    if (bufferStore !== undefined) this.builder.graph.addStateStore({ name: bufferStore, build: () => new JoinBufferStore<K, V>(bufferStore) }, name)
     return new KStream<K, VR>(this.builder, name, stream.keySerde, undefined)
   }
 

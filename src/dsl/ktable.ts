@@ -14,6 +14,7 @@ import type { TableMaterialization } from './processors.js'
 import type { TableEntry } from '../joins/stream-table-join.js'
 import { PunctualError } from '../errors.js'
 import { Stores } from '../state/stores.js'
+import type { StoreBuilder } from '../state/stores.js'
 
 /** What a windowed table knows of its windows: the grace period, the key serde, whether they are sessions. */
 export interface WindowedTableInfo {
@@ -75,6 +76,7 @@ export class KTable<K, V> {
     readonly windowed: WindowedTableInfo | undefined,
     /** @internal Set for tables whose node can keep their latest values (from a topic, `toTable`). */
     private readonly materialization?: TableMaterialization<K>,
+    private readonly storeName?: string,
   ) {}
 
   /**
@@ -82,18 +84,20 @@ export class KTable<K, V> {
    * the table by key (a stream-table join). Only tables read from a topic or made by `toTable` have one
    * yet; a join with another table says so, naming the operation.
    */
-  valueStore(operation: string): { storeName: string; keyId: (key: K) => string } {
+  valueStore(operation: string): { storeName: string; keyId: (key: K) => string; historyRetentionMs: number | undefined } {
     const m = this.materialization
     if (m === undefined) {
       throw new PunctualError('INVALID_TOPOLOGY', `${operation}: table "${this.node}" cannot be read by key yet; join a table from builder.table() or KStream.toTable()`)
     }
     if (m.storeName === undefined || m.keyId === undefined) {
-      const storeName = `${this.node}-store`
+      const storeName = this.storeName ?? `${this.node}-store`
       m.keyId = keyIdFunction(this.keySerde ?? (Serdes.JSON<K>() as Serde<K>))
-      this.builder.graph.addStateStore(Stores.persistentKeyValueStore<string, TableEntry<V>>(storeName), this.node)
+      const builder: StoreBuilder =
+        m.historyRetentionMs === undefined ? Stores.persistentKeyValueStore<string, TableEntry<V>>(storeName) : Stores.persistentVersionedKeyValueStore<string, V>(storeName, m.historyRetentionMs)
+      this.builder.graph.addStateStore(builder, this.node)
       m.storeName = storeName
     }
-    return { storeName: m.storeName, keyId: m.keyId }
+    return { storeName: m.storeName, keyId: m.keyId, historyRetentionMs: m.historyRetentionMs }
   }
 
   /** @internal The table's key serde, if known. */

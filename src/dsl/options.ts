@@ -43,3 +43,15 @@ export interface KeyValue<K, V> {
   readonly key: K
   readonly value: V
 }
+
+/**
+ * How a table keeps its values (Kafka Streams' `Materialized` of a table). `versioned` keeps each key's
+ * versions for `historyRetentionMs` behind the table's largest timestamp (a versioned store, KIP-889):
+ * a stream-table join then looks the table up as of each stream record's time (KIP-914), and may wait
+ * a grace period for late table updates (KIP-923).
+ */
+export interface TableOptions {
+  readonly versioned?: { readonly historyRetentionMs: number }
+  /** The table's store name (default: `<table node>-store`). */
+  readonly storeName?: string
+}

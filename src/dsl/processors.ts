@@ -1,4 +1,4 @@
-import type { KeyValueStore, Processor, ProcessorContext, StreamRecord } from '../processor/api.js'
+import type { KeyValueStore, Processor, ProcessorContext, StreamRecord, VersionedKeyValueStore } from '../processor/api.js'
 import type { TableEntry } from '../joins/stream-table-join.js'
 
 /**
@@ -30,6 +30,8 @@ export function statelessProcessor<KIn, VIn, KOut, VOut>(
 export interface TableMaterialization<K> {
   storeName: string | undefined
   keyId: ((key: K) => string) | undefined
+  /** Set for a versioned table: its store keeps each key's versions this long (ms). */
+  readonly historyRetentionMs?: number
 }
 
 /**
@@ -40,18 +42,25 @@ export interface TableMaterialization<K> {
 export function tableSourceProcessor<K, V>(materialization?: TableMaterialization<K>): Processor<K, V | null, K, V | null> {
   let ctx: Ctx<K, V | null>
   let store: KeyValueStore<string, TableEntry<V>> | undefined
+  let versions: VersionedKeyValueStore<string, V> | undefined
   let keyId: (key: K) => string
   return {
     init(c) {
       ctx = c
       if (materialization?.storeName !== undefined) {
-        store = c.getStateStore<KeyValueStore<string, TableEntry<V>>>(materialization.storeName)
         keyId = materialization.keyId as (key: K) => string
+        if (materialization.historyRetentionMs !== undefined) versions = c.getStateStore<VersionedKeyValueStore<string, V>>(materialization.storeName)
+        else store = c.getStateStore<KeyValueStore<string, TableEntry<V>>>(materialization.storeName)
       }
     },
     process(record) {
       if (record.key === null || record.key === undefined) return
-      if (store !== undefined) {
+      if (versions !== undefined) {
+        // A versioned table (KIP-914): an update older than the key's latest goes into the history and
+        // is not passed on; one older than the history retention is dropped.
+        const validTo = versions.put(keyId(record.key), record.value ?? null, record.timestamp)
+        if (validTo !== -1) return
+      } else if (store !== undefined) {
         const id = keyId(record.key)
         if (record.value === null || record.value === undefined) store.delete(id)
         else store.put(id, { v: record.value, ts: record.timestamp })

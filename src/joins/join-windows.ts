@@ -76,4 +76,11 @@ export interface StreamJoined {
 export interface Joined {
   /** Name of the join's processor (and base of its repartition topic). */
   readonly name?: string
+  /**
+   * How long stream records wait for late table updates before they are joined (Kafka Streams'
+   * `Joined.withGracePeriod`, KIP-923): a record at t is joined once the stream's largest timestamp
+   * reaches t + grace, with the table's version valid at t. Needs a versioned table whose history
+   * retention is at least the grace period.
+   */
+  readonly gracePeriodMs?: number
 }

@@ -16,18 +16,27 @@ interface Input {
 const str = { keySerde: Serdes.String(), valueSerde: Serdes.String() }
 const joined = (s: string, t: string | null): string => `${s}+${t}`
 
-function topology(left: boolean, out: (line: string) => void, viaToTable = false): Topology {
+/** Versioned table options: history retention, and the join's grace period. */
+interface Versioning {
+  readonly history: number
+  readonly grace?: number
+}
+
+function topology(left: boolean, out: (line: string) => void, viaToTable = false, versioning?: Versioning): Topology {
   const b = new StreamsBuilder()
   const stream = b.stream<string, string>('stream', str)
-  const table = viaToTable ? b.stream<string, string>('table', str).toTable() : b.table<string, string>('table', str)
-  const result = left ? stream.leftJoin(table, joined) : stream.join(table, joined)
+  const table = viaToTable
+    ? b.stream<string, string>('table', str).toTable()
+    : b.table<string, string>('table', str, versioning === undefined ? {} : { versioned: { historyRetentionMs: versioning.history } })
+  const options = versioning?.grace === undefined ? {} : { gracePeriodMs: versioning.grace }
+  const result = left ? stream.leftJoin(table, joined, options) : stream.join(table, joined, options)
   result.process((): Processor<string, string> => ({ process: (r: StreamRecord<string, string>) => out(`${r.key}:${r.value}@${r.timestamp}`) }))
   return b.build()
 }
 
-function runOnDriver(left: boolean, inputs: readonly Input[], viaToTable = false): string[] {
+function runOnDriver(left: boolean, inputs: readonly Input[], viaToTable = false, versioning?: Versioning): string[] {
   const out: string[] = []
-  const driver = new TopologyTestDriver(topology(left, (l) => out.push(l), viaToTable))
+  const driver = new TopologyTestDriver(topology(left, (l) => out.push(l), viaToTable, versioning))
   const topics = { stream: driver.createInputTopic('stream', Serdes.String(), Serdes.String()), table: driver.createInputTopic('table', Serdes.String(), Serdes.String()) }
   for (const r of inputs) topics[r.side].pipeInput(r.key, r.value, r.ts)
   driver.close()
@@ -45,6 +54,52 @@ function model(left: boolean, inputs: readonly Input[]): string[] {
     } else if (r.value !== null) {
       const t = table.get(r.key) ?? null
       if (t !== null || left) out.push(`${r.key}:${joined(r.value, t)}@${r.ts}`)
+    }
+  }
+  return out
+}
+
+/**
+ * SEMANTICS 8, versioned table (KIP-914, KIP-923): the table keeps versions (writes older than its
+ * largest timestamp minus the history are dropped; reads that old see only the latest version); a
+ * stream record is joined with the version valid at its timestamp; with a grace period it waits until
+ * the largest waiting timestamp reaches t + grace and leaves in (timestamp, key, arrival) order.
+ */
+function versionedModel(left: boolean, versioning: Versioning, inputs: readonly Input[]): string[] {
+  const versions = new Map<string, Array<{ ts: number; value: string | null }>>()
+  let tableTime = -1
+  const asOf = (key: string, t: number): string | null => {
+    const list = versions.get(key) ?? []
+    const latest = list[list.length - 1]
+    if (t < tableTime - versioning.history) return latest !== undefined && latest.ts <= t ? latest.value : null
+    return list.filter((v) => v.ts <= t).pop()?.value ?? null
+  }
+  const out: string[] = []
+  const join = (r: Input): void => {
+    const t = asOf(r.key, r.ts)
+    if (t !== null || left) out.push(`${r.key}:${joined(r.value as string, t)}@${r.ts}`)
+  }
+  let waiting: Array<Input & { seq: number }> = []
+  let bufferTime = -1
+  let seq = 0
+  for (const r of inputs) {
+    if (r.side === 'table') {
+      if (r.ts < tableTime - versioning.history) continue
+      tableTime = Math.max(tableTime, r.ts)
+      const list = (versions.get(r.key) ?? []).filter((v) => v.ts !== r.ts)
+      list.push({ ts: r.ts, value: r.value })
+      versions.set(r.key, list.sort((a, b) => a.ts - b.ts))
+    } else if (r.value !== null) {
+      if (versioning.grace === undefined) join(r)
+      else if (r.ts < bufferTime - versioning.grace) join(r)
+      else {
+        bufferTime = Math.max(bufferTime, r.ts)
+        waiting.push({ ...r, seq: seq++ })
+        const limit = bufferTime - versioning.grace
+        const due = waiting.filter((w) => w.ts <= limit).sort((a, b) => a.ts - b.ts || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) || a.seq - b.seq)
+        waiting = waiting.filter((w) => w.ts > limit)
+        for (const w of due) join(w)
+      }
     }
   }
   return out
@@ -83,15 +138,47 @@ describe('stream-table joins', () => {
     )
   })
 
+  it('with a versioned table and a grace period, matches the model of SEMANTICS 8 for random inputs', () => {
+    const versioningArb = fc.integer({ min: 0, max: 15 }).chain((history) => fc.record({ history: fc.constant(history), grace: fc.option(fc.integer({ min: 0, max: history }), { nil: undefined }) }))
+    fc.assert(
+      fc.property(fc.boolean(), versioningArb, inputsArb(50), (left, v, inputs) => {
+        const versioning: Versioning = v.grace === undefined ? { history: v.history } : { history: v.history, grace: v.grace }
+        assert.deepEqual(runOnDriver(left, inputs, false, versioning), versionedModel(left, versioning, inputs))
+      }),
+      { numRuns: 400 },
+    )
+  })
+
+  it('a versioned table answers as of the stream record’s time; with grace, a late table update still counts', () => {
+    const inputs: Input[] = [
+      { side: 'table', key: 'A', value: 'old', ts: 0 },
+      { side: 'table', key: 'A', value: 'new', ts: 10 },
+      { side: 'stream', key: 'A', value: 's5', ts: 5 },
+      { side: 'stream', key: 'A', value: 's12', ts: 12 },
+      // Arrives after s12 but is valid from 11: with grace it changes s12's answer.
+      { side: 'table', key: 'A', value: 'fix', ts: 11 },
+      { side: 'stream', key: 'A', value: 's20', ts: 20 },
+    ]
+    assert.deepEqual(runOnDriver(false, inputs, false, { history: 10 }), ['A:s5+old@5', 'A:s12+new@12', 'A:s20+fix@20'])
+    assert.deepEqual(runOnDriver(false, inputs, false, { history: 10, grace: 5 }), ['A:s5+old@5', 'A:s12+fix@12'])
+  })
+
+  it('refuses a grace period without a versioned table, or longer than its history', () => {
+    const b = new StreamsBuilder()
+    const s = b.stream<string, string>('stream', str)
+    assert.throws(() => s.join(b.table<string, string>('t1', str), joined, { gracePeriodMs: 5 }), /join: a grace period needs a versioned table/)
+    assert.throws(() => s.leftJoin(b.table<string, string>('t2', str, { versioned: { historyRetentionMs: 4 } }), joined, { gracePeriodMs: 5 }), /leftJoin: the grace period \(5 ms\) must not exceed the table's history retention \(4 ms\)/)
+  })
+
   it('refuses a table it cannot read by key yet, naming the operation and the table', () => {
     const b = new StreamsBuilder()
     const derived = b.table<string, string>('table', str).filter(() => true, 'only-some')
     assert.throws(() => b.stream<string, string>('stream', str).join(derived, joined), /join: table "only-some" cannot be read by key yet/)
   })
 
-  it('restarts exactly: the table’s store is committed and restored with the rest', async () => {
+  it('restarts exactly: the table’s store (plain or versioned) and the grace buffer are committed and restored with the rest', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.boolean(), inputsArb(45), async (left, inputs) => {
+      fc.asyncProperty(fc.boolean(), fc.constantFrom<Versioning | undefined>(undefined, { history: 8 }, { history: 8, grace: 4 }), inputsArb(45), async (left, versioning, inputs) => {
         // Each record is processed before the next is sent, so both runs see the arrival order.
         const feed = async (rt: EmbeddedRuntime, part: readonly Input[]): Promise<void> => {
           for (const r of part) {
@@ -101,20 +188,20 @@ describe('stream-table joins', () => {
         }
         const thirds = [inputs.slice(0, 15), inputs.slice(15, 30), inputs.slice(30)]
         const once: string[] = []
-        const whole = new EmbeddedRuntime(topology(left, (l) => once.push(l)), { applicationId: 'st-once', logger: silentLogger })
+        const whole = new EmbeddedRuntime(topology(left, (l) => once.push(l), false, versioning), { applicationId: 'st-once', logger: silentLogger })
         whole.start()
         for (const part of thirds) await feed(whole, part)
         await whole.stop()
         const dir = freshStateDir()
         const resumed: string[] = []
         for (const part of thirds) {
-          const rt = new EmbeddedRuntime(topology(left, (l) => resumed.push(l)), { applicationId: 'st-resumed', stateDir: dir, commitMaxRecords: 7, logger: silentLogger })
+          const rt = new EmbeddedRuntime(topology(left, (l) => resumed.push(l), false, versioning), { applicationId: 'st-resumed', stateDir: dir, commitMaxRecords: 7, logger: silentLogger })
           rt.start()
           await feed(rt, part)
           await rt.stop()
         }
         assert.deepEqual(resumed, once)
-        assert.deepEqual(once, model(left, inputs))
+        assert.deepEqual(once, versioning === undefined ? model(left, inputs) : versionedModel(left, versioning, inputs))
       }),
       { numRuns: 15 },
     )
