@@ -63,7 +63,15 @@ function generate(random: () => number, n: number): Json {
     const bound = random() < 0.5 ? { maxRecords: int(1, 3), whenFull: pick(['emitEarly', 'shutDown']) } : {}
     topology = { kind, suppress: { until: 'timeLimit', waitMs: int(0, 8), waitFrom: 'first', ...bound } }
   } else if (kind === 'stream-table-join') {
-    topology = { kind, join: pick(['inner', 'left']) }
+    // Plain, versioned, or versioned with a grace period no longer than the history retention.
+    const history = int(0, 12)
+    const variant = pick(['plain', 'versioned', 'grace'] as const)
+    topology = {
+      kind,
+      join: pick(['inner', 'left']),
+      ...(variant === 'plain' ? {} : { versioned: { historyRetentionMs: history } }),
+      ...(variant === 'grace' ? { graceMs: int(0, history) } : {}),
+    }
   } else if (kind === 'stream-stream-join') {
     const diff = int(0, 6)
     const windows: Json = { timeDifferenceMs: diff, graceMs: pick([0, 0, int(0, 6)]) }

@@ -46,16 +46,27 @@ export const streamStreamJoinKind: ScenarioKind = {
 
 /**
  * Kind `stream-table-join`: topic "left" (the stream) joined with `join` or `leftJoin` to the table
- * read from topic "right" (String keys and values; a null value deletes the key).
+ * read from topic "right" (String keys and values; a null value deletes the key). With
+ * `versioned.historyRetentionMs` the table is versioned (looked up as of each stream record's time);
+ * `graceMs` then makes stream records wait for late table updates.
  */
 export const streamTableJoinKind: ScenarioKind = {
   build(scenario: Scenario, out: OutputSink): KindInstance {
-    const type = (scenario.topology as Obj).join
+    const t = scenario.topology as Obj
+    const type = t.join
     if (type !== 'inner' && type !== 'left') throw malformed('topology.join', 'must be "inner" or "left"')
+    let history: number | undefined
+    if (t.versioned !== undefined) {
+      if (typeof t.versioned !== 'object' || t.versioned === null) throw malformed('topology.versioned', 'must be an object')
+      history = int(t.versioned as Obj, 'historyRetentionMs', 'topology.versioned', 0)
+      if (history === undefined) throw malformed('topology.versioned.historyRetentionMs', 'is required')
+    }
+    const grace = int(t, 'graceMs', 'topology', 0)
     const builder = new StreamsBuilder()
     const stream = builder.stream<string, string>('left')
-    const table = builder.table<string, string>('right')
-    const result = type === 'inner' ? stream.join(table, joined) : stream.leftJoin(table, joined)
+    const table = builder.table<string, string>('right', {}, history === undefined ? {} : { versioned: { historyRetentionMs: history } })
+    const joinedOptions = grace === undefined ? {} : { gracePeriodMs: grace }
+    const result = type === 'inner' ? stream.join(table, joined, joinedOptions) : stream.leftJoin(table, joined, joinedOptions)
     result.addStatelessNode<string, string>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: r.key, value: r.value, ts: r.timestamp }))
     return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }
   },

@@ -28,6 +28,7 @@ import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.Joined;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
@@ -48,6 +49,7 @@ import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.test.TestRecord;
 import org.apache.kafka.common.utils.Bytes;
@@ -366,13 +368,18 @@ public final class Harness {
     // Kind stream-table-join.
 
     private Topology streamTableJoin() {
+      JsonNode t = scenario.path("topology");
       StreamsBuilder b = new StreamsBuilder();
       KStream<String, String> left = b.stream("left", Consumed.with(Serdes.String(), Serdes.String()));
-      KTable<String, String> right = b.table("right", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
+      KTable<String, String> right = t.has("versioned")
+          ? b.table("right", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore("right-versions", Duration.ofMillis(t.path("versioned").path("historyRetentionMs").asLong()))).withKeySerde(Serdes.String()).withValueSerde(Serdes.String()))
+          : b.table("right", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
+      Joined<String, String, String> options = Joined.with(Serdes.String(), Serdes.String(), Serdes.String());
+      if (t.has("graceMs")) options = options.withGracePeriod(Duration.ofMillis(t.get("graceMs").asLong()));
       ValueJoiner<String, String, String> joiner = (l, r) -> l + "+" + r;
       KStream<String, String> joined = switch (scenario.path("topology").path("join").asText()) {
-        case "inner" -> left.join(right, joiner);
-        case "left" -> left.leftJoin(right, joiner);
+        case "inner" -> left.join(right, joiner, options);
+        case "left" -> left.leftJoin(right, joiner, options);
         default -> throw new IllegalArgumentException("unknown join " + scenario.path("topology").get("join"));
       };
       joined.to(OUT, Produced.with(Serdes.String(), Serdes.String()));
