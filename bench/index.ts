@@ -2,7 +2,7 @@
  * `npm run bench`: benchmarks (not tests). Prints a table and writes bench/results.json.
  * Options: --only NAME[,NAME] (timer-memory, lateness-idle, lateness-load, pass-through, timers,
  * windowed-final, spill, buffer-memory, restore, restore-changelog, lateness-commits, count-keys, side-by-side,
- * stream-join, and
+ * stream-join, table-join, and
  * kafka, which runs only when named: it needs Java and a broker, and takes minutes),
  * --seconds N (lateness run length). Run with --expose-gc (npm run bench does) for memory figures.
  * A run of one benchmark updates its entries in bench/results.json and keeps the others.
@@ -20,11 +20,11 @@ import { timerMemory, timerStreaming, timerThroughput } from './timers.js'
 import { bytesPerBufferedEntry, spillThroughput, windowedFinal } from './windowed.js'
 import { changelogRestoreTime, countKeys, latenessDuringCommits, restoreTime } from './durable.js'
 import { sideBySide } from './side-by-side.js'
-import { streamStreamJoin } from './joins.js'
+import { streamStreamJoin, streamTableJoin } from './joins.js'
 import { kafkaBench } from './kafka.js'
 import { median } from './stats.js'
 
-const ALL = ['timer-memory', 'lateness-idle', 'lateness-load', 'pass-through', 'timers', 'windowed-final', 'spill', 'buffer-memory', 'restore', 'restore-changelog', 'lateness-commits', 'count-keys', 'side-by-side', 'stream-join']
+const ALL = ['timer-memory', 'lateness-idle', 'lateness-load', 'pass-through', 'timers', 'windowed-final', 'spill', 'buffer-memory', 'restore', 'restore-changelog', 'lateness-commits', 'count-keys', 'side-by-side', 'stream-join', 'table-join']
 /** Benchmarks that run only when named. */
 const ON_REQUEST = ['kafka']
 /** `--child`: run what `--only` names and print the rows and results as one JSON line (for the parent). */
@@ -252,6 +252,18 @@ if (want('stream-join')) {
     `stream-stream join: flights as airport events (${(r.records / 1e6).toFixed(0)} M records, within 1 min)`,
     k(r.punctualRecordsPerSecond),
     `hand-written loop ${k(r.handWrittenRecordsPerSecond)}; ${r.ratio.toFixed(2)}x its time (median of ${r.ratios.length}: ${r.ratios.map((x) => x.toFixed(2)).join(', ')}); ${r.results.toLocaleString('en-US')} results, ${r.identicalOutput ? 'same output' : 'OUTPUT DIFFERS'}`,
+    '<= 1.5x',
+  ])
+}
+
+if (want('table-join')) {
+  const r = await streamTableJoin()
+  results['table-join'] = r
+  const k = (n: number): string => `${(n / 1e6).toFixed(2)} M records/s`
+  rows.push([
+    `stream-table join: ${(r.records / 1e6).toFixed(0)} M flights enriched with ${r.airports.toLocaleString('en-US')} airports (left join)`,
+    k(r.punctualRecordsPerSecond),
+    `hand-written Map lookup ${k(r.handWrittenRecordsPerSecond)}; ${r.ratio.toFixed(2)}x its time (median of ${r.ratios.length}: ${r.ratios.map((x) => x.toFixed(2)).join(', ')}); ${r.identicalOutput ? 'same output' : 'OUTPUT DIFFERS'}`,
     '<= 1.5x',
   ])
 }

@@ -1,7 +1,7 @@
 import { EmbeddedRuntime, JoinWindows, Serdes, silentLogger, StreamsBuilder } from '../src/index.js'
 import type { Topology } from '../src/index.js'
-import { loadFlights } from '../demo/flights/data.js'
-import type { Flights } from '../demo/flights/data.js'
+import { loadAirports, loadFlights } from '../demo/flights/data.js'
+import type { Airport, Flights } from '../demo/flights/data.js'
 import { median } from './stats.js'
 
 /** Departures from an airport and flights heading to it are joined when within a minute of each other. */
@@ -144,6 +144,95 @@ export async function streamStreamJoin(limit = Infinity): Promise<StreamStreamJo
     results: m.h.length,
     punctualRecordsPerSecond: (2 * f.count) / (m.punctualMs / 1000),
     handWrittenRecordsPerSecond: (2 * f.count) / (m.handMs / 1000),
+    ratio: ratio(m),
+    ratios: pairs.map(ratio),
+    identicalOutput: pairs.every((x) => same(x.p, x.h)),
+  }
+}
+
+export interface StreamTableJoinResult {
+  readonly records: number
+  readonly airports: number
+  readonly punctualRecordsPerSecond: number
+  readonly handWrittenRecordsPerSecond: number
+  /** punctual time / hand-written time: the median of the measured pairs. */
+  readonly ratio: number
+  readonly ratios: readonly number[]
+  readonly identicalOutput: boolean
+}
+
+/** Flights (key: origin) joined to the airports table (key: code): each flight's delay with its airport's state. */
+function enrichTopology(out: Output): Topology {
+  const b = new StreamsBuilder()
+  const airports = b.table<string, Airport>('airports', { valueSerde: Serdes.JSON<Airport>() })
+  b.stream<string, number>('flights', { valueSerde: Serdes.Double() })
+    .leftJoin(airports, (delay, airport) => `${airport?.state ?? '??'} ${delay}`)
+    .process(() => ({ process: (r) => void out.push(`${r.key} ${r.timestamp} ${r.value}`) }))
+  return b.build()
+}
+
+/** The airports first (at time 0, so they are read before any flight), then the flights in replay order. */
+export async function punctualEnrich(f: Flights, airports: readonly Airport[]): Promise<Output> {
+  const out: Output = []
+  const rt = new EmbeddedRuntime(enrichTopology(out), { applicationId: 'bench-enrich', logger: silentLogger })
+  rt.start()
+  const table = rt.producer<string, Airport>('airports', { valueSerde: Serdes.JSON<Airport>() })
+  for (const a of airports) table.send(a.iata, a, 0)
+  await rt.idle()
+  const producer = rt.producer<string, number>('flights', { valueSerde: Serdes.Double() })
+  const BATCH = 50_000
+  const base = airports.length
+  for (let start = 0; start < f.count; start += BATCH) {
+    const end = Math.min(f.count, start + BATCH)
+    for (let j = start; j < end; j++) {
+      const i = f.replayOrder[j] as number
+      producer.send(f.origin[i] as string, f.delay[i] as number, f.scheduled[i] as number)
+    }
+    while (rt.metrics().processedRecords < base + end - BATCH) await new Promise((r) => setImmediate(r))
+  }
+  await rt.stop()
+  return out
+}
+
+/** The same by hand: a Map from code to airport, one lookup per flight. */
+export function handWrittenEnrich(f: Flights, airports: readonly Airport[]): Output {
+  const byCode = new Map<string, Airport>()
+  for (const a of airports) byCode.set(a.iata, a)
+  const out: Output = []
+  for (let j = 0; j < f.count; j++) {
+    const i = f.replayOrder[j] as number
+    const origin = f.origin[i] as string
+    out.push(`${origin} ${f.scheduled[i] as number} ${byCode.get(origin)?.state ?? '??'} ${f.delay[i] as number}`)
+  }
+  return out
+}
+
+/** 3 M flights joined to the 3,376 airports (a stream-table left join), punctual against a Map lookup, in pairs. */
+export async function streamTableJoin(limit = Infinity): Promise<StreamTableJoinResult> {
+  const f = await loadFlights(limit)
+  const airports = loadAirports()
+  const gc = (globalThis as { gc?: () => void }).gc
+  await punctualEnrich(f, airports)
+  handWrittenEnrich(f, airports)
+  const pairs: Array<{ p: Output; punctualMs: number; h: Output; handMs: number }> = []
+  for (let i = 0; i < PAIRS; i++) {
+    gc?.()
+    let t0 = performance.now()
+    const p = await punctualEnrich(f, airports)
+    const punctualMs = performance.now() - t0
+    gc?.()
+    t0 = performance.now()
+    const h = handWrittenEnrich(f, airports)
+    pairs.push({ p, punctualMs, h, handMs: performance.now() - t0 })
+  }
+  const ratio = (x: (typeof pairs)[number]): number => x.punctualMs / x.handMs
+  const m = median(pairs, ratio)
+  const same = (a: Output, b: Output): boolean => a.length === b.length && a.every((line, i) => line === b[i])
+  return {
+    records: f.count,
+    airports: airports.length,
+    punctualRecordsPerSecond: f.count / (m.punctualMs / 1000),
+    handWrittenRecordsPerSecond: f.count / (m.handMs / 1000),
     ratio: ratio(m),
     ratios: pairs.map(ratio),
     identicalOutput: pairs.every((x) => same(x.p, x.h)),

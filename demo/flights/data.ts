@@ -63,3 +63,39 @@ export async function loadFlights(limit = Infinity): Promise<Flights> {
   replayOrder.sort((a, b) => (actual[a] as number) - (actual[b] as number) || a - b)
   return { count, scheduled, delay, distance, origin, destination, replayOrder }
 }
+
+/** An airport of vega-datasets' airports.csv. */
+export interface Airport {
+  readonly iata: string
+  readonly name: string
+  readonly city: string
+  readonly state: string
+}
+
+/** vega-datasets' airports.csv (3,376 US airports): code, name, city, state. */
+export function loadAirports(): Airport[] {
+  const text = readFileSync(join(dirname(flightsFile()), 'airports.csv'), 'utf8')
+  const airports: Airport[] = []
+  for (const line of text.split('\n').slice(1)) {
+    if (line.trim() === '') continue
+    const fields = csvFields(line)
+    airports.push({ iata: fields[0] as string, name: fields[1] as string, city: fields[2] as string, state: fields[3] as string })
+  }
+  return airports
+}
+
+/** One CSV line's fields: commas inside double quotes are part of the field (the file has a few such names). */
+function csvFields(line: string): string[] {
+  const fields: string[] = []
+  let field = ''
+  let quoted = false
+  for (const c of line) {
+    if (c === '"') quoted = !quoted
+    else if (c === ',' && !quoted) {
+      fields.push(field)
+      field = ''
+    } else field += c
+  }
+  fields.push(field)
+  return fields
+}
