@@ -16,15 +16,15 @@ npm install --no-audit --no-fund --loglevel=error "$tarball" tsx typescript@~5.9
 cat > tsconfig.json <<'JSON'
 { "compilerOptions": { "target": "ES2022", "module": "NodeNext", "moduleResolution": "NodeNext", "strict": true, "noEmit": true, "skipLibCheck": false, "types": ["node"] } }
 JSON
-# The README's blocks: the minimal app, the tour (processor, test driver, DSL).
+# The README's blocks: the minimal app, the tour (processor, test driver, DSL, joins).
 node - "$root/README.md" <<'JS'
 const { readFileSync, writeFileSync } = await import('node:fs')
 const blocks = [...readFileSync(process.argv[2], 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1])
 writeFileSync('app.ts', blocks[0])
-const imports = "import { BufferConfig, StreamsBuilder, Suppressed, TimeWindows } from 'punctual'\nimport type { Windowed } from 'punctual'\n"
-writeFileSync('tour.ts', imports + blocks[1] + blocks[2] + '\nconst builder = new StreamsBuilder()\n' + blocks[3])
+const imports = "import { BufferConfig, JoinWindows, StreamsBuilder, Suppressed, TimeWindows } from 'punctual'\nimport type { Windowed } from 'punctual'\n"
+writeFileSync('tour.ts', imports + blocks[1] + blocks[2] + '\nconst builder = new StreamsBuilder()\n' + blocks[3] + blocks[4])
 // The guides' first blocks are complete programs: each must compile on its own.
-for (const guide of ['punctuations', 'timers-and-ttl', 'windows-and-suppression']) {
+for (const guide of ['punctuations', 'timers-and-ttl', 'windows-and-suppression', 'joins']) {
   const text = readFileSync(process.argv[2].replace(/README\.md$/, `docs/${guide}.md`), 'utf8')
   writeFileSync(`guide-${guide}.ts`, text.match(/```ts\n([\s\S]*?)```/)[1] + '\nexport {}\n')
 }
