@@ -10,8 +10,14 @@ import type { Windowed } from '../windows/windows.js'
 import type { StreamsBuilder } from './builder.js'
 import { KStream } from './kstream.js'
 import { statelessProcessor } from './processors.js'
+import { heldBeforeUpdate } from './processors.js'
 import type { TableMaterialization } from './processors.js'
 import type { TableEntry } from '../joins/stream-table-join.js'
+import { TableTableJoinProcessor } from '../joins/table-table-join.js'
+import type { TableGetter, TableJoinMode } from '../joins/table-table-join.js'
+import type { ValueJoiner } from '../joins/join-windows.js'
+import type { KeyValueStore, ProcessorContext as Context, VersionedKeyValueStore } from '../processor/api.js'
+import type { Named } from './kstream.js'
 import { PunctualError } from '../errors.js'
 import { Stores } from '../state/stores.js'
 import type { StoreBuilder } from '../state/stores.js'
@@ -118,6 +124,47 @@ export class KTable<K, V> {
     return this.addStatelessNode<V2>(name, 'KTABLE-MAPVALUES', (k, v) => (v === null ? null : mapper(v, k)), undefined)
   }
 
+  /**
+   * Joins this table with another by key (Kafka Streams' table-table join): an update of either table
+   * emits the joined value of the key's current values, at the later of their timestamps; an update or
+   * a deletion while the other table does not hold the key emits nothing, and deleting a key the other
+   * holds emits a tombstone. Both tables must come from `builder.table()` or `toTable()` and be
+   * co-partitioned. SEMANTICS 8.
+   */
+  join<VO, VR>(other: KTable<K, VO>, joiner: ValueJoiner<V, VO, VR, K>, named?: Named): KTable<K, VR> {
+    return this.tableJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, 'join', ['inner', 'inner'], named)
+  }
+
+  /** As `join`, and a key this table holds joins null while the other does not hold it. */
+  leftJoin<VO, VR>(other: KTable<K, VO>, joiner: ValueJoiner<V, VO | null, VR, K>, named?: Named): KTable<K, VR> {
+    return this.tableJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, 'leftJoin', ['left', 'right'], named)
+  }
+
+  /** As `join`, and a key either table holds joins null for the other while that one does not hold it. */
+  outerJoin<VO, VR>(other: KTable<K, VO>, joiner: ValueJoiner<V | null, VO | null, VR, K>, named?: Named): KTable<K, VR> {
+    return this.tableJoin(other, joiner, 'outerJoin', ['outer', 'outer'], named)
+  }
+
+  private tableJoin<VO, VR>(other: KTable<K, VO>, joiner: ValueJoiner<V | null, VO | null, VR, K>, operation: string, modes: [TableJoinMode, TableJoinMode], named: Named | undefined): KTable<K, VR> {
+    if (!(other instanceof KTable)) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the other table must be a KTable`)
+    if (typeof joiner !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the joiner must be a function, got ${typeof joiner}`)
+    const mine = this.valueStore(operation)
+    const theirs = other.valueStore(operation)
+    const b = this.builder
+    const prefix = modes[0] === 'inner' ? 'KTABLE-JOINTHIS' : modes[0] === 'left' ? 'KTABLE-JOINTHIS' : 'KTABLE-OUTERTHIS'
+    const thisName = named === undefined ? b.newName(prefix) : `${named.name}-join-this`
+    const otherName = named === undefined ? b.newName(prefix.replace('THIS', 'OTHER')) : `${named.name}-join-other`
+    const merge = named?.name ?? b.newName('KTABLE-MERGE')
+    // The keys of both tables go through this table's key id function, so equal keys meet.
+    const keyId = mine.keyId
+    b.graph.addProcessor(thisName, () => new TableTableJoinProcessor<K, V, VO, VR>(modes[0], (ctx) => tableGetter<VO>(ctx, theirs), (ctx) => heldBefore(ctx, mine.storeName), keyId, joiner), this.node)
+    b.graph.addProcessor(otherName, () => new TableTableJoinProcessor<K, VO, V, VR>(modes[1], (ctx) => tableGetter<V>(ctx, mine), (ctx) => heldBefore(ctx, theirs.storeName), keyId, (o, t, k) => joiner(t, o, k)), other.node)
+    b.graph.connectProcessorAndStateStores(theirs.storeName, thisName, otherName)
+    b.graph.connectProcessorAndStateStores(mine.storeName, otherName, thisName)
+    b.graph.addProcessor(merge, statelessProcessor<K, VR | null, K, VR | null>((r, ctx) => ctx.forward(r)), thisName, otherName)
+    return new KTable<K, VR>(b, merge, this.keySerde, undefined, undefined)
+  }
+
   /** The table's updates as a stream (tombstones as null values). */
   toStream(name?: string): KStream<K, V | null> {
     const node = name ?? this.builder.newName('KTABLE-TOSTREAM')
@@ -195,5 +242,27 @@ export class KTable<K, V> {
       this.node,
     )
     return new KTable<K, V2>(this.builder, node, this.keySerde, valueSerde, this.windowed)
+  }
+}
+
+/** Whether the table of this store held the key of the update being forwarded (see heldBeforeUpdate). */
+function heldBefore(ctx: Context<unknown, unknown>, storeName: string): () => boolean {
+  const store = ctx.getStateStore(storeName)
+  return () => heldBeforeUpdate.get(store) === true
+}
+
+/** Reads a table's current value of a key id from its store in this task (plain or versioned). */
+function tableGetter<V>(ctx: Context<unknown, unknown>, store: { storeName: string; historyRetentionMs: number | undefined }): TableGetter<V> {
+  if (store.historyRetentionMs !== undefined) {
+    const versions = ctx.getStateStore<VersionedKeyValueStore<string, V>>(store.storeName)
+    return (id) => {
+      const r = versions.get(id)
+      return r === null ? null : { value: r.value, ts: r.timestamp }
+    }
+  }
+  const plain = ctx.getStateStore<KeyValueStore<string, TableEntry<V>>>(store.storeName)
+  return (id) => {
+    const e = plain.get(id)
+    return e === undefined ? null : { value: e.v, ts: e.ts }
   }
 }

@@ -35,6 +35,14 @@ export interface TableMaterialization<K> {
 }
 
 /**
+ * Whether a materialized table held the key of the update being forwarded, by the table's store (Kafka
+ * Streams forwards a table update as a change, old value and new; a table-table join needs to know
+ * whether there was an old one). Set by the table's processor around its forward, so it is only read
+ * by processors called from that forward, in the same task.
+ */
+export const heldBeforeUpdate = new WeakMap<object, boolean>()
+
+/**
  * A table from a topic (or `toStream().toTable()`): forwards each update (null deletes), as a
  * changelog-backed KTable would, and keeps the latest value per key in its store once the table is
  * materialized. Records with a null key are dropped, as in Kafka Streams.
@@ -58,10 +66,14 @@ export function tableSourceProcessor<K, V>(materialization?: TableMaterializatio
       if (versions !== undefined) {
         // A versioned table (KIP-914): an update older than the key's latest goes into the history and
         // is not passed on; one older than the history retention is dropped.
-        const validTo = versions.put(keyId(record.key), record.value ?? null, record.timestamp)
+        const id = keyId(record.key)
+        const held = versions.get(id) !== null
+        const validTo = versions.put(id, record.value ?? null, record.timestamp)
         if (validTo !== -1) return
+        heldBeforeUpdate.set(versions, held)
       } else if (store !== undefined) {
         const id = keyId(record.key)
+        heldBeforeUpdate.set(store, store.get(id) !== undefined)
         if (record.value === null || record.value === undefined) store.delete(id)
         else store.put(id, { v: record.value, ts: record.timestamp })
       }
