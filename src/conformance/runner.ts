@@ -9,7 +9,7 @@ import type { KindInstance, ScenarioKind } from './kinds/kind.js'
 import { keyedTimersKind } from './kinds/keyed-timers.js'
 import { punctuateKind } from './kinds/punctuate.js'
 import { suppressTableKind, windowedCountKind } from './kinds/suppression.js'
-import { streamStreamJoinKind, streamTableJoinKind } from './kinds/joins.js'
+import { streamStreamJoinKind, streamTableJoinKind, tableTableJoinKind } from './kinds/joins.js'
 import { malformed, parseRecord, parseScenario } from './scenario.js'
 import type { OutputEvent, RecordInput, Scenario } from './scenario.js'
 
@@ -21,6 +21,7 @@ const KINDS: Readonly<Record<string, ScenarioKind | undefined>> = {
   'keyed-timers': keyedTimersKind,
   'stream-stream-join': streamStreamJoinKind,
   'stream-table-join': streamTableJoinKind,
+  'table-table-join': tableTableJoinKind,
 }
 
 export function isKnownKind(kind: string): boolean {

@@ -71,3 +71,17 @@ export const streamTableJoinKind: ScenarioKind = {
     return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }
   },
 }
+
+/** Kind `table-table-join`: the tables of topics "left" and "right" joined with `join`, `leftJoin` or `outerJoin`. */
+export const tableTableJoinKind: ScenarioKind = {
+  build(scenario: Scenario, out: OutputSink): KindInstance {
+    const type = (scenario.topology as Obj).join
+    if (type !== 'inner' && type !== 'left' && type !== 'outer') throw malformed('topology.join', 'must be "inner", "left" or "outer"')
+    const builder = new StreamsBuilder()
+    const left = builder.table<string, string>('left')
+    const right = builder.table<string, string>('right')
+    const result = type === 'inner' ? left.join(right, joined) : type === 'left' ? left.leftJoin(right, joined) : left.outerJoin(right, joined)
+    result.toStream().addStatelessNode<string, string | null>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: r.key, value: r.value, ts: r.timestamp }))
+    return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }
+  },
+}

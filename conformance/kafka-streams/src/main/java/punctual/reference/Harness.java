@@ -56,8 +56,8 @@ import org.apache.kafka.common.utils.Bytes;
 
 /**
  * Runs punctual conformance scenarios (../FORMAT.md) through Kafka Streams'
- * TopologyTestDriver, for kinds punctuate, suppress-table, windowed-count, stream-stream-join and
- * stream-table-join.
+ * TopologyTestDriver, for kinds punctuate, suppress-table, windowed-count and the joins
+ * (stream-stream-join, stream-table-join, table-table-join).
  *
  * <p>Protocol, so one JVM runs many scenarios: each line of standard input is a JSON object, either
  * {"file": path} or {"scenario": {...}, "dir": base directory for recordsFromFile}; for each, one line of
@@ -144,6 +144,7 @@ public final class Harness {
         case "windowed-count" -> windowedCount();
         case "stream-stream-join" -> streamStreamJoin();
         case "stream-table-join" -> streamTableJoin();
+        case "table-table-join" -> tableTableJoin();
         default -> throw new NotComparable("kind " + kind + " has no Kafka Streams counterpart here");
       };
       Properties props = new Properties();
@@ -160,13 +161,13 @@ public final class Harness {
       step = 0;
       try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, start)) {
         Map<String, TestInputTopic<String, String>> inputs = new HashMap<>();
-        for (String topic : kind.startsWith("stream-") ? List.of("left", "right") : List.of(IN)) {
+        for (String topic : kind.endsWith("-join") ? List.of("left", "right") : List.of(IN)) {
           inputs.put(topic, driver.createInputTopic(topic, Serdes.String().serializer(), Serdes.String().serializer()));
         }
-        String defaultTopic = kind.startsWith("stream-") ? "left" : IN;
+        String defaultTopic = kind.endsWith("-join") ? "left" : IN;
         TestOutputTopic<String, ?> output = kind.equals("windowed-count")
             ? driver.createOutputTopic(OUT, Serdes.String().deserializer(), Serdes.Long().deserializer())
-            : kind.equals("suppress-table") || kind.startsWith("stream-") ? driver.createOutputTopic(OUT, Serdes.String().deserializer(), Serdes.String().deserializer()) : null;
+            : kind.equals("suppress-table") || kind.endsWith("-join") ? driver.createOutputTopic(OUT, Serdes.String().deserializer(), Serdes.String().deserializer()) : null;
         JsonNode steps = scenario.path("steps");
         for (step = 0; step < steps.size(); step++) {
           JsonNode s = steps.get(step);
@@ -383,6 +384,23 @@ public final class Harness {
         default -> throw new IllegalArgumentException("unknown join " + scenario.path("topology").get("join"));
       };
       joined.to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+      return b.build();
+    }
+
+    // Kind table-table-join.
+
+    private Topology tableTableJoin() {
+      StreamsBuilder b = new StreamsBuilder();
+      KTable<String, String> left = b.table("left", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
+      KTable<String, String> right = b.table("right", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
+      ValueJoiner<String, String, String> joiner = (l, r) -> l + "+" + r;
+      KTable<String, String> joined = switch (scenario.path("topology").path("join").asText()) {
+        case "inner" -> left.join(right, joiner);
+        case "left" -> left.leftJoin(right, joiner);
+        case "outer" -> left.outerJoin(right, joiner);
+        default -> throw new IllegalArgumentException("unknown join " + scenario.path("topology").get("join"));
+      };
+      joined.toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
       return b.build();
     }
   }
