@@ -1,9 +1,5 @@
 import { invalidConfig } from '../errors.js'
-
-function ms(name: string, v: number, min: number): number {
-  if (!Number.isSafeInteger(v) || v < min) throw invalidConfig(name, `must be an integer >= ${min}, got ${JSON.stringify(v)}`)
-  return v
-}
+import { ms } from '../windows/windows.js'
 
 /**
  * The window of a stream-stream join (Kafka Streams' `JoinWindows`): a left record at time t joins the

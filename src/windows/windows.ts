@@ -12,7 +12,8 @@ export interface Windowed<K> {
   readonly window: Window
 }
 
-function ms(name: string, v: number, min: number): number {
+/** A duration or time difference in ms, checked: an integer >= `min`, else an error naming `name` and the value. */
+export function ms(name: string, v: number, min: number): number {
   if (!Number.isSafeInteger(v) || v < min) throw invalidConfig(name, `must be an integer >= ${min}, got ${JSON.stringify(v)}`)
   return v
 }
