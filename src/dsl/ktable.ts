@@ -90,11 +90,12 @@ export class KTable<K, V> {
    * the table by key (a stream-table join). Only tables read from a topic or made by `toTable` have one
    * yet; a join with another table says so, naming the operation.
    */
-  valueStore(operation: string): { storeName: string; keyId: (key: K) => string; historyRetentionMs: number | undefined } {
+  valueStore(operation: string, tellHeldBefore = false): { storeName: string; keyId: (key: K) => string; historyRetentionMs: number | undefined } {
     const m = this.materialization
     if (m === undefined) {
       throw new PunctualError('INVALID_TOPOLOGY', `${operation}: table "${this.node}" cannot be read by key yet; join a table from builder.table() or KStream.toTable()`)
     }
+    if (tellHeldBefore) m.tellsHeldBefore = true
     if (m.storeName === undefined || m.keyId === undefined) {
       const storeName = this.storeName ?? `${this.node}-store`
       m.keyId = keyIdFunction(this.keySerde ?? (Serdes.JSON<K>() as Serde<K>))
@@ -148,8 +149,8 @@ export class KTable<K, V> {
   private tableJoin<VO, VR>(other: KTable<K, VO>, joiner: ValueJoiner<V | null, VO | null, VR, K>, operation: string, modes: [TableJoinMode, TableJoinMode], named: Named | undefined): KTable<K, VR> {
     if (!(other instanceof KTable)) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the other table must be a KTable`)
     if (typeof joiner !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the joiner must be a function, got ${typeof joiner}`)
-    const mine = this.valueStore(operation)
-    const theirs = other.valueStore(operation)
+    const mine = this.valueStore(operation, true)
+    const theirs = other.valueStore(operation, true)
     const b = this.builder
     const prefix = modes[0] === 'inner' ? 'KTABLE-JOINTHIS' : modes[0] === 'left' ? 'KTABLE-JOINTHIS' : 'KTABLE-OUTERTHIS'
     const thisName = named === undefined ? b.newName(prefix) : `${named.name}-join-this`

@@ -32,6 +32,8 @@ export interface TableMaterialization<K> {
   keyId: ((key: K) => string) | undefined
   /** Set for a versioned table: its store keeps each key's versions this long (ms). */
   readonly historyRetentionMs?: number
+  /** A table-table join reads this table: each update says whether the key was held before it (`heldBeforeUpdate`). */
+  tellsHeldBefore?: boolean
 }
 
 /**
@@ -52,9 +54,11 @@ export function tableSourceProcessor<K, V>(materialization?: TableMaterializatio
   let store: KeyValueStore<string, TableEntry<V>> | undefined
   let versions: VersionedKeyValueStore<string, V> | undefined
   let keyId: (key: K) => string
+  let tellsHeldBefore = false
   return {
     init(c) {
       ctx = c
+      tellsHeldBefore = materialization?.tellsHeldBefore === true
       if (materialization?.storeName !== undefined) {
         keyId = materialization.keyId as (key: K) => string
         if (materialization.historyRetentionMs !== undefined) versions = c.getStateStore<VersionedKeyValueStore<string, V>>(materialization.storeName)
@@ -67,13 +71,14 @@ export function tableSourceProcessor<K, V>(materialization?: TableMaterializatio
         // A versioned table (KIP-914): an update older than the key's latest goes into the history and
         // is not passed on; one older than the history retention is dropped.
         const id = keyId(record.key)
-        const held = versions.get(id) !== null
+        const held = tellsHeldBefore && versions.get(id) !== null
         const validTo = versions.put(id, record.value ?? null, record.timestamp)
         if (validTo !== -1) return
-        heldBeforeUpdate.set(versions, held)
+        if (tellsHeldBefore) heldBeforeUpdate.set(versions, held)
       } else if (store !== undefined) {
         const id = keyId(record.key)
-        heldBeforeUpdate.set(store, store.get(id) !== undefined)
+        // A read per update, only for a table a table-table join reads.
+        if (tellsHeldBefore) heldBeforeUpdate.set(store, store.get(id) !== undefined)
         if (record.value === null || record.value === undefined) store.delete(id)
         else store.put(id, { v: record.value, ts: record.timestamp })
       }
