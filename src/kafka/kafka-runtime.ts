@@ -555,6 +555,7 @@ export class KafkaRuntime {
         throw new PunctualError('ILLEGAL_STATE', `the group's offsets of tasks ${ids.join(', ')} were not answered in ${Math.round(waited / 1000)} s`)
       }
       this.logger.warn({ tasks: ids.join(','), waitedMs: waited }, "the group's offsets of the tasks were not answered: asked again after the group events that came meanwhile")
+      if (this.config.processingGuarantee === 'exactly_once_v2' && this.taskIds().length === 0 && manager.restoringIds().length === 0) await this.endPendingOffsets(this.inputPartitions(ids))
       this.rebalancing = this.rebalancing.then(() => (this.currentState === 'RUNNING' ? this.startAssignedTasks(since) : undefined)).catch((err: unknown) => this.fail(err))
       return
     }
@@ -590,6 +591,28 @@ export class KafkaRuntime {
   }
 
   /**
+   * Ends offsets this transactional id may have left pending in the group: a transactional offset
+   * commit that reached the group coordinator only after its transaction was aborted (the broker away
+   * meanwhile) stays pending with no marker to end it, and a read_committed consumer's stable-offset
+   * fetch then waits for ever. An aborted transaction that holds offsets of the group writes an abort
+   * marker for this producer to the group's offsets, which ends everything of it pending there. Only
+   * with no task running: the open transaction then holds nothing else.
+   */
+  private async endPendingOffsets(partitions: readonly TopicPartitionRef[]): Promise<void> {
+    const producer = this.producer as Client.Producer
+    const consumer = this.consumer as Consumer
+    const offsets = partitions.map((p) => ({ topic: p.topic, partition: p.partition, offset: 0 }))
+    try {
+      await promised((cb) => producer.sendOffsetsToTransaction(offsets, consumer, CALL_TIMEOUT_MS, cb))
+      await promised((cb) => producer.abortTransaction(ABORT_TIMEOUT_MS, cb))
+      await promised((cb) => producer.beginTransaction(cb))
+      this.logger.info({ partitions: partitions.length }, "aborted a transaction holding the group's offsets, to end any this instance left pending")
+    } catch (err) {
+      this.logger.warn({ err }, `could not abort a transaction holding the group's offsets: ${(err as Error).message}`)
+    }
+  }
+
+  /**
    * Waits until no transaction that commits offsets of these tasks' inputs is pending (the group's
    * offsets are stable, KIP-447: under read_committed librdkafka asks for stable offsets and retries
    * until they are). A transaction's commit returns before its markers are written, and an aborted one
@@ -599,8 +622,7 @@ export class KafkaRuntime {
    */
   private async stableOffsets(ids: readonly string[], lost: () => boolean): Promise<'stable' | 'lost' | 'unanswered'> {
     const consumer = this.consumer as Consumer
-    const plan = this.plan as TopicPlan
-    const partitions = this.definitions.filter((d) => ids.includes(d.id)).flatMap((d) => d.subtopology.sourceTopics.map((t) => ({ topic: plan.names.get(t) ?? t, partition: d.partition })))
+    const partitions = this.inputPartitions(ids)
     try {
       const committed = await committedOffsets(consumer, partitions, lost, STABLE_ROUND_MS)
       if (this.config.processingGuarantee === 'at_least_once') this.noteCommitMarks(ids, committed)
@@ -610,6 +632,12 @@ export class KafkaRuntime {
       if (err instanceof OffsetsUnanswered) return 'unanswered'
       throw err
     }
+  }
+
+  /** The input partitions of these tasks, by their topics' names on the cluster. */
+  private inputPartitions(ids: readonly string[]): TopicPartitionRef[] {
+    const plan = this.plan as TopicPlan
+    return this.definitions.filter((d) => ids.includes(d.id)).flatMap((d) => d.subtopology.sourceTopics.map((t) => ({ topic: plan.names.get(t) ?? t, partition: d.partition })))
   }
 
   /**
@@ -739,14 +767,15 @@ export class KafkaRuntime {
           fetcher.add(p.topic, p.partition, 0)
         }
         const lost = (): boolean => (this.consumer as Consumer).assignmentLost()
+        // The new transaction first (a local step): seeking may need it to end offsets left pending.
+        const producer = this.producer as Client.Producer
+        await promised((cb) => producer.beginTransaction(cb))
         const sought = await this.seekToCommitted(partitions, lost).then(
           () => true,
           (e: unknown) => (e instanceof AssignmentLost ? false : Promise.reject(e)),
         )
         fetcher.assigned(partitions)
         fetcher.start()
-        const producer = this.producer as Client.Producer
-        await promised((cb) => producer.beginTransaction(cb))
         this.sink?.release()
         this.recovering = false
         if (sought) {
@@ -786,7 +815,19 @@ export class KafkaRuntime {
   private async seekToCommitted(partitions: TopicPartitionRef[], lost: () => boolean): Promise<void> {
     if (partitions.length === 0) return
     const consumer = this.consumer as Consumer
-    const committed = await committedOffsets(consumer, partitions, lost)
+    // No task runs while this recovers: offsets left pending can be ended (endPendingOffsets) between rounds.
+    const since = Date.now()
+    let committed: Client.TopicPartitionOffset[]
+    for (;;) {
+      try {
+        committed = await committedOffsets(consumer, partitions, lost, STABLE_ROUND_MS)
+        break
+      } catch (err) {
+        if (!(err instanceof OffsetsUnanswered) || Date.now() - since >= TASK_TIMEOUT_MS) throw err
+        this.logger.warn({ waitedMs: Date.now() - since }, "the group's committed offsets were not answered: asking again")
+        if (this.config.processingGuarantee === 'exactly_once_v2') await this.endPendingOffsets(partitions)
+      }
+    }
     for (const c of committed) {
       const offset = c.offset !== undefined && c.offset >= 0 ? c.offset : OFFSET_BEGINNING
       await new Promise<void>((resolve, reject) => consumer.seek({ topic: c.topic, partition: c.partition, offset }, CALL_TIMEOUT_MS, (e) => (e ? reject(new PunctualError('ILLEGAL_STATE', `seeking ${c.topic}-${c.partition} to ${offset}: ${e.message}`, { cause: e })) : resolve())))
