@@ -5,6 +5,7 @@ import { freshStateDir } from '../helpers/durable.js'
 import { EmbeddedRuntime, JoinWindows, Serdes, silentLogger, StreamsBuilder } from '../../src/index.js'
 import type { Processor, StreamRecord, Topology } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
+import { runJoin } from '../helpers/join-driver.js'
 
 type JoinType = 'inner' | 'left' | 'outer'
 interface Input {
@@ -47,12 +48,7 @@ function topology(spec: Spec, out: (line: string) => void): Topology {
 }
 
 function runOnDriver(spec: Spec, inputs: readonly Input[]): string[] {
-  const out: string[] = []
-  const driver = new TopologyTestDriver(topology(spec, (l) => out.push(l)))
-  const topics = { left: driver.createInputTopic('left', Serdes.String(), Serdes.String()), right: driver.createInputTopic('right', Serdes.String(), Serdes.String()) }
-  for (const r of inputs) topics[r.side].pipeInput(r.key, r.value, r.ts)
-  driver.close()
-  return out
+  return runJoin((out) => topology(spec, out), inputs)
 }
 
 /**

@@ -4,7 +4,7 @@ import fc from '../helpers/fc.js'
 import { freshStateDir } from '../helpers/durable.js'
 import { EmbeddedRuntime, Serdes, silentLogger, StreamsBuilder } from '../../src/index.js'
 import type { Processor, StreamRecord, Topology } from '../../src/index.js'
-import { TopologyTestDriver } from '../../src/testing/index.js'
+import { runJoin } from '../helpers/join-driver.js'
 
 interface Input {
   readonly side: 'stream' | 'table'
@@ -35,12 +35,7 @@ function topology(left: boolean, out: (line: string) => void, viaToTable = false
 }
 
 function runOnDriver(left: boolean, inputs: readonly Input[], viaToTable = false, versioning?: Versioning): string[] {
-  const out: string[] = []
-  const driver = new TopologyTestDriver(topology(left, (l) => out.push(l), viaToTable, versioning))
-  const topics = { stream: driver.createInputTopic('stream', Serdes.String(), Serdes.String()), table: driver.createInputTopic('table', Serdes.String(), Serdes.String()) }
-  for (const r of inputs) topics[r.side].pipeInput(r.key, r.value, r.ts)
-  driver.close()
-  return out
+  return runJoin((out) => topology(left, out, viaToTable, versioning), inputs)
 }
 
 /** SEMANTICS 8, plain table: the table's latest value at the stream record's arrival, its timestamp. */

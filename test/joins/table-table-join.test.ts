@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import fc from '../helpers/fc.js'
 import { Serdes, StreamsBuilder } from '../../src/index.js'
 import type { Topology } from '../../src/index.js'
-import { TopologyTestDriver } from '../../src/testing/index.js'
+import { runJoin } from '../helpers/join-driver.js'
 
 type JoinType = 'inner' | 'left' | 'outer'
 interface Input {
@@ -26,12 +26,7 @@ function topology(type: JoinType, out: (line: string) => void): Topology {
 }
 
 function run(type: JoinType, inputs: readonly Input[]): string[] {
-  const out: string[] = []
-  const driver = new TopologyTestDriver(topology(type, (l) => out.push(l)))
-  const topics = { left: driver.createInputTopic('left', Serdes.String(), Serdes.String()), right: driver.createInputTopic('right', Serdes.String(), Serdes.String()) }
-  for (const r of inputs) topics[r.side].pipeInput(r.key, r.value, r.ts)
-  driver.close()
-  return out
+  return runJoin((out) => topology(type, out), inputs)
 }
 
 /**
