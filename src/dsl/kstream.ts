@@ -198,16 +198,16 @@ export class KStream<K, V> {
    * window, the result stamped with the later timestamp. Both streams must be partitioned alike (a
    * stream whose key changed is repartitioned first). Timing: SEMANTICS 8, docs/joins.md.
    */
-  join<VO, VR>(other: KStream<K, VO>, joiner: ValueJoiner<V, VO, VR, K>, windows: JoinWindows, streamJoined?: StreamJoined): KStream<K, VR>
+  join<VO, VR>(other: KStream<K, VO>, joiner: ValueJoiner<V, VO, VR, K>, windows: JoinWindows, streamJoined?: StreamJoined<K, V, VO>): KStream<K, VR>
   /**
    * Joins each record of this stream with the table's latest value of its key when the record arrives
    * (Kafka Streams' stream-table join); a record whose key the table does not hold is dropped. The
    * result has the stream record's timestamp; table updates emit nothing. The table must be partitioned
    * like the stream and come from `builder.table()` or `toTable()`.
    */
-  join<VT, VR>(table: KTable<K, VT>, joiner: ValueJoiner<V, VT, VR, K>, joined?: Joined): KStream<K, VR>
-  join<VO, VR>(other: KStream<K, VO> | KTable<K, VO>, joiner: ValueJoiner<V, VO, VR, K>, windows?: JoinWindows | Joined, streamJoined: StreamJoined = {}): KStream<K, VR> {
-    if (other instanceof KTable) return this.tableJoin(other, joiner as ValueJoiner<V, VO | null, VR, K>, (windows ?? {}) as Joined, false)
+  join<VT, VR>(table: KTable<K, VT>, joiner: ValueJoiner<V, VT, VR, K>, joined?: Joined<K, V>): KStream<K, VR>
+  join<VO, VR>(other: KStream<K, VO> | KTable<K, VO>, joiner: ValueJoiner<V, VO, VR, K>, windows?: JoinWindows | Joined<K, V>, streamJoined: StreamJoined<K, V, VO> = {}): KStream<K, VR> {
+    if (other instanceof KTable) return this.tableJoin(other, joiner as ValueJoiner<V, VO | null, VR, K>, (windows ?? {}) as Joined<K, V>, false)
     return this.windowedJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, windows as JoinWindows, streamJoined, false, false)
   }
 
@@ -215,24 +215,25 @@ export class KStream<K, V> {
    * A windowed left join: as `join`, and a record of this stream that finds no partner is emitted with
    * null once the window and grace period are over (at once if it arrives that late).
    */
-  leftJoin<VO, VR>(other: KStream<K, VO>, joiner: ValueJoiner<V, VO | null, VR, K>, windows: JoinWindows, streamJoined?: StreamJoined): KStream<K, VR>
+  leftJoin<VO, VR>(other: KStream<K, VO>, joiner: ValueJoiner<V, VO | null, VR, K>, windows: JoinWindows, streamJoined?: StreamJoined<K, V, VO>): KStream<K, VR>
   /** A stream-table left join: as the stream-table `join`, and a record whose key the table does not hold joins null. */
-  leftJoin<VT, VR>(table: KTable<K, VT>, joiner: ValueJoiner<V, VT | null, VR, K>, joined?: Joined): KStream<K, VR>
-  leftJoin<VO, VR>(other: KStream<K, VO> | KTable<K, VO>, joiner: ValueJoiner<V, VO | null, VR, K>, windows?: JoinWindows | Joined, streamJoined: StreamJoined = {}): KStream<K, VR> {
-    if (other instanceof KTable) return this.tableJoin(other, joiner, (windows ?? {}) as Joined, true)
+  leftJoin<VT, VR>(table: KTable<K, VT>, joiner: ValueJoiner<V, VT | null, VR, K>, joined?: Joined<K, V>): KStream<K, VR>
+  leftJoin<VO, VR>(other: KStream<K, VO> | KTable<K, VO>, joiner: ValueJoiner<V, VO | null, VR, K>, windows?: JoinWindows | Joined<K, V>, streamJoined: StreamJoined<K, V, VO> = {}): KStream<K, VR> {
+    if (other instanceof KTable) return this.tableJoin(other, joiner, (windows ?? {}) as Joined<K, V>, true)
     return this.windowedJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, windows as JoinWindows, streamJoined, true, false)
   }
 
   /** A windowed outer join: as `leftJoin`, for records of either stream. */
-  outerJoin<VO, VR>(other: KStream<K, VO>, joiner: ValueJoiner<V | null, VO | null, VR, K>, windows: JoinWindows, streamJoined: StreamJoined = {}): KStream<K, VR> {
+  outerJoin<VO, VR>(other: KStream<K, VO>, joiner: ValueJoiner<V | null, VO | null, VR, K>, windows: JoinWindows, streamJoined: StreamJoined<K, V, VO> = {}): KStream<K, VR> {
     return this.windowedJoin(other, joiner, windows, streamJoined, true, true)
   }
 
   /** Adds a stream-table join's processor, reading the table's store (Kafka Streams' KSTREAM-JOIN / KSTREAM-LEFTJOIN). */
-  private tableJoin<VT, VR>(table: KTable<K, VT>, joiner: ValueJoiner<V, VT | null, VR, K>, joined: Joined, left: boolean): KStream<K, VR> {
+  private tableJoin<VT, VR>(table: KTable<K, VT>, joiner: ValueJoiner<V, VT | null, VR, K>, joined: Joined<K, V>, left: boolean): KStream<K, VR> {
     const operation = left ? 'leftJoin' : 'join'
     if (typeof joiner !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the joiner must be a function, got ${typeof joiner}`)
-    const stream = this.repartitionRequired ? this.throughRepartitionTopic(joined.name === undefined ? this.node : `${joined.name}-left`, undefined, undefined) : this
+    const keySerde = joined.keySerde ?? this.keySerde ?? table.keySerdeOrUndefined
+    const stream = this.repartitionRequired ? this.throughRepartitionTopic(joined.name === undefined ? this.node : `${joined.name}-left`, keySerde, joined.valueSerde) : this
     const { storeName, keyId, historyRetentionMs } = table.valueStore(operation)
     const grace = joined.gracePeriodMs
     if (grace !== undefined) {
@@ -256,7 +257,7 @@ export class KStream<K, V> {
     other: KStream<K, VO>,
     joiner: ValueJoiner<V | null, VO | null, VR, K>,
     windows: JoinWindows,
-    streamJoined: StreamJoined,
+    streamJoined: StreamJoined<K, V, VO>,
     leftOuter: boolean,
     rightOuter: boolean,
   ): KStream<K, VR> {
@@ -266,8 +267,9 @@ export class KStream<K, V> {
     if (!(windows instanceof JoinWindows)) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the windows must be JoinWindows (JoinWindows.ofTimeDifferenceAndGrace(...))`)
     const b = this.builder
     const name = streamJoined.name
-    const left = this.repartitionRequired ? this.throughRepartitionTopic(name === undefined ? this.node : `${name}-left`, undefined, undefined) : this
-    const right = other.repartitionRequired ? other.throughRepartitionTopic(name === undefined ? other.node : `${name}-right`, undefined, undefined) : other
+    const keySerde = streamJoined.keySerde ?? this.keySerde ?? other.keySerde
+    const left = this.repartitionRequired ? this.throughRepartitionTopic(name === undefined ? this.node : `${name}-left`, keySerde, streamJoined.valueSerde) : this
+    const right = other.repartitionRequired ? other.throughRepartitionTopic(name === undefined ? other.node : `${name}-right`, keySerde, streamJoined.otherValueSerde) : other
     const thisWindowed = name === undefined ? b.newName('KSTREAM-WINDOWED') : `${name}-this-windowed`
     const otherWindowed = name === undefined ? b.newName('KSTREAM-WINDOWED') : `${name}-other-windowed`
     const thisGenerated = b.newName(rightOuter ? 'KSTREAM-OUTERTHIS' : 'KSTREAM-JOINTHIS')

@@ -1,4 +1,5 @@
 import { invalidConfig } from '../errors.js'
+import type { Serde } from '../processor/serdes.js'
 import { ms } from '../windows/windows.js'
 
 /**
@@ -60,18 +61,34 @@ export class JoinWindows {
  */
 export type ValueJoiner<V1, V2, VR, K = unknown> = (value1: V1, value2: V2, key: K) => VR
 
-/** Names of a stream-stream join's processors and stores (Kafka Streams' `StreamJoined`, its naming part). */
-export interface StreamJoined {
+/** Names and serdes of a stream-stream join (Kafka Streams' `StreamJoined`). */
+export interface StreamJoined<K = unknown, V1 = unknown, V2 = unknown> {
   /** Base name of the join's processors (`<name>-this-join`, `<name>-other-join`, ...). */
   readonly name?: string
   /** Base name of its stores (`<storeName>-this-join-store`, ...). */
   readonly storeName?: string
+  /**
+   * Serde of the keys on the repartition topic of a re-keyed stream. Default: that stream's key serde,
+   * else the other stream's (both sides must serialize a key alike to land in the same partition).
+   */
+  readonly keySerde?: Serde<K>
+  /** Serde of this stream's values on its repartition topic. */
+  readonly valueSerde?: Serde<V1>
+  /** Serde of the other stream's values on its repartition topic. */
+  readonly otherValueSerde?: Serde<V2>
 }
 
-/** Options of a stream-table join (Kafka Streams' `Joined`, its naming part). */
-export interface Joined {
+/** Options of a stream-table join (Kafka Streams' `Joined`). */
+export interface Joined<K = unknown, V = unknown> {
   /** Name of the join's processor (and base of its repartition topic). */
   readonly name?: string
+  /**
+   * Serde of the keys on the repartition topic of a re-keyed stream. Default: the stream's key serde,
+   * else the table's, so the stream's records land in the partitions of the table's keys.
+   */
+  readonly keySerde?: Serde<K>
+  /** Serde of the stream's values on its repartition topic. */
+  readonly valueSerde?: Serde<V>
   /**
    * How long stream records wait for late table updates before they are joined (Kafka Streams'
    * `Joined.withGracePeriod`, KIP-923): a record at t is joined once the stream's largest timestamp

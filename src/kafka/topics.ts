@@ -1,5 +1,6 @@
 import { PunctualError } from '../errors.js'
-import type { Subtopology, Topology } from '../processor/topology.js'
+import { partitionCounts } from '../processor/partition-counts.js'
+import type { Topology } from '../processor/topology.js'
 
 /** A topic the application creates on the cluster (a repartition or changelog topic). */
 export interface InternalTopic {
@@ -50,7 +51,8 @@ const REPARTITION = { 'cleanup.policy': 'delete', 'retention.ms': '-1', 'segment
  * - source and sink topics the topology does not own must exist (punctual does not guess their
  *   partition counts);
  * - a repartition topic is `<applicationId>-<name>`, with as many partitions as the sub-topology that
- *   writes it has tasks;
+ *   reads it has tasks (partitionCounts: the count of the topics it is co-partitioned with, else of the
+ *   sub-topology writing it);
  * - each store has a compacted changelog `<applicationId>-<store>-changelog`, and each sub-topology one
  *   for punctual's own parts, with as many partitions as the sub-topology has tasks;
  * - co-partitioned source topics (the sources of one sub-topology) have equal partition counts, and a
@@ -71,26 +73,9 @@ export function planTopics(topology: Topology, applicationId: string, existing: 
   const problems: string[] = []
   const { sources, sinks } = topology.topicNames()
   const subs = topology.subtopologies()
-  const partitions = new Map<number, number>()
-  // A repartition topic has the partition count of the sub-topology writing it; that one may read
-  // repartition topics itself, so counts are settled in passes until none changes.
-  const writers = new Map<string, Subtopology>()
-  for (const sub of subs) for (const node of sub.nodes) if (node.kind === 'sink' && internal.has(node.topic)) writers.set(node.topic, sub)
-  const countOf = (topic: string): number | undefined => {
-    if (!internal.has(topic)) return existing.get(topic)
-    const writer = writers.get(topic)
-    return writer === undefined ? undefined : partitions.get(writer.id)
-  }
-  for (let changed = true; changed; ) {
-    changed = false
-    for (const sub of subs) {
-      if (partitions.has(sub.id)) continue
-      const counts = sub.sourceTopics.map(countOf)
-      if (counts.some((c) => c === undefined)) continue
-      partitions.set(sub.id, Math.max(...(counts as number[])))
-      changed = true
-    }
-  }
+  const sizes = partitionCounts(topology, (t) => (internal.has(t) ? undefined : existing.get(t)))
+  const partitions = sizes.tasks
+  const countOf = (topic: string): number | undefined => (internal.has(topic) ? sizes.internal.get(topic) : existing.get(topic))
 
   const missing = [...new Set([...sources, ...sinks])].filter((t) => !internal.has(t) && !existing.has(t))
   if (missing.length > 0) problems.push(`these topics do not exist on the cluster: ${missing.join(', ')} (the application creates only its repartition and changelog topics)`)
@@ -113,8 +98,7 @@ export function planTopics(topology: Topology, applicationId: string, existing: 
     create.push({ name, partitions: count, config })
   }
   for (const topic of internal) {
-    const writer = writers.get(topic)
-    const count = writer === undefined ? undefined : partitions.get(writer.id)
+    const count = sizes.internal.get(topic)
     if (count === undefined) continue
     plan(clusterName(topic), count, REPARTITION)
     repartition.add(clusterName(topic))

@@ -4,6 +4,7 @@ import type { ErrorHandler } from '../processor/errors.js'
 import type { InputPartition, RecordCollector } from '../processor/record-io.js'
 import { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
+import { partitionCounts } from '../processor/partition-counts.js'
 import type { Subtopology, Topology } from '../processor/topology.js'
 import type { Clock } from '../time/clock.js'
 import type { Committer } from './committer.js'
@@ -51,10 +52,14 @@ export interface TaskDefinition {
 
 /**
  * Every task of a topology over these topics: one per input partition of each sub-topology (Kafka
- * Streams' task model). Sink topics are created first, so keys are partitioned over their final count;
- * co-partitioned source topics must have equal partition counts.
+ * Streams' task model). Repartition topics not created explicitly are sized as Kafka Streams sizes them
+ * (partitionCounts), and every sink topic is created before any task runs, so keys are partitioned
+ * over their final count; co-partitioned source topics must have equal partition counts.
  */
 export function taskDefinitions(topology: Topology, topics: TopicRegistry): TaskDefinition[] {
+  const internal = topology.internalTopics()
+  const sizes = partitionCounts(topology, (t) => (topics.has(t) ? topics.partitionsFor(t) : internal.has(t) ? undefined : topics.partitionsFor(t)))
+  for (const [topic, count] of sizes.internal) if (!topics.has(topic)) topics.create(topic, count)
   for (const sub of topology.subtopologies()) for (const node of sub.nodes) if (node.kind === 'sink') topics.partitions(node.topic)
   return tasksOf(topology, (sub) => {
     const counts = sub.sourceTopics.map((t) => topics.partitions(t).length)

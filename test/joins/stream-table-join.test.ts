@@ -171,6 +171,27 @@ describe('stream-table joins', () => {
     assert.throws(() => b.stream<string, string>('stream', str).join(derived, joined), /join: table "only-some" cannot be read by key yet/)
   })
 
+  it('a re-keyed stream meets a table of more partitions: the repartition topic takes the table’s count', async () => {
+    const b = new StreamsBuilder()
+    const table = b.table<string, string>('airports', str)
+    b.stream<string, string>('flights', str)
+      .selectKey((_flight, origin) => origin)
+      .join(table, (origin, city) => `${origin} ${city}`, { name: 'city' })
+      .to('out', str)
+    const rt = new EmbeddedRuntime(b.build(), { applicationId: 'rekeyed', topics: { flights: { partitions: 2 }, airports: { partitions: 3 } }, logger: silentLogger })
+    const out: string[] = []
+    rt.subscribe<string, string>('out', (r) => out.push(`${r.key}=${r.value}`), str)
+    rt.start()
+    const airports = { SEA: 'Seattle', SFO: 'San Francisco', BOS: 'Boston', JFK: 'New York' }
+    for (const [code, city] of Object.entries(airports)) rt.producer<string, string>('airports').send(code, city, 1)
+    await rt.idle()
+    Object.keys(airports).forEach((code, i) => rt.producer<string, string>('flights').send(`flight-${i}`, code, 10))
+    await rt.idle()
+    await rt.stop()
+    assert.equal(rt.committedEndOffsets('city-left-repartition').length, 3)
+    assert.deepEqual(out.sort(), ['BOS=BOS Boston', 'JFK=JFK New York', 'SEA=SEA Seattle', 'SFO=SFO San Francisco'])
+  })
+
   it('restarts exactly: the table’s store (plain or versioned) and the grace buffer are committed and restored with the rest', async () => {
     await fc.assert(
       fc.asyncProperty(fc.boolean(), fc.constantFrom<Versioning | undefined>(undefined, { history: 8 }, { history: 8, grace: 4 }), inputsArb(45), async (left, versioning, inputs) => {

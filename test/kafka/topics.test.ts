@@ -46,6 +46,19 @@ describe('Kafka topics of a topology', () => {
     assert.deepEqual([...plan.repartition], ['app-by-value-repartition'], 'the topics whose read records are purged')
   })
 
+  it('sizes a repartition topic read beside a topic of the user by that topic, as Kafka Streams co-partitions them', () => {
+    // in (2 partitions) -> selectKey -> join table (8 partitions): the repartition topic takes 8, not 2.
+    const b = new StreamsBuilder()
+    const table = b.table<string, string>('table', { keySerde: Serdes.String(), valueSerde: Serdes.String() })
+    b.stream<string, string>('in', { keySerde: Serdes.String(), valueSerde: Serdes.String() })
+      .selectKey((_k, v) => v)
+      .join(table, (v, t) => `${v}${t}`, { name: 'lookup' })
+      .to('out')
+    const plan = planTopics(b.build(), 'app', new Map([['in', 2], ['table', 8], ['out', 1]]))
+    assert.deepEqual([...plan.partitions], [[0, 8], [1, 2]], 'the join (with the table) 8 tasks, the re-keying 2')
+    assert.deepEqual(plan.create.find((t) => t.name === 'app-lookup-left-repartition')?.partitions, 8)
+  })
+
   it('reports topics that do not exist, and co-partitioned topics of different counts, naming topics and counts', () => {
     const missing = planError(() => planTopics(topology(), 'app', new Map([['in', 4]])))
     assert.match(missing, /these topics do not exist on the cluster: out/)
