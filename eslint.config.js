@@ -11,7 +11,7 @@ const forbid = (files, folders, why, extra = []) => ({
   rules: { 'no-restricted-imports': ['error', { patterns: [{ group: [...folders.map((f) => `**/${f}/*`), ...extra], message: why }] }] },
 })
 const ABOVE_ENGINE = ['runtime', 'kafka', 'testing', 'conformance', 'cli']
-const ENGINE = ['processor', 'keyed', 'windows', 'suppress', 'joins', 'dsl', 'state', 'log']
+const ENGINE = ['processor', 'keyed', 'windows', 'suppress', 'joins', 'dsl', 'state', 'log', 'query']
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'conformance/kafka-streams/target/**', 'docs/api/**'] },
@@ -36,6 +36,12 @@ export default tseslint.config(
     ['src/{keyed,windows,suppress,joins,dsl}/**'],
     ['log', ...ABOVE_ENGINE],
     'Keyed state, windows, suppression, joins and the DSL build on the public processor API; the task that runs them (processor/internal) uses them, not the other way round.',
+    ['**/processor/internal/*'],
+  ),
+  forbid(
+    ['src/query/**'],
+    ['log', ...ABOVE_ENGINE],
+    'Interactive queries read the stores through their builders (StoreBuilder.query); the runtimes hand them their tasks.',
     ['**/processor/internal/*'],
   ),
   forbid(

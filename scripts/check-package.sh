@@ -16,13 +16,13 @@ npm install --no-audit --no-fund --loglevel=error "$tarball" tsx typescript@~5.9
 cat > tsconfig.json <<'JSON'
 { "compilerOptions": { "target": "ES2022", "module": "NodeNext", "moduleResolution": "NodeNext", "strict": true, "noEmit": true, "skipLibCheck": false, "types": ["node"] } }
 JSON
-# The README's blocks: the minimal app, the tour (processor, test driver, DSL, joins).
+# The README's blocks: the minimal app, the tour (processor, test driver, DSL, joins, queries).
 node - "$root/README.md" <<'JS'
 const { readFileSync, writeFileSync } = await import('node:fs')
 const blocks = [...readFileSync(process.argv[2], 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1])
 writeFileSync('app.ts', blocks[0])
-const imports = "import { BufferConfig, JoinWindows, StreamsBuilder, Suppressed, TimeWindows } from 'punctual'\nimport type { Windowed } from 'punctual'\n"
-writeFileSync('tour.ts', imports + blocks[1] + blocks[2] + '\nconst builder = new StreamsBuilder()\n' + blocks[3] + blocks[4])
+const imports = "import { BufferConfig, EmbeddedRuntime, JoinWindows, QueryableStoreTypes, StreamsBuilder, Suppressed, TimeWindows, silentLogger } from 'punctual'\nimport type { Windowed } from 'punctual'\n"
+writeFileSync('tour.ts', imports + blocks[1] + blocks[2] + '\nconst builder = new StreamsBuilder()\n' + blocks[3] + blocks[4] + blocks[5])
 // The guides' first blocks are complete programs: each must compile on its own.
 for (const guide of ['punctuations', 'timers-and-ttl', 'windows-and-suppression', 'joins']) {
   const text = readFileSync(process.argv[2].replace(/README\.md$/, `docs/${guide}.md`), 'utf8')
@@ -30,7 +30,8 @@ for (const guide of ['punctuations', 'timers-and-ttl', 'windows-and-suppression'
 }
 JS
 npx tsc -p .
-npx tsx tour.ts
+tour="$(npx tsx tour.ts)"
+[ "$tour" = "1 [ [ '/home', 1 ] ]" ] || { echo "the README's query printed '$tour', not \"1 [ [ '/home', 1 ] ]\"" >&2; exit 1; }
 out="$(npx punctual run app.ts --state-dir ./state 2>/dev/null)"
 [ "$out" = "k HELLO" ] || { echo "the README's app printed '$out', not 'k HELLO'" >&2; exit 1; }
 npx punctual scenario run node_modules/punctual/conformance/scenarios --check | tail -1

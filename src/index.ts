@@ -26,6 +26,8 @@ export type {
   StoreKey,
   StreamRecord,
   TaskId,
+  ReadOnlyKeyValueStore,
+  ReadOnlyVersionedKeyValueStore,
   VersionedKeyValueStore,
   VersionedRecord,
 } from './processor/api.js'
@@ -36,7 +38,9 @@ export type { SinkOptions, SourceOptions, StreamPartitioner } from './processor/
 export { ErrorHandlers } from './processor/errors.js'
 export type { DropReason, ErrorContext, ErrorHandler, ErrorHandlerResponse } from './processor/errors.js'
 export { Stores } from './state/stores.js'
-export type { StoreBuilder, StoreSerdes } from './state/stores.js'
+export type { QueryableStoreKind, StoreBuilder, StoreQuery, StoreSerdes } from './state/stores.js'
+export { QueryableStoreTypes } from './query/queryable-stores.js'
+export type { QueryableStoreType } from './query/queryable-stores.js'
 
 export { StateDescriptors } from './keyed/api.js'
 export type {
@@ -65,7 +69,7 @@ export { KTable } from './dsl/ktable.js'
 export { KGroupedStream, TimeWindowedKStream, SessionWindowedKStream } from './dsl/grouped.js'
 export type { Consumed, Grouped, KeyValue, KeyValueMaterialized, Materialized, Produced, TableOptions } from './dsl/options.js'
 export { TimeWindows, SessionWindows, SlidingWindows } from './windows/windows.js'
-export type { Window, Windowed } from './windows/windows.js'
+export type { ReadOnlySessionStore, ReadOnlyWindowStore, Window, Windowed } from './windows/windows.js'
 export { JoinWindows } from './joins/join-windows.js'
 export type { Joined, StreamJoined, ValueJoiner } from './joins/join-windows.js'
 export { BufferConfig, Suppressed } from './suppress/config.js'

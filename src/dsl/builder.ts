@@ -44,8 +44,10 @@ export class StreamsBuilder {
     const materialization: TableMaterialization<K> = { storeName: undefined, keyId: undefined, ...(history === undefined ? {} : { historyRetentionMs: history }) }
     this.topology.addProcessor(name, () => tableSourceProcessor<K, V>(materialization), source)
     const table = new KTable<K, V>(this, name, keySerde, valueSerde, undefined, materialization, options.storeName)
-    // A versioned table keeps its versions whether or not something joins it (its store is its point).
-    if (history !== undefined) table.valueStore('table')
+    // A versioned table keeps its versions whether or not something joins it (its store is its point),
+    // and a table whose store is named keeps its values for interactive queries (Kafka Streams'
+    // Materialized.as).
+    if (history !== undefined || options.storeName !== undefined) table.valueStore('table')
     return table
   }
 

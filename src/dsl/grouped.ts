@@ -7,6 +7,8 @@ import { SessionAggregateProcessor, sessionStore } from '../windows/session-aggr
 import { WindowAggregateProcessor } from '../windows/window-aggregate.js'
 import { SlidingAggregateProcessor, slidingStore } from '../windows/sliding-aggregate.js'
 import { TimeWindowStore } from '../windows/time-window-store.js'
+import { sessionQuery, slidingWindowQuery, timeWindowQuery } from '../windows/queryable.js'
+import { keyIdQuery } from './queryable.js'
 import type { SessionWindows, SlidingWindows, TimeWindows, Windowed } from '../windows/windows.js'
 import type { StreamsBuilder } from './builder.js'
 import { KTable } from './ktable.js'
@@ -36,7 +38,8 @@ export class KGroupedStream<K, V> {
 
   aggregate<VA>(initializer: () => VA, aggregator: (key: K, value: V, aggregate: VA) => VA, materialized: KeyValueMaterialized<K, VA> = {}): KTable<K, VA> {
     const name = materialized.name ?? this.builder.newName('KSTREAM-AGGREGATE')
-    const keyId = keyIdFunction(keySerdeOr(this.keySerde))
+    const keySerde = keySerdeOr(this.keySerde)
+    const keyId = keyIdFunction(keySerde)
     const storeName = `${name}-store`
     const storeType = materialized.storeType ?? 'persistent'
     if (storeType !== 'persistent' && storeType !== 'inMemory') {
@@ -45,9 +48,12 @@ export class KGroupedStream<K, V> {
     this.builder.graph
       .addProcessor(name, aggregateProcessor(initializer, aggregator, keyId, storeName), this.node)
       .addStateStore(
-        storeType === 'persistent'
-          ? Stores.persistentKeyValueStore<string, { readonly agg: VA }>(storeName)
-          : Stores.inMemoryKeyValueStore<string, { readonly agg: VA }>(storeName),
+        {
+          ...(storeType === 'persistent'
+            ? Stores.persistentKeyValueStore<string, { readonly agg: VA }>(storeName)
+            : Stores.inMemoryKeyValueStore<string, { readonly agg: VA }>(storeName)),
+          query: keyIdQuery(keyId, keySerde, (stored: { readonly agg: VA }) => stored.agg),
+        },
         name,
       )
     return new KTable<K, VA>(this.builder, name, materialized.keySerde ?? this.keySerde, materialized.valueSerde, undefined)
@@ -91,12 +97,12 @@ export class TimeWindowedKStream<K, V> {
       const storeName = `${name}-store`
       this.builder.graph
         .addProcessor(name, () => new WindowAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName, finalResults.enabled()), this.node)
-        .addStateStore({ name: storeName, build: () => new TimeWindowStore<K, VA>(storeName, windows.sizeMs) }, name)
+        .addStateStore({ name: storeName, query: timeWindowQuery<K, VA>(keyId), build: () => new TimeWindowStore<K, VA>(storeName, windows.sizeMs) }, name)
     } else {
       const storeName = `${name}-store`
       this.builder.graph
         .addProcessor(name, () => new SlidingAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName), this.node)
-        .addStateStore({ name: storeName, build: () => slidingStore<K, VA>(storeName, windows.timeDifferenceMs) }, name)
+        .addStateStore({ name: storeName, query: slidingWindowQuery<K, VA>(keyId), build: () => slidingStore<K, VA>(storeName, windows.timeDifferenceMs) }, name)
     }
     return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, {
       graceMs: windows.graceMs,
@@ -139,7 +145,7 @@ export class SessionWindowedKStream<K, V> {
     const storeName = `${name}-store`
     this.builder.graph
       .addProcessor(name, () => new SessionAggregateProcessor<K, V, VA>(windows, { initializer, aggregator, merger }, keyId, storeName), this.node)
-      .addStateStore({ name: storeName, build: () => sessionStore<K, VA>(storeName) }, name)
+      .addStateStore({ name: storeName, query: sessionQuery<K, VA>(keyId), build: () => sessionStore<K, VA>(storeName) }, name)
     // A session closes `gap` after its end, then has its grace (as in Kafka Streams), so final results
     // wait for both.
     return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, { graceMs: windows.graceMs + windows.gapMs, keySerde: keySerde as Serde<unknown>, sessions: true })

@@ -21,6 +21,7 @@ import type { Named } from './kstream.js'
 import { PunctualError } from '../errors.js'
 import { Stores } from '../state/stores.js'
 import type { StoreBuilder } from '../state/stores.js'
+import { keyIdQuery, versionedKeyIdQuery } from './queryable.js'
 
 /** What a windowed table knows of its windows: the grace period, the key serde, whether they are sessions. */
 export interface WindowedTableInfo {
@@ -98,9 +99,13 @@ export class KTable<K, V> {
     if (tellHeldBefore) m.tellsHeldBefore = true
     if (m.storeName === undefined || m.keyId === undefined) {
       const storeName = this.storeName ?? `${this.node}-store`
-      m.keyId = keyIdFunction(this.keySerde ?? (Serdes.JSON<K>() as Serde<K>))
+      const keySerde = this.keySerde ?? (Serdes.JSON<K>() as Serde<K>)
+      const keyId = keyIdFunction(keySerde)
+      m.keyId = keyId
       const builder: StoreBuilder =
-        m.historyRetentionMs === undefined ? Stores.persistentKeyValueStore<string, TableEntry<V>>(storeName) : Stores.persistentVersionedKeyValueStore<string, V>(storeName, m.historyRetentionMs)
+        m.historyRetentionMs === undefined
+          ? { ...Stores.persistentKeyValueStore<string, TableEntry<V>>(storeName), query: keyIdQuery(keyId, keySerde, (entry: TableEntry<V>) => entry.v) }
+          : { ...Stores.persistentVersionedKeyValueStore<string, V>(storeName, m.historyRetentionMs), query: versionedKeyIdQuery<K, V>(keyId) }
       this.builder.graph.addStateStore(builder, this.node)
       m.storeName = storeName
     }

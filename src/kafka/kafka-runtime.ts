@@ -39,6 +39,8 @@ import { KafkaCommitBackend } from './kafka-commit-backend.js'
 import { afterRestore, NO_COMMIT, parseCommitMark } from './commit-numbers.js'
 import type { CommitMark } from './commit-numbers.js'
 import { RepartitionPurger } from './repartition-purger.js'
+import { localStores, queryableStore } from '../query/queryable-stores.js'
+import type { QueryableStoreType } from '../query/queryable-stores.js'
 import type { DeleteRecords } from './repartition-purger.js'
 import type { CommitClient, PartitionOffset } from './kafka-commit-backend.js'
 import { ProducerSink } from './producer-sink.js'
@@ -335,6 +337,21 @@ export class KafkaRuntime {
   /** How many commits ran and how long they took (undefined before start). */
   commitStats(): CommitStats | undefined {
     return this.committer?.stats()
+  }
+
+  /**
+   * A read-only view of store `name` for interactive queries, over the tasks this instance runs now (as
+   * `EmbeddedRuntime.store`; Kafka Streams' `KafkaStreams.store` with local stores): a key whose task
+   * another instance runs is not found here. Calls while the runtime is not running fail with
+   * ILLEGAL_STATE.
+   */
+  store<T>(name: string, type: QueryableStoreType<T>): T {
+    return queryableStore(this.topology, name, type, (storeName) => {
+      if (this.currentState !== 'RUNNING') {
+        throw new PunctualError('ILLEGAL_STATE', `store "${storeName}": the runtime is ${this.currentState}; stores can be queried while it runs`)
+      }
+      return localStores(this.tasks, storeName)
+    })
   }
 
   /** The tasks this instance runs now. */

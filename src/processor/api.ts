@@ -130,6 +130,29 @@ export interface VersionedKeyValueStore<K extends StoreKey, V> extends StateStor
   get(key: K, asOfTimestamp: number): VersionedRecord<V> | null
 }
 
+/**
+ * A read-only view of a key-value store for interactive queries (Kafka Streams'
+ * `ReadOnlyKeyValueStore`), over every task of the application instance that holds the store.
+ */
+export interface ReadOnlyKeyValueStore<K, V> {
+  /** The key's value, or undefined. */
+  get(key: K): V | undefined
+  /**
+   * Entries whose keys lie from `from` to `to`, both included, in key order (each task's entries in
+   * turn): for the DSL's stores the order of the serialized keys, as in Kafka Streams.
+   */
+  range(from: K, to: K): Array<[K, V]>
+  /** Every entry, in key order within each task. */
+  all(): Array<[K, V]>
+  approximateNumEntries(): number
+}
+
+/** A read-only view of a versioned key-value store for interactive queries. */
+export interface ReadOnlyVersionedKeyValueStore<K, V> {
+  /** The latest version, or the one valid at `asOfTimestamp`; null when there is none. */
+  get(key: K, asOfTimestamp?: number): VersionedRecord<V> | null
+}
+
 export interface TaskId {
   /** Index of the sub-topology (a connected part of the topology). */
   readonly subtopology: number

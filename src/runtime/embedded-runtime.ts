@@ -34,6 +34,8 @@ import { TaskManager } from './task-manager.js'
 import type { RestoreProgress } from './task-manager.js'
 import type { RestoreReport } from './task-factory.js'
 import { TaskLoop } from './task-loop.js'
+import { localStores, queryableStore } from '../query/queryable-stores.js'
+import type { QueryableStoreType } from '../query/queryable-stores.js'
 import type { RecordListener, SubscribeFrom } from './subscriptions.js'
 import { validateRuntimeConfig } from './config.js'
 import type { EmbeddedRuntimeConfig, ValidRuntimeConfig } from './config.js'
@@ -331,9 +333,10 @@ export class EmbeddedRuntime {
   }
 
   /**
-   * @internal Resolves once no commit is being written and no processing run is pending: a test on a
-   * manual clock waits for it before moving the clock, so that what fires does not depend on how fast
-   * the disk is.
+   * Resolves once the records appended so far are processed (no processing run is pending) and no
+   * commit is being written: read the stores or move a manual clock after it, so that what a query sees
+   * or what fires does not depend on how fast the machine is. Rejects with the error of a commit that
+   * failed.
    */
   idle(): Promise<void> {
     return this.loop.idle()
@@ -375,6 +378,24 @@ export class EmbeddedRuntime {
   committedEndOffsets(topic: string): number[] {
     if (this.durableTopics !== undefined) return this.durableTopics.committedEnds(topic)
     return this.topics.partitions(topic).map((l) => l.endOffset())
+  }
+
+  /**
+   * A read-only view of store `name` for interactive queries (Kafka Streams' `KafkaStreams.store`):
+   * key-value `get`, `range`, `all`, `approximateNumEntries`; window `fetch` and `fetchAll`; session
+   * `fetch` and `findSessions`; versioned `get(key, asOf)`, as `type` says
+   * (`QueryableStoreTypes.keyValueStore<K, V>()`, ...). It reads every task's instance of the store at
+   * each call, between records, so it sees the state as processed so far (committed or not). Calls
+   * while the runtime is not running fail with ILLEGAL_STATE; a store the topology does not have, one
+   * that cannot be queried, or the wrong type fail here, naming the store.
+   */
+  store<T>(name: string, type: QueryableStoreType<T>): T {
+    return queryableStore(this.topology, name, type, (storeName) => {
+      if (this.currentState !== 'RUNNING') {
+        throw new PunctualError('ILLEGAL_STATE', `store "${storeName}": the runtime is ${this.currentState}; stores can be queried while it runs`)
+      }
+      return localStores(this.tasks, storeName)
+    })
   }
 
   /** Number of tasks: one per input partition of each sub-topology. */

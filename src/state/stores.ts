@@ -1,5 +1,5 @@
 import { PunctualError } from '../errors.js'
-import type { KeyValueStore, StateStore, StoreKey, VersionedKeyValueStore } from '../processor/api.js'
+import type { KeyValueStore, ReadOnlyKeyValueStore, ReadOnlyVersionedKeyValueStore, StateStore, StoreKey, VersionedKeyValueStore } from '../processor/api.js'
 import { InMemoryVersionedKeyValueStore } from './versioned-store.js'
 import type { Serde } from '../processor/serdes.js'
 import { PersistentKeyValueStore } from './persistent-store.js'
@@ -19,7 +19,22 @@ export interface StoreBuilder<S extends StateStore = StateStore> {
   readonly keySerde?: Serde<unknown> | undefined
   /** How the store's values are written to its changelog; without, as MessagePack (see `StoreSerdes`). */
   readonly valueSerde?: Serde<unknown> | undefined
+  /** How interactive queries read the store; without, it cannot be queried. */
+  readonly query?: StoreQuery
   build(): S
+}
+
+/** The kinds of store interactive queries know (`QueryableStoreTypes`). */
+export type QueryableStoreKind = 'keyValue' | 'window' | 'session' | 'versioned'
+
+/**
+ * How interactive queries read one kind of store: a read-only view of one task's instance, in the
+ * application's keys and values (a `ReadOnlyKeyValueStore`, `ReadOnlyWindowStore`,
+ * `ReadOnlySessionStore` or `ReadOnlyVersionedKeyValueStore` as `kind` says).
+ */
+export interface StoreQuery {
+  readonly kind: QueryableStoreKind
+  view(store: StateStore): object
 }
 
 /** The serdes of a key-value store's changelog (Kafka Streams' `Stores.keyValueStoreBuilder(supplier, keySerde, valueSerde)`). */
@@ -89,13 +104,36 @@ function compareKeys(a: StoreKey, b: StoreKey): number {
   return a < b ? -1 : a > b ? 1 : 0
 }
 
+/** Queries of a key-value store whose keys are the application's own. */
+const KEY_VALUE_QUERY: StoreQuery = {
+  kind: 'keyValue',
+  view: (store) => {
+    const s = store as KeyValueStore<StoreKey, unknown>
+    return {
+      get: (key: StoreKey) => s.get(key),
+      range: (from: StoreKey, to: StoreKey) => [...s.all()].filter(([k]) => compareKeys(k, from) >= 0 && compareKeys(k, to) <= 0),
+      all: () => [...s.all()],
+      approximateNumEntries: () => s.approximateNumEntries(),
+    } satisfies ReadOnlyKeyValueStore<StoreKey, unknown>
+  },
+}
+
+/** Queries of a versioned store whose keys are the application's own. */
+const VERSIONED_QUERY: StoreQuery = {
+  kind: 'versioned',
+  view: (store) => {
+    const s = store as VersionedKeyValueStore<StoreKey, unknown>
+    return { get: (key: StoreKey, asOf?: number) => (asOf === undefined ? s.get(key) : s.get(key, asOf)) } satisfies ReadOnlyVersionedKeyValueStore<StoreKey, unknown>
+  },
+}
+
 export const Stores = {
   /**
    * A key-value store held in memory. With a state directory, commits save its changes and a restart
    * loads it back whole.
    */
   inMemoryKeyValueStore<K extends StoreKey, V>(name: string, serdes: StoreSerdes<K, V> = {}): StoreBuilder<KeyValueStore<K, V>> {
-    return { name, ...storeSerdes(name, serdes), build: () => new InMemoryKeyValueStore<K, V>(name) }
+    return { name, ...storeSerdes(name, serdes), query: KEY_VALUE_QUERY, build: () => new InMemoryKeyValueStore<K, V>(name) }
   },
   /**
    * A key-value store on disk when the application has a state directory (state may outgrow memory; a
@@ -107,7 +145,7 @@ export const Stores = {
     if (!Number.isSafeInteger(cacheEntries) || cacheEntries < 0) {
       throw new PunctualError('INVALID_CONFIG', `store "${name}": cacheEntries must be an integer >= 0, got ${JSON.stringify(options.cacheEntries)}`)
     }
-    return { name, persistent: true, ...storeSerdes(name, options), build: () => new PersistentKeyValueStore<K, V>(name, cacheEntries) }
+    return { name, persistent: true, ...storeSerdes(name, options), query: KEY_VALUE_QUERY, build: () => new PersistentKeyValueStore<K, V>(name, cacheEntries) }
   },
   /**
    * A versioned key-value store (Kafka Streams' `Stores.persistentVersionedKeyValueStore`, KIP-889):
@@ -119,7 +157,7 @@ export const Stores = {
     if (!Number.isSafeInteger(historyRetentionMs) || historyRetentionMs < 0) {
       throw new PunctualError('INVALID_CONFIG', `store "${name}": historyRetentionMs must be an integer >= 0, got ${JSON.stringify(historyRetentionMs)}`)
     }
-    return { name, ...storeSerdes(name, serdes), build: () => new InMemoryVersionedKeyValueStore<K, V>(name, historyRetentionMs) }
+    return { name, ...storeSerdes(name, serdes), query: VERSIONED_QUERY, build: () => new InMemoryVersionedKeyValueStore<K, V>(name, historyRetentionMs) }
   },
 } as const
 

@@ -17,6 +17,8 @@ import type { Topology } from '../processor/topology.js'
 import { ManualClock } from '../time/clock.js'
 import { consoleLogger } from '../util/logger.js'
 import { temporaryStateDir } from '../util/state-dir.js'
+import { localStores, queryableStore } from '../query/queryable-stores.js'
+import type { QueryableStoreType } from '../query/queryable-stores.js'
 
 export interface TestDriverOptions {
   /** Start of the manual wall clock, epoch ms. @default 0 */
@@ -121,6 +123,18 @@ export class TopologyTestDriver {
       if (store !== undefined) return store as S
     }
     return undefined
+  }
+
+  /**
+   * A read-only view of store `name`, as the runtimes' interactive queries give it
+   * (`EmbeddedRuntime.store`): `QueryableStoreTypes.keyValueStore<K, V>()`, `windowStore`,
+   * `sessionStore` or `versionedKeyValueStore`, in the application's keys and values.
+   */
+  store<T>(name: string, type: QueryableStoreType<T>): T {
+    return queryableStore(this.topology, name, type, (storeName) => {
+      this.assertOpen()
+      return localStores(this.tasks, storeName)
+    })
   }
 
   getKeyValueStore<K extends StoreKey, V>(name: string): KeyValueStore<K, V> | undefined {

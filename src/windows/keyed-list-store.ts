@@ -57,6 +57,11 @@ export class KeyedListStore<K, T> {
     this.maxStart.value = t
   }
 
+  /** Every key's windows, in key id order (for interactive queries: a sort per call). */
+  inKeyIdOrder(): Array<KeyedList<K, T>> {
+    return [...this.byKey.keys()].sort().map((id) => this.byKey.get(id) as KeyedList<K, T>)
+  }
+
   get(id: string): KeyedList<K, T> | undefined {
     return this.byKey.get(id)
   }

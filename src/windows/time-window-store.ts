@@ -115,6 +115,23 @@ export class TimeWindowStore<K, VA> {
     return out
   }
 
+  /** The open windows' cells with starts from `from` to `to` (both included): oldest window first, each in windowed key id order. */
+  cellsBetween(from: number, to: number): Array<WindowCell<K, VA>> {
+    const out: Array<WindowCell<K, VA>> = []
+    for (const start of this.starts) {
+      if (start < from) continue
+      if (start > to) break
+      const cells = this.windows.get(start)
+      if (cells !== undefined) out.push(...inKeyIdOrder(cells))
+    }
+    return out
+  }
+
+  /** The starts of the open windows, oldest first. */
+  windowStarts(): readonly number[] {
+    return this.starts
+  }
+
   get(start: number, id: string): WindowCell<K, VA> | undefined {
     if (start !== this.lastStart) {
       this.lastStart = start

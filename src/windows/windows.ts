@@ -12,6 +12,29 @@ export interface Windowed<K> {
   readonly window: Window
 }
 
+/**
+ * A read-only view of a window store for interactive queries (Kafka Streams' `ReadOnlyWindowStore`):
+ * the windows a windowed aggregation holds (open windows: until their end plus the grace period).
+ */
+export interface ReadOnlyWindowStore<K, V> {
+  /** The key's aggregate in the window starting at `windowStart`, or undefined. */
+  fetch(key: K, windowStart: number): V | undefined
+  /** The key's windows starting from `timeFrom` to `timeTo` (both included), oldest first: [start, value]. */
+  fetch(key: K, timeFrom: number, timeTo: number): Array<[number, V]>
+  /** Every key's windows starting from `timeFrom` to `timeTo`, oldest window first. */
+  fetchAll(timeFrom: number, timeTo: number): Array<[Windowed<K>, V]>
+  /** Every window held. */
+  all(): Array<[Windowed<K>, V]>
+}
+
+/** A read-only view of a session store for interactive queries (Kafka Streams' `ReadOnlySessionStore`). */
+export interface ReadOnlySessionStore<K, V> {
+  /** The key's sessions, oldest first. */
+  fetch(key: K): Array<[Windowed<K>, V]>
+  /** The key's sessions that end at or after `earliestSessionEndTime` and start at or before `latestSessionStartTime`. */
+  findSessions(key: K, earliestSessionEndTime: number, latestSessionStartTime: number): Array<[Windowed<K>, V]>
+}
+
 /** A duration or time difference in ms, checked: an integer >= `min`, else an error naming `name` and the value. */
 export function ms(name: string, v: number, min: number): number {
   if (!Number.isSafeInteger(v) || v < min) throw invalidConfig(name, `must be an integer >= ${min}, got ${JSON.stringify(v)}`)

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { silentLogger } from '../../src/index.js'
+import { QueryableStoreTypes, silentLogger } from '../../src/index.js'
 import type { Logger } from '../../src/util/logger.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import type { ProcessingGuarantee } from '../../src/kafka/config.js'
@@ -21,6 +21,15 @@ function recordingLogger(onInfo: (fields: Record<string, unknown>) => void): Log
   return logger
 }
 
+/** The windows of the `counts` aggregation a runtime holds, through an interactive query. */
+function windowsOf(rt: { store: KafkaRuntime['store'] }): string[] {
+  return rt
+    .store('counts-store', QueryableStoreTypes.windowStore<string, number>())
+    .all()
+    .map(([w, n]) => `${w.key}@${w.window.start}=${n}`)
+    .sort()
+}
+
 describe('KafkaRuntime on a real broker', () => {
   const broker = onSharedBroker('rt')
   const { run } = broker
@@ -38,8 +47,11 @@ describe('KafkaRuntime on a real broker', () => {
       await broker.cluster.createTopic(`${name}-out`, PARTITIONS)
       const input = records(6000)
       await broker.cluster.produce(`${name}-in`, PARTITIONS, input)
-      const expected = await embedded(input)
+      // The windows still open at the end, as interactive queries show them.
+      let openWindows: string[] = []
+      const expected = await embedded(input, windowedFinal, (ref) => (openWindows = windowsOf(ref)))
       assert.ok(expected.length > 300, `enough final windows to compare: ${expected.length}`)
+      assert.ok(openWindows.length > 0, 'windows left open')
 
       const rt = runtime(`${name}-app`, `${name}-in`, `${name}-out`, guarantee)
       await rt.start()
@@ -49,6 +61,7 @@ describe('KafkaRuntime on a real broker', () => {
       assert.equal(inputs.length, PARTITIONS)
       assert.equal(inputs.reduce((n, i) => n + (i.endOffset ?? 0), 0), input.length)
       assert.deepEqual(inputs.map((i) => i.lag), inputs.map(() => 0))
+      assert.deepEqual(windowsOf(rt), openWindows, "interactive queries read the same open windows as the embedded run's")
       await rt.stop()
       assert.deepEqual(lines(await broker.cluster.readAll(`${name}-out`, PARTITIONS)), expected)
     })

@@ -57,14 +57,25 @@ export function ticks(input: string, output: string): Topology {
     .addSink('out', output, { keySerde: Serdes.String(), valueSerde: Serdes.String() }, 'ticker')
 }
 
-/** A topology (`windowedFinal` by default) in one embedded process: the output every Kafka run must match. */
-export async function embedded(input: readonly TextRecord[], topology: (input: string, output: string) => Topology = windowedFinal): Promise<string[]> {
+/**
+ * A topology (`windowedFinal` by default) in one embedded process: the output every Kafka run must
+ * match. `inspect` sees the runtime once every record is processed, before it stops.
+ */
+export async function embedded(
+  input: readonly TextRecord[],
+  topology: (input: string, output: string) => Topology = windowedFinal,
+  inspect?: (runtime: EmbeddedRuntime) => void,
+): Promise<string[]> {
   const out: string[] = []
   const rt = new EmbeddedRuntime(topology('in', 'out'), { applicationId: 'reference', logger: silentLogger, topics: { in: { partitions: PARTITIONS }, out: { partitions: PARTITIONS } } })
   rt.subscribe<string, string>('out', (r) => out.push(`${r.key}=${r.value}`))
   rt.start()
   const producer = rt.producer<string, string>('in')
   for (const r of input) producer.send(r.key, r.value, r.timestamp)
+  if (inspect !== undefined) {
+    await rt.idle()
+    inspect(rt)
+  }
   await rt.stop()
   return out.sort()
 }

@@ -1,0 +1,126 @@
+import { PunctualError } from '../errors.js'
+import type { ReadOnlyKeyValueStore, ReadOnlyVersionedKeyValueStore, StateStore } from '../processor/api.js'
+import type { Topology } from '../processor/topology.js'
+import type { QueryableStoreKind, StoreBuilder } from '../state/stores.js'
+import type { ReadOnlySessionStore, ReadOnlyWindowStore } from '../windows/windows.js'
+
+/** Which kind of store a query expects, and the view it returns (`QueryableStoreTypes`). */
+export interface QueryableStoreType<T> {
+  readonly kind: QueryableStoreKind
+  /** Never set: carries the view's type. */
+  readonly view?: T
+}
+
+/** The kinds of store interactive queries read (Kafka Streams' `QueryableStoreTypes`). */
+export const QueryableStoreTypes = {
+  /** Key-value stores: `Stores.*KeyValueStore`, aggregations (`count`, `reduce`, `aggregate`), tables with a store. */
+  keyValueStore: <K, V>(): QueryableStoreType<ReadOnlyKeyValueStore<K, V>> => ({ kind: 'keyValue' }),
+  /** Window stores: time-windowed and sliding-window aggregations. */
+  windowStore: <K, V>(): QueryableStoreType<ReadOnlyWindowStore<K, V>> => ({ kind: 'window' }),
+  /** Session stores: session-window aggregations. */
+  sessionStore: <K, V>(): QueryableStoreType<ReadOnlySessionStore<K, V>> => ({ kind: 'session' }),
+  /** Versioned stores: `Stores.persistentVersionedKeyValueStore`, versioned tables. */
+  versionedKeyValueStore: <K, V>(): QueryableStoreType<ReadOnlyVersionedKeyValueStore<K, V>> => ({ kind: 'versioned' }),
+} as const
+
+const TYPE_CALL: Readonly<Record<QueryableStoreKind, string>> = {
+  keyValue: 'QueryableStoreTypes.keyValueStore()',
+  window: 'QueryableStoreTypes.windowStore()',
+  session: 'QueryableStoreTypes.sessionStore()',
+  versioned: 'QueryableStoreTypes.versionedKeyValueStore()',
+}
+
+/**
+ * A read-only view of store `name` over the tasks an application instance runs (`local(name)` gives
+ * their instances of it at the moment of each call, so tasks that come and go are followed), as Kafka
+ * Streams' composite stores do: a key is looked up in each task until one has it; ranges and scans
+ * give each task's entries in turn. Refuses a store the topology does not have, one that cannot be
+ * queried, and a type that is not the store's, naming the store.
+ */
+export function queryableStore<T>(topology: Topology, name: string, type: QueryableStoreType<T>, local: (name: string) => readonly StateStore[]): T {
+  const builder = storeBuilder(topology, name)
+  const query = builder.query
+  if (query === undefined) {
+    throw new PunctualError('INVALID_ARGUMENT', `store "${name}" cannot be queried: interactive queries read the stores of Stores.*, aggregations and tables with a store, not a processor's internal or custom stores`)
+  }
+  if (type?.kind !== query.kind) {
+    const asked = typeof type?.kind === 'string' && type.kind in TYPE_CALL ? TYPE_CALL[type.kind] : JSON.stringify(type)
+    throw new PunctualError('INVALID_ARGUMENT', `store "${name}" is a ${query.kind} store; query it with ${TYPE_CALL[query.kind]}, not ${asked}`)
+  }
+  const views = new WeakMap<StateStore, object>()
+  const current = <V>(): V[] =>
+    local(name).map((store) => {
+      let view = views.get(store)
+      if (view === undefined) views.set(store, (view = query.view(store)))
+      return view as V
+    })
+  return composite(query.kind, current) as T
+}
+
+/** The instances of store `name` in `tasks` (those whose sub-topology has it). */
+export function localStores(tasks: Iterable<{ getStore(name: string): StateStore | undefined }>, name: string): StateStore[] {
+  const out: StateStore[] = []
+  for (const task of tasks) {
+    const store = task.getStore(name)
+    if (store !== undefined) out.push(store)
+  }
+  return out
+}
+
+function storeBuilder(topology: Topology, name: string): StoreBuilder {
+  const all: string[] = []
+  for (const sub of topology.subtopologies()) {
+    for (const builder of sub.stores) {
+      if (builder.name === name) return builder
+      all.push(builder.name)
+    }
+  }
+  throw new PunctualError('INVALID_ARGUMENT', `no store named "${name}" in this topology (its stores: ${all.length === 0 ? 'none' : all.join(', ')})`)
+}
+
+/** The first answer that is not `none`, over the views in turn. */
+function first<V, R>(views: readonly V[], ask: (view: V) => R, none: R): R {
+  for (const view of views) {
+    const answer = ask(view)
+    if (answer !== none) return answer
+  }
+  return none
+}
+
+function composite(kind: QueryableStoreKind, current: <V>() => V[]): object {
+  switch (kind) {
+    case 'keyValue': {
+      const views = current<ReadOnlyKeyValueStore<unknown, unknown>>
+      return {
+        get: (key) => first(views(), (v) => v.get(key), undefined),
+        range: (from, to) => views().flatMap((v) => v.range(from, to)),
+        all: () => views().flatMap((v) => v.all()),
+        approximateNumEntries: () => views().reduce((n, v) => n + v.approximateNumEntries(), 0),
+      } satisfies ReadOnlyKeyValueStore<unknown, unknown>
+    }
+    case 'window': {
+      const views = current<ReadOnlyWindowStore<unknown, unknown>>
+      function fetch(key: unknown, windowStart: number): unknown
+      function fetch(key: unknown, timeFrom: number, timeTo: number): Array<[number, unknown]>
+      function fetch(key: unknown, from: number, to?: number): unknown {
+        return to === undefined ? first(views(), (v) => v.fetch(key, from), undefined) : views().flatMap((v) => v.fetch(key, from, to))
+      }
+      return {
+        fetch,
+        fetchAll: (from, to) => views().flatMap((v) => v.fetchAll(from, to)),
+        all: () => views().flatMap((v) => v.all()),
+      } satisfies ReadOnlyWindowStore<unknown, unknown>
+    }
+    case 'session': {
+      const views = current<ReadOnlySessionStore<unknown, unknown>>
+      return {
+        fetch: (key) => views().flatMap((v) => v.fetch(key)),
+        findSessions: (key, earliestEnd, latestStart) => views().flatMap((v) => v.findSessions(key, earliestEnd, latestStart)),
+      } satisfies ReadOnlySessionStore<unknown, unknown>
+    }
+    case 'versioned': {
+      const views = current<ReadOnlyVersionedKeyValueStore<unknown, unknown>>
+      return { get: (key, asOf) => first(views(), (v) => v.get(key, asOf), null) } satisfies ReadOnlyVersionedKeyValueStore<unknown, unknown>
+    }
+  }
+}

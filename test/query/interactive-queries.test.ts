@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import fc from '../helpers/fc.js'
+import { freshStateDir } from '../helpers/durable.js'
+import {
+  EmbeddedRuntime,
+  JoinWindows,
+  QueryableStoreTypes,
+  Serdes,
+  SessionWindows,
+  SlidingWindows,
+  silentLogger,
+  Stores,
+  StreamsBuilder,
+  TimeWindows,
+} from '../../src/index.js'
+import type { Processor, ProcessorContext, KeyValueStore, StreamRecord, Topology } from '../../src/index.js'
+import { TopologyTestDriver } from '../../src/testing/index.js'
+
+const str = { keySerde: Serdes.String(), valueSerde: Serdes.String() }
+
+/** in -> count per key ('counts-store'), 10 ms tumbling windows ('windows-store'), sessions with a 5 ms gap ('sessions-store'), 10 ms sliding windows ('sliding-store'). */
+function aggregations(): Topology {
+  const b = new StreamsBuilder()
+  const grouped = b.stream<string, string>('in', str).groupByKey()
+  grouped.count({ name: 'counts' })
+  grouped.windowedBy(TimeWindows.ofSizeAndGrace(10, 100)).count({ name: 'windows' })
+  grouped.windowedBy(SessionWindows.ofInactivityGapAndGrace(5, 100)).count({ name: 'sessions' })
+  grouped.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(10, 100)).count({ name: 'sliding' })
+  return b.build()
+}
+
+describe('interactive queries', () => {
+  it('read an aggregation by key: get, range and all in serialized-key order, and the entry count', () => {
+    const d = new TopologyTestDriver(aggregations())
+    const input = d.createInputTopic('in', Serdes.String(), Serdes.String())
+    for (const [k, ts] of [['b', 1], ['a', 2], ['c', 3], ['b', 4], ['b', 5], ['d', 6]] as const) input.pipeInput(k, 'x', ts)
+    const counts = d.store('counts-store', QueryableStoreTypes.keyValueStore<string, number>())
+    assert.equal(counts.get('b'), 3)
+    assert.equal(counts.get('a'), 1)
+    assert.equal(counts.get('z'), undefined)
+    assert.deepEqual(counts.all(), [['a', 1], ['b', 3], ['c', 1], ['d', 1]])
+    assert.deepEqual(counts.range('b', 'c'), [['b', 3], ['c', 1]])
+    assert.equal(counts.approximateNumEntries(), 4)
+    // The view follows the store: a later record shows at the next call.
+    input.pipeInput('a', 'x', 7)
+    assert.equal(counts.get('a'), 2)
+    d.close()
+  })
+
+  it('read windowed aggregations: a window by start, a key’s windows over a time range, every window', () => {
+    const d = new TopologyTestDriver(aggregations())
+    const input = d.createInputTopic('in', Serdes.String(), Serdes.String())
+    for (const [k, ts] of [['a', 1], ['a', 12], ['b', 13], ['a', 14], ['a', 25]] as const) input.pipeInput(k, 'x', ts)
+    const windows = d.store('windows-store', QueryableStoreTypes.windowStore<string, number>())
+    assert.equal(windows.fetch('a', 10), 2)
+    assert.equal(windows.fetch('a', 11), undefined)
+    assert.deepEqual(windows.fetch('a', 0, 19), [[0, 1], [10, 2]])
+    assert.deepEqual(windows.fetch('a', 10, 20), [[10, 2], [20, 1]], 'both ends included')
+    assert.deepEqual(windows.fetch('a', 0, 30), [[0, 1], [10, 2], [20, 1]])
+    assert.deepEqual(
+      windows.fetchAll(10, 10).map(([w, n]) => `${w.key}@${w.window.start}-${w.window.end}=${n}`),
+      ['a@10-20=2', 'b@10-20=1'],
+    )
+    assert.equal(windows.all().length, 4)
+
+    const sessions = d.store('sessions-store', QueryableStoreTypes.sessionStore<string, number>())
+    // a: 1 alone, then 12 and 14 within the 5 ms gap, then 25.
+    assert.deepEqual(sessions.fetch('a').map(([w, n]) => `${w.window.start}-${w.window.end}=${n}`), ['1-1=1', '12-14=2', '25-25=1'])
+    assert.deepEqual(sessions.findSessions('a', 13, 20).map(([w]) => w.window.start), [12])
+    assert.deepEqual(sessions.fetch('nobody'), [])
+
+    const sliding = d.store('sliding-store', QueryableStoreTypes.windowStore<string, number>())
+    // b's only record at 13 makes its left window [3, 13].
+    assert.deepEqual(sliding.fetch('b', 0, 100), [[3, 1]])
+    assert.ok(sliding.all().length > 0)
+    d.close()
+  })
+
+  it('read a table with a named store, a versioned table as of a time, and a store of your own', () => {
+    const b = new StreamsBuilder()
+    b.table<string, string>('cities', str, { storeName: 'cities' })
+    b.table<string, string>('levels', str, { versioned: { historyRetentionMs: 1000 }, storeName: 'levels' })
+    b.addStateStore(Stores.inMemoryKeyValueStore<string, number>('lengths'))
+    b.stream<string, string>('words', str).process(
+      (): Processor<string, string> => {
+        let lengths: KeyValueStore<string, number>
+        return {
+          init: (ctx: ProcessorContext) => void (lengths = ctx.getStateStore('lengths')),
+          process: (r: StreamRecord<string, string>) => lengths.put(r.value, r.value.length),
+        }
+      },
+      'lengths',
+    )
+    const d = new TopologyTestDriver(b.build())
+    d.createInputTopic('cities', Serdes.String(), Serdes.String()).pipeInput('SEA', 'Seattle', 1)
+    const levels = d.createInputTopic('levels', Serdes.String(), Serdes.String())
+    levels.pipeInput('SEA', 'low', 10)
+    levels.pipeInput('SEA', 'high', 20)
+    d.createInputTopic('words', Serdes.String(), Serdes.String()).pipeInput('k', 'punctual', 1)
+
+    assert.equal(d.store('cities', QueryableStoreTypes.keyValueStore<string, string>()).get('SEA'), 'Seattle')
+    const versions = d.store('levels', QueryableStoreTypes.versionedKeyValueStore<string, string>())
+    assert.deepEqual(versions.get('SEA'), { value: 'high', timestamp: 20 })
+    assert.deepEqual(versions.get('SEA', 15), { value: 'low', timestamp: 10, validTo: 20 })
+    assert.equal(versions.get('SEA', 5), null)
+    assert.deepEqual(d.store('lengths', QueryableStoreTypes.keyValueStore<string, number>()).all(), [['punctual', 8]])
+    d.close()
+  })
+
+  it('refuse an unknown store (listing the stores), the wrong type, and a store that cannot be queried', () => {
+    const b = new StreamsBuilder()
+    const left = b.stream<string, string>('left', str)
+    left.join(b.stream<string, string>('right', str), (l, r) => l + r, JoinWindows.ofTimeDifferenceWithNoGrace(10), { storeName: 'pairs' }).to('out', str)
+    left.groupByKey().count({ name: 'counts' })
+    const d = new TopologyTestDriver(b.build())
+    assert.throws(() => d.store('count', QueryableStoreTypes.keyValueStore()), /no store named "count" in this topology \(its stores: .*counts-store/)
+    assert.throws(() => d.store('counts-store', QueryableStoreTypes.windowStore()), /store "counts-store" is a keyValue store; query it with QueryableStoreTypes.keyValueStore\(\), not QueryableStoreTypes.windowStore\(\)/)
+    assert.throws(() => d.store('pairs-this-join-store', QueryableStoreTypes.keyValueStore()), /store "pairs-this-join-store" cannot be queried/)
+    d.close()
+  })
+
+  it('on the embedded runtime, see every task’s keys, restored after a restart, and only while it runs', async () => {
+    const topics = { in: { partitions: 4 } }
+    const dir = freshStateDir()
+    const keys = Array.from({ length: 40 }, (_, i) => `key-${i}`)
+    const first = new EmbeddedRuntime(aggregations(), { applicationId: 'iq', stateDir: dir, topics, logger: silentLogger })
+    const counts = first.store('counts-store', QueryableStoreTypes.keyValueStore<string, number>())
+    assert.throws(() => counts.get('key-1'), /store "counts-store": the runtime is CREATED; stores can be queried while it runs/)
+    first.start()
+    keys.forEach((k, i) => {
+      for (let n = 0; n <= i % 3; n++) first.producer<string, string>('in').send(k, 'x', 1000 + i)
+    })
+    await first.idle()
+    assert.equal(counts.approximateNumEntries(), 40)
+    for (const [i, k] of keys.entries()) assert.equal(counts.get(k), (i % 3) + 1, k)
+    assert.deepEqual(counts.all().map(([k]) => k).sort(), [...keys].sort(), 'all() reads the four tasks')
+    await first.stop()
+    assert.throws(() => counts.all(), /the runtime is NOT_RUNNING/)
+
+    const second = new EmbeddedRuntime(aggregations(), { applicationId: 'iq', stateDir: dir, topics, logger: silentLogger })
+    second.start()
+    const restored = second.store('counts-store', QueryableStoreTypes.keyValueStore<string, number>())
+    for (const [i, k] of keys.entries()) assert.equal(restored.get(k), (i % 3) + 1, `${k} after the restart`)
+    assert.equal(second.store('windows-store', QueryableStoreTypes.windowStore<string, number>()).fetch('key-5', 1000), 3)
+    await second.stop()
+  })
+
+  it('a count store answers as a model of the input does, for random keys (property)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.constantFrom('a', 'b', 'é', 'ab', 'B', ''), fc.integer({ min: 0, max: 50 })), { maxLength: 40 }), (records) => {
+        const d = new TopologyTestDriver(aggregations())
+        const input = d.createInputTopic('in', Serdes.String(), Serdes.String())
+        const model = new Map<string, number>()
+        for (const [k, ts] of records) {
+          input.pipeInput(k, 'x', ts)
+          model.set(k, (model.get(k) ?? 0) + 1)
+        }
+        const counts = d.store('counts-store', QueryableStoreTypes.keyValueStore<string, number>())
+        // Serialized (UTF-8) key order.
+        const expected = [...model].sort(([x], [y]) => Buffer.compare(Buffer.from(x), Buffer.from(y)))
+        assert.deepEqual(counts.all(), expected)
+        for (const [k, n] of model) assert.equal(counts.get(k), n)
+        assert.deepEqual(counts.range('a', 'b'), expected.filter(([k]) => Buffer.compare(Buffer.from(k), Buffer.from('a')) >= 0 && Buffer.compare(Buffer.from(k), Buffer.from('b')) <= 0))
+        d.close()
+      }),
+      { numRuns: 100 },
+    )
+  })
+})
