@@ -10,6 +10,7 @@ import { keyedTimersKind } from './kinds/keyed-timers.js'
 import { punctuateKind } from './kinds/punctuate.js'
 import { suppressTableKind, windowedCountKind } from './kinds/suppression.js'
 import { streamStreamJoinKind, streamTableJoinKind, tableTableJoinKind } from './kinds/joins.js'
+import { tableAggregateKind } from './kinds/table-aggregate.js'
 import { malformed, parseRecord, parseScenario } from './scenario.js'
 import type { OutputEvent, RecordInput, Scenario } from './scenario.js'
 
@@ -22,6 +23,7 @@ const KINDS: Readonly<Record<string, ScenarioKind | undefined>> = {
   'stream-stream-join': streamStreamJoinKind,
   'stream-table-join': streamTableJoinKind,
   'table-table-join': tableTableJoinKind,
+  'table-aggregate': tableAggregateKind,
 }
 
 export function isKnownKind(kind: string): boolean {

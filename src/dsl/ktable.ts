@@ -10,7 +10,10 @@ import type { Windowed } from '../windows/windows.js'
 import type { StreamsBuilder } from './builder.js'
 import { KStream } from './kstream.js'
 import { statelessProcessor } from './processors.js'
-import { heldBeforeUpdate } from './processors.js'
+import { heldBeforeUpdate, valueBeforeUpdate } from './processors.js'
+import { tableSelectProcessor } from './table-grouping.js'
+import { KGroupedTable } from './grouped-table.js'
+import type { Grouped, KeyValue } from './options.js'
 import type { TableMaterialization } from './processors.js'
 import type { TableEntry } from '../joins/stream-table-join.js'
 import { TableTableJoinProcessor } from '../joins/table-table-join.js'
@@ -91,12 +94,14 @@ export class KTable<K, V> {
    * the table by key (a stream-table join). Only tables read from a topic or made by `toTable` have one
    * yet; a join with another table says so, naming the operation.
    */
-  valueStore(operation: string, tellHeldBefore = false): { storeName: string; keyId: (key: K) => string; historyRetentionMs: number | undefined } {
+  valueStore(operation: string, tell: 'heldBefore' | 'oldValue' | undefined = undefined): { storeName: string; keyId: (key: K) => string; historyRetentionMs: number | undefined } {
     const m = this.materialization
     if (m === undefined) {
-      throw new PunctualError('INVALID_TOPOLOGY', `${operation}: table "${this.node}" cannot be read by key yet; join a table from builder.table() or KStream.toTable()`)
+      const what = operation === 'groupBy' ? 'grouped' : 'read by key'
+      throw new PunctualError('INVALID_TOPOLOGY', `${operation}: table "${this.node}" cannot be ${what} yet; use a table from builder.table() or KStream.toTable()`)
     }
-    if (tellHeldBefore) m.tellsHeldBefore = true
+    if (tell === 'heldBefore') m.tellsHeldBefore = true
+    if (tell === 'oldValue') m.tellsOldValue = true
     if (m.storeName === undefined || m.keyId === undefined) {
       const storeName = this.storeName ?? `${this.node}-store`
       const keySerde = this.keySerde ?? (Serdes.JSON<K>() as Serde<K>)
@@ -154,8 +159,8 @@ export class KTable<K, V> {
   private tableJoin<VO, VR>(other: KTable<K, VO>, joiner: ValueJoiner<V | null, VO | null, VR, K>, operation: string, modes: [TableJoinMode, TableJoinMode], named: Named | undefined): KTable<K, VR> {
     if (!(other instanceof KTable)) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the other table must be a KTable`)
     if (typeof joiner !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the joiner must be a function, got ${typeof joiner}`)
-    const mine = this.valueStore(operation, true)
-    const theirs = other.valueStore(operation, true)
+    const mine = this.valueStore(operation, 'heldBefore')
+    const theirs = other.valueStore(operation, 'heldBefore')
     const b = this.builder
     const prefix = modes[0] === 'inner' ? 'KTABLE-JOINTHIS' : modes[0] === 'left' ? 'KTABLE-JOINTHIS' : 'KTABLE-OUTERTHIS'
     const thisName = named === undefined ? b.newName(prefix) : `${named.name}-join-this`
@@ -169,6 +174,36 @@ export class KTable<K, V> {
     b.graph.connectProcessorAndStateStores(mine.storeName, otherName, thisName)
     b.graph.addProcessor(merge, statelessProcessor<K, VR | null, K, VR | null>((r, ctx) => ctx.forward(r)), thisName, otherName)
     return new KTable<K, VR>(b, merge, this.keySerde, undefined, undefined)
+  }
+
+  /**
+   * Groups the table by a new key (Kafka Streams' `KTable.groupBy`): each update of a key maps its old
+   * value and its new value to `{ key, value }` pairs, and the aggregations of the grouped table take the
+   * old pair out of its group and add the new one (a key moving to another group leaves the old one).
+   * Each aggregation's changes go through a repartition topic named after it (`<aggregation>-repartition`,
+   * as Kafka Streams names it after the store). The table must come from
+   * `builder.table()` or `toTable()` (it keeps its values in its store, to know the old ones).
+   */
+  groupBy<KR, VR>(selector: (key: K, value: V) => KeyValue<KR, VR>, grouped: Grouped<KR, VR> = {}): KGroupedTable<KR, VR> {
+    if (typeof selector !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `groupBy: the selector must be a function, got ${typeof selector}`)
+    const table = this.valueStore('groupBy', 'oldValue')
+    const b = this.builder
+    const name = grouped.name ?? b.newName('KTABLE-SELECT')
+    const keySerde = grouped.keySerde ?? (Serdes.JSON<KR>() as Serde<KR>)
+    const valueSerde = grouped.valueSerde ?? (Serdes.JSON<VR>() as Serde<VR>)
+    const groupId = keyIdFunction(keySerde)
+    const storeName = table.storeName
+    b.graph.addProcessor(
+      name,
+      tableSelectProcessor<K, V, KR, VR>(
+        selector,
+        (ctx) => (valueBeforeUpdate.get(ctx.getStateStore(storeName)) ?? null) as V | null,
+        (x, y) => x === y || groupId(x) === groupId(y),
+      ),
+      this.node,
+    )
+    b.graph.connectProcessorAndStateStores(storeName, name)
+    return new KGroupedTable<KR, VR>(b, name, keySerde, valueSerde)
   }
 
   /** The table's updates as a stream (tombstones as null values). */

@@ -34,7 +34,16 @@ export interface TableMaterialization<K> {
   readonly historyRetentionMs?: number
   /** A table-table join reads this table: each update says whether the key was held before it (`heldBeforeUpdate`). */
   tellsHeldBefore?: boolean
+  /** A `groupBy` reads this table: each update says what the key held before it (`valueBeforeUpdate`). */
+  tellsOldValue?: boolean
 }
+
+/**
+ * What a materialized table held for the key of the update being forwarded (null: nothing), by the
+ * table's store: a grouped table takes the old value out of its old group. Set, as `heldBeforeUpdate`,
+ * by the table's processor around its forward.
+ */
+export const valueBeforeUpdate = new WeakMap<object, unknown>()
 
 /**
  * Whether a materialized table held the key of the update being forwarded, by the table's store (Kafka
@@ -55,10 +64,12 @@ export function tableSourceProcessor<K, V>(materialization?: TableMaterializatio
   let versions: VersionedKeyValueStore<string, V> | undefined
   let keyId: (key: K) => string
   let tellsHeldBefore = false
+  let tellsOldValue = false
   return {
     init(c) {
       ctx = c
       tellsHeldBefore = materialization?.tellsHeldBefore === true
+      tellsOldValue = materialization?.tellsOldValue === true
       if (materialization?.storeName !== undefined) {
         keyId = materialization.keyId as (key: K) => string
         if (materialization.historyRetentionMs !== undefined) versions = c.getStateStore<VersionedKeyValueStore<string, V>>(materialization.storeName)
@@ -71,14 +82,19 @@ export function tableSourceProcessor<K, V>(materialization?: TableMaterializatio
         // A versioned table (KIP-914): an update older than the key's latest goes into the history and
         // is not passed on; one older than the history retention is dropped.
         const id = keyId(record.key)
-        const held = tellsHeldBefore && versions.get(id) !== null
+        const previous = tellsHeldBefore || tellsOldValue ? (versions.get(id)?.value ?? null) : null
         const validTo = versions.put(id, record.value ?? null, record.timestamp)
         if (validTo !== -1) return
-        if (tellsHeldBefore) heldBeforeUpdate.set(versions, held)
+        if (tellsHeldBefore) heldBeforeUpdate.set(versions, previous !== null)
+        if (tellsOldValue) valueBeforeUpdate.set(versions, previous)
       } else if (store !== undefined) {
         const id = keyId(record.key)
-        // A read per update, only for a table a table-table join reads.
-        if (tellsHeldBefore) heldBeforeUpdate.set(store, store.get(id) !== undefined)
+        // A read per update, only for a table a table-table join or a groupBy reads.
+        if (tellsHeldBefore || tellsOldValue) {
+          const previous = store.get(id)
+          if (tellsHeldBefore) heldBeforeUpdate.set(store, previous !== undefined)
+          if (tellsOldValue) valueBeforeUpdate.set(store, previous === undefined ? null : previous.v)
+        }
         if (record.value === null || record.value === undefined) store.delete(id)
         else store.put(id, { v: record.value, ts: record.timestamp })
       }

@@ -29,7 +29,9 @@ import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.Joined;
+import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KGroupedTable;
 import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
@@ -57,7 +59,7 @@ import org.apache.kafka.common.utils.Bytes;
 /**
  * Runs punctual conformance scenarios (../FORMAT.md) through Kafka Streams'
  * TopologyTestDriver, for kinds punctuate, suppress-table, windowed-count and the joins
- * (stream-stream-join, stream-table-join, table-table-join).
+ * (stream-stream-join, stream-table-join, table-table-join) and table-aggregate.
  *
  * <p>Protocol, so one JVM runs many scenarios: each line of standard input is a JSON object, either
  * {"file": path} or {"scenario": {...}, "dir": base directory for recordsFromFile}; for each, one line of
@@ -145,6 +147,7 @@ public final class Harness {
         case "stream-stream-join" -> streamStreamJoin();
         case "stream-table-join" -> streamTableJoin();
         case "table-table-join" -> tableTableJoin();
+        case "table-aggregate" -> tableAggregate();
         default -> throw new NotComparable("kind " + kind + " has no Kafka Streams counterpart here");
       };
       Properties props = new Properties();
@@ -167,7 +170,7 @@ public final class Harness {
         String defaultTopic = kind.endsWith("-join") ? "left" : IN;
         TestOutputTopic<String, ?> output = kind.equals("windowed-count")
             ? driver.createOutputTopic(OUT, Serdes.String().deserializer(), Serdes.Long().deserializer())
-            : kind.equals("suppress-table") || kind.endsWith("-join") ? driver.createOutputTopic(OUT, Serdes.String().deserializer(), Serdes.String().deserializer()) : null;
+            : kind.equals("suppress-table") || kind.endsWith("-join") || kind.equals("table-aggregate") ? driver.createOutputTopic(OUT, Serdes.String().deserializer(), Serdes.String().deserializer()) : null;
         JsonNode steps = scenario.path("steps");
         for (step = 0; step < steps.size(); step++) {
           JsonNode s = steps.get(step);
@@ -384,6 +387,23 @@ public final class Harness {
         default -> throw new IllegalArgumentException("unknown join " + scenario.path("topology").get("join"));
       };
       joined.to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+      return b.build();
+    }
+
+    // Kind table-aggregate: the table of values "group:number" grouped by group, then counted, summed
+    // (aggregate) or reduced (the sum as strings).
+
+    private Topology tableAggregate() {
+      StreamsBuilder b = new StreamsBuilder();
+      KTable<String, String> table = b.table(IN, Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
+      KGroupedTable<String, String> grouped = table.groupBy((k, v) -> KeyValue.pair(v.substring(0, v.indexOf(':')), v.substring(v.indexOf(':') + 1)), Grouped.with(Serdes.String(), Serdes.String()));
+      KTable<String, String> result = switch (scenario.path("topology").path("aggregate").asText()) {
+        case "count" -> grouped.count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.Long()).withCachingDisabled()).mapValues(n -> n == null ? null : Long.toString(n));
+        case "sum" -> grouped.aggregate(() -> 0L, (g, v, sum) -> sum + Long.parseLong(v), (g, v, sum) -> sum - Long.parseLong(v), Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.Long()).withCachingDisabled()).mapValues(n -> n == null ? null : Long.toString(n));
+        case "reduce" -> grouped.reduce((a, v) -> Long.toString(Long.parseLong(a) + Long.parseLong(v)), (a, v) -> Long.toString(Long.parseLong(a) - Long.parseLong(v)), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
+        default -> throw new IllegalArgumentException("unknown aggregate " + scenario.path("topology").get("aggregate"));
+      };
+      result.toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
       return b.build();
     }
 
