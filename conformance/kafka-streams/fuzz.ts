@@ -1,7 +1,7 @@
 /**
  * `npm run fuzz:kafka-streams -- [--cases N] [--seed S] [--kinds a,b]`: a differential fuzzer. Generates
  * seeded random scenarios of kinds punctuate, suppress-table, windowed-count, stream-stream-join,
- * stream-table-join, table-table-join and table-aggregate (in-order and out-of-order data, bounds, grace, hopping,
+ * stream-table-join, table-table-join, table-aggregate and stream-aggregate (in-order and out-of-order data, bounds, grace, hopping,
  * sliding and session windows, inner, left and outer joins with both sides, tombstones, asymmetric
  * windows, plain and versioned tables), runs each through punctual and through Kafka
  * Streams, and on a mismatch prints the scenario minimized (steps removed while it still differs).
@@ -14,7 +14,7 @@ import { parseScenario } from '../../src/conformance/scenario.js'
 import { seededRandom } from '../../src/testing/index.js'
 import { comparable, ReferenceHarness } from './harness.js'
 
-const KINDS = ['punctuate', 'suppress-table', 'windowed-count', 'stream-stream-join', 'stream-table-join', 'table-table-join', 'table-aggregate'] as const
+const KINDS = ['punctuate', 'suppress-table', 'windowed-count', 'stream-stream-join', 'stream-table-join', 'table-table-join', 'table-aggregate', 'stream-aggregate'] as const
 type Kind = (typeof KINDS)[number]
 const { values } = parseArgs({ options: { cases: { type: 'string', default: '300' }, seed: { type: 'string' }, kinds: { type: 'string' } } })
 const kinds = (values.kinds?.split(',') ?? [...KINDS]) as Kind[]
@@ -35,6 +35,7 @@ function generate(random: () => number, n: number): Json {
   const pick = <T>(xs: readonly T[]): T => xs[int(0, xs.length - 1)] as T
   const kind = pick(kinds)
   const ordered = random() < 0.3
+  const aggregate = pick(['count', 'reduce', 'cogroup'] as const)
   const steps: Json[] = []
   let ts = 0
   const count = int(1, 25)
@@ -49,6 +50,10 @@ function generate(random: () => number, n: number): Json {
     const value = (kind === 'suppress-table' || join) && random() < (kind === 'table-table-join' ? 0.25 : 0.1) ? null : pick(['v', 'w', 'xy', 'z'])
     if (join) steps.push({ record: { topic: pick(['left', 'right']), key, value: value === null ? null : `${value}${i}`, ts } })
     else if (kind === 'table-aggregate') steps.push({ record: { key, value: random() < 0.25 ? null : `${pick(['x', 'y', 'z'])}:${int(-3, 9)}`, ts } })
+    else if (kind === 'stream-aggregate') {
+      const v = random() < 0.1 ? null : String(i)
+      steps.push({ record: { ...(aggregate === 'cogroup' ? { topic: pick(['left', 'right']) } : {}), key, value: v, ts } })
+    }
     else steps.push({ record: { key, value, ts } })
   }
   let topology: Json
@@ -68,6 +73,8 @@ function generate(random: () => number, n: number): Json {
     topology = { kind, join: pick(['inner', 'left', 'outer']) }
   } else if (kind === 'table-aggregate') {
     topology = { kind, aggregate: pick(['count', 'sum', 'reduce']) }
+  } else if (kind === 'stream-aggregate') {
+    topology = { kind, aggregate }
   } else if (kind === 'stream-table-join') {
     // Plain, versioned, or versioned with a grace period no longer than the history retention.
     const history = int(0, 12)

@@ -11,6 +11,7 @@ import { punctuateKind } from './kinds/punctuate.js'
 import { suppressTableKind, windowedCountKind } from './kinds/suppression.js'
 import { streamStreamJoinKind, streamTableJoinKind, tableTableJoinKind } from './kinds/joins.js'
 import { tableAggregateKind } from './kinds/table-aggregate.js'
+import { streamAggregateKind } from './kinds/stream-aggregate.js'
 import { malformed, parseRecord, parseScenario } from './scenario.js'
 import type { OutputEvent, RecordInput, Scenario } from './scenario.js'
 
@@ -24,6 +25,7 @@ const KINDS: Readonly<Record<string, ScenarioKind | undefined>> = {
   'stream-table-join': streamTableJoinKind,
   'table-table-join': tableTableJoinKind,
   'table-aggregate': tableAggregateKind,
+  'stream-aggregate': streamAggregateKind,
 }
 
 export function isKnownKind(kind: string): boolean {

@@ -14,7 +14,8 @@ import type { StreamsBuilder } from './builder.js'
 import { KTable } from './ktable.js'
 import type { FinalResultsHook } from './ktable.js'
 import type { KeyValueMaterialized, Materialized } from './options.js'
-import { aggregateProcessor } from './processors.js'
+import { aggregateProcessor, statelessProcessor } from './processors.js'
+import type { StoredAggregate } from './processors.js'
 
 const keySerdeOr = <K>(serde: Serde<K> | undefined): Serde<K> => serde ?? (Serdes.JSON<K>() as Serde<K>)
 
@@ -50,13 +51,28 @@ export class KGroupedStream<K, V> {
       .addStateStore(
         {
           ...(storeType === 'persistent'
-            ? Stores.persistentKeyValueStore<string, { readonly agg: VA }>(storeName)
-            : Stores.inMemoryKeyValueStore<string, { readonly agg: VA }>(storeName)),
-          query: keyIdQuery(keyId, keySerde, (stored: { readonly agg: VA }) => stored.agg),
+            ? Stores.persistentKeyValueStore<string, StoredAggregate<VA>>(storeName)
+            : Stores.inMemoryKeyValueStore<string, StoredAggregate<VA>>(storeName)),
+          query: keyIdQuery(keyId, keySerde, (stored: StoredAggregate<VA>) => stored.agg),
         },
         name,
       )
     return new KTable<K, VA>(this.builder, name, materialized.keySerde ?? this.keySerde, materialized.valueSerde, undefined)
+  }
+
+  /**
+   * Starts a cogrouped aggregation (Kafka Streams' `cogroup`, KIP-150): this stream's records update the
+   * aggregate with `aggregator`; add other grouped streams of the same key with
+   * `CogroupedKStream.cogroup`, each with its own aggregator, then `aggregate(initializer)`.
+   */
+  cogroup<VOut>(aggregator: (key: K, value: V, aggregate: VOut) => VOut): CogroupedKStream<K, VOut> {
+    if (typeof aggregator !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `cogroup: the aggregator must be a function, got ${typeof aggregator}`)
+    return new CogroupedKStream<K, VOut>(this.builder, [this.cogroupPart(aggregator)])
+  }
+
+  /** @internal This stream's node and key serde, with the aggregator it joins a cogroup with. */
+  cogroupPart<VOut>(aggregator: (key: K, value: V, aggregate: VOut) => VOut): CogroupPart<K, VOut> {
+    return { node: this.node, keySerde: this.keySerde, aggregator: aggregator as (key: K, value: unknown, aggregate: VOut) => VOut }
   }
 
   windowedBy(windows: TimeWindows | SlidingWindows): TimeWindowedKStream<K, V>
@@ -149,5 +165,64 @@ export class SessionWindowedKStream<K, V> {
     // A session closes `gap` after its end, then has its grace (as in Kafka Streams), so final results
     // wait for both.
     return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, { graceMs: windows.graceMs + windows.gapMs, keySerde: keySerde as Serde<unknown>, sessions: true })
+  }
+}
+
+/** One grouped stream of a cogroup: where its records come from, and how they update the aggregate. */
+interface CogroupPart<K, VOut> {
+  readonly node: string
+  readonly keySerde: Serde<K> | undefined
+  readonly aggregator: (key: K, value: unknown, aggregate: VOut) => VOut
+}
+
+/**
+ * Grouped streams of one key aggregated together (Kafka Streams' `CogroupedKStream`, KIP-150): each
+ * stream's records update one shared aggregate per key with that stream's aggregator, in the order the
+ * task reads them. The streams must be co-partitioned (grouped streams that changed keys went through
+ * their repartition topics); the aggregate lives in one store, `<name>-store`.
+ */
+export class CogroupedKStream<K, VOut> {
+  /** @internal */
+  constructor(
+    private readonly builder: StreamsBuilder,
+    private readonly parts: ReadonlyArray<CogroupPart<K, VOut>>,
+  ) {}
+
+  /** Adds another grouped stream, whose records update the aggregate with `aggregator`. */
+  cogroup<V2>(grouped: KGroupedStream<K, V2>, aggregator: (key: K, value: V2, aggregate: VOut) => VOut): CogroupedKStream<K, VOut> {
+    if (!(grouped instanceof KGroupedStream)) throw new PunctualError('INVALID_TOPOLOGY', 'cogroup: the other stream must be a KGroupedStream (stream.groupByKey() or groupBy(...))')
+    if (typeof aggregator !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `cogroup: the aggregator must be a function, got ${typeof aggregator}`)
+    if (this.parts.some((p) => p.node === grouped.cogroupPart(aggregator).node)) throw new PunctualError('INVALID_TOPOLOGY', 'cogroup: a grouped stream can be added once')
+    return new CogroupedKStream<K, VOut>(this.builder, [...this.parts, grouped.cogroupPart(aggregator)])
+  }
+
+  /**
+   * The aggregate per key, from `initializer()`: each record of a stream goes through that stream's
+   * aggregator, and the result is stored and forwarded at the later of the record's and the
+   * aggregate's timestamps (null keys and values are skipped). Processors are named
+   * `<name>-cogroup-agg-<i>` and `<name>-cogroup-merge`.
+   */
+  aggregate(initializer: () => VOut, materialized: KeyValueMaterialized<K, VOut> = {}): KTable<K, VOut> {
+    if (typeof initializer !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `cogroup aggregate: the initializer must be a function, got ${typeof initializer}`)
+    const b = this.builder
+    const name = materialized.name ?? b.newName('COGROUPKSTREAM-AGGREGATE')
+    const storeType = materialized.storeType ?? 'persistent'
+    if (storeType !== 'persistent' && storeType !== 'inMemory') {
+      throw new PunctualError('INVALID_CONFIG', `cogroup aggregate "${name}": storeType must be 'persistent' or 'inMemory', got ${JSON.stringify(storeType)}`)
+    }
+    // One key id function for every stream, so equal keys share one aggregate whatever serde each carries.
+    const keySerde = keySerdeOr(materialized.keySerde ?? this.parts.find((p) => p.keySerde !== undefined)?.keySerde)
+    const keyId = keyIdFunction(keySerde)
+    const storeName = `${name}-store`
+    const aggregators = this.parts.map((part, i) => {
+      const node = `${name}-cogroup-agg-${i}`
+      b.graph.addProcessor(node, aggregateProcessor(initializer, part.aggregator, keyId, storeName), part.node)
+      return node
+    })
+    const store = storeType === 'persistent' ? Stores.persistentKeyValueStore<string, StoredAggregate<VOut>>(storeName) : Stores.inMemoryKeyValueStore<string, StoredAggregate<VOut>>(storeName)
+    b.graph.addStateStore({ ...store, query: keyIdQuery(keyId, keySerde, (stored: StoredAggregate<VOut>) => stored.agg) }, ...aggregators)
+    const merge = `${name}-cogroup-merge`
+    b.graph.addProcessor(merge, statelessProcessor<K, VOut, K, VOut>((r, ctx) => ctx.forward(r)), ...aggregators)
+    return new KTable<K, VOut>(b, merge, materialized.keySerde ?? keySerde, materialized.valueSerde, undefined)
   }
 }

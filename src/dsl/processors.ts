@@ -103,9 +103,17 @@ export function tableSourceProcessor<K, V>(materialization?: TableMaterializatio
   }
 }
 
+/** A non-windowed aggregate in its store, with the largest timestamp that went into it. */
+export interface StoredAggregate<VA> {
+  readonly agg: VA
+  /** Absent in entries written before timestamps were kept: the next record's timestamp stands in. */
+  readonly ts?: number
+}
+
 /**
- * Non-windowed aggregation: one aggregate per key, forwarded on every update, kept in the key-value
- * store `storeName` (so commits make it durable). Null keys and values are skipped, as in Kafka Streams.
+ * Non-windowed aggregation (Kafka Streams' KStreamAggregate): one aggregate per key, kept in the
+ * key-value store `storeName` (so commits make it durable) and forwarded on every update at the later
+ * of the record's timestamp and the aggregate's. Null keys and values are skipped, as in Kafka Streams.
  */
 export function aggregateProcessor<K, V, VA>(
   initializer: () => VA,
@@ -115,7 +123,7 @@ export function aggregateProcessor<K, V, VA>(
 ): () => Processor<K, V, K, VA> {
   return () => {
     let ctx: Ctx<K, VA>
-    let aggregates: KeyValueStore<string, { readonly agg: VA }>
+    let aggregates: KeyValueStore<string, StoredAggregate<VA>>
     return {
       init(c) {
         ctx = c
@@ -124,9 +132,11 @@ export function aggregateProcessor<K, V, VA>(
       process(record) {
         if (record.key === null || record.value === null) return
         const id = keyId(record.key)
-        const agg = aggregator(record.key, record.value, aggregates.get(id)?.agg ?? initializer())
-        aggregates.put(id, { agg })
-        ctx.forward({ key: record.key, value: agg, timestamp: record.timestamp, headers: record.headers })
+        const before = aggregates.get(id)
+        const agg = aggregator(record.key, record.value, before === undefined ? initializer() : before.agg)
+        const ts = before?.ts === undefined ? record.timestamp : Math.max(record.timestamp, before.ts)
+        aggregates.put(id, { agg, ts })
+        ctx.forward({ key: record.key, value: agg, timestamp: ts, headers: record.headers })
       },
     }
   }

@@ -148,6 +148,7 @@ public final class Harness {
         case "stream-table-join" -> streamTableJoin();
         case "table-table-join" -> tableTableJoin();
         case "table-aggregate" -> tableAggregate();
+        case "stream-aggregate" -> streamAggregate();
         default -> throw new NotComparable("kind " + kind + " has no Kafka Streams counterpart here");
       };
       Properties props = new Properties();
@@ -164,13 +165,14 @@ public final class Harness {
       step = 0;
       try (TopologyTestDriver driver = new TopologyTestDriver(topology, props, start)) {
         Map<String, TestInputTopic<String, String>> inputs = new HashMap<>();
-        for (String topic : kind.endsWith("-join") ? List.of("left", "right") : List.of(IN)) {
+        boolean twoTopics = kind.endsWith("-join") || scenario.path("topology").path("aggregate").asText().equals("cogroup");
+        for (String topic : twoTopics ? List.of("left", "right") : List.of(IN)) {
           inputs.put(topic, driver.createInputTopic(topic, Serdes.String().serializer(), Serdes.String().serializer()));
         }
-        String defaultTopic = kind.endsWith("-join") ? "left" : IN;
+        String defaultTopic = twoTopics ? "left" : IN;
         TestOutputTopic<String, ?> output = kind.equals("windowed-count")
             ? driver.createOutputTopic(OUT, Serdes.String().deserializer(), Serdes.Long().deserializer())
-            : kind.equals("suppress-table") || kind.endsWith("-join") || kind.equals("table-aggregate") ? driver.createOutputTopic(OUT, Serdes.String().deserializer(), Serdes.String().deserializer()) : null;
+            : kind.equals("suppress-table") || kind.endsWith("-join") || kind.endsWith("-aggregate") ? driver.createOutputTopic(OUT, Serdes.String().deserializer(), Serdes.String().deserializer()) : null;
         JsonNode steps = scenario.path("steps");
         for (step = 0; step < steps.size(); step++) {
           JsonNode s = steps.get(step);
@@ -387,6 +389,27 @@ public final class Harness {
         default -> throw new IllegalArgumentException("unknown join " + scenario.path("topology").get("join"));
       };
       joined.to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+      return b.build();
+    }
+
+    // Kind stream-aggregate: groupByKey() then count, reduce (values joined with "+"), or a cogroup of
+    // topics left and right appending "L<value>" / "R<value>" to "".
+
+    private Topology streamAggregate() {
+      StreamsBuilder b = new StreamsBuilder();
+      KTable<String, String> result = switch (scenario.path("topology").path("aggregate").asText()) {
+        case "count" -> b.stream(IN, Consumed.with(Serdes.String(), Serdes.String())).groupByKey()
+            .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.Long()).withCachingDisabled())
+            .mapValues(n -> n == null ? null : Long.toString(n));
+        case "reduce" -> b.stream(IN, Consumed.with(Serdes.String(), Serdes.String())).groupByKey()
+            .reduce((a, v) -> a + "+" + v, Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
+        case "cogroup" -> b.stream("left", Consumed.with(Serdes.String(), Serdes.String())).groupByKey()
+            .<String>cogroup((k, v, agg) -> agg + "L" + v)
+            .cogroup(b.stream("right", Consumed.with(Serdes.String(), Serdes.String())).groupByKey(), (k, v, agg) -> agg + "R" + v)
+            .aggregate(() -> "", Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
+        default -> throw new IllegalArgumentException("unknown aggregate " + scenario.path("topology").get("aggregate"));
+      };
+      result.toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
       return b.build();
     }
 

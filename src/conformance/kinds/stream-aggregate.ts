@@ -1,0 +1,37 @@
+import { StreamsBuilder } from '../../dsl/builder.js'
+import { malformed } from '../scenario.js'
+import type { Scenario } from '../scenario.js'
+import type { KindInstance, OutputSink, ScenarioKind } from './kind.js'
+
+/**
+ * Kind `stream-aggregate`: non-windowed aggregations of streams grouped by key. `count` and `reduce`
+ * (the values joined with "+") read topic "in"; `cogroup` reads topics "left" and "right", cogrouped into
+ * one aggregate from "" that appends "L<value>" or "R<value>". Results are strings.
+ */
+export const streamAggregateKind: ScenarioKind = {
+  build(scenario: Scenario, out: OutputSink): KindInstance {
+    const aggregate = (scenario.topology as Record<string, unknown>).aggregate
+    if (aggregate !== 'count' && aggregate !== 'reduce' && aggregate !== 'cogroup') throw malformed('topology.aggregate', 'must be "count", "reduce" or "cogroup"')
+    const builder = new StreamsBuilder()
+    const result =
+      aggregate === 'cogroup'
+        ? builder
+            .stream<string, string>('left')
+            .groupByKey()
+            .cogroup<string>((_k, v, agg) => `${agg}L${v}`)
+            .cogroup(builder.stream<string, string>('right').groupByKey(), (_k, v, agg) => `${agg}R${v}`)
+            .aggregate(() => '')
+        : aggregate === 'count'
+          ? builder
+              .stream<string, string>('in')
+              .groupByKey()
+              .count()
+              .mapValues((n) => String(n))
+          : builder
+              .stream<string, string>('in')
+              .groupByKey()
+              .reduce((a, v) => `${a}+${v}`)
+    result.toStream().addStatelessNode<string, string | null>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: r.key, value: r.value, ts: r.timestamp }))
+    return aggregate === 'cogroup' ? { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] } : { topology: builder.build(), inputTopic: 'in' }
+  },
+}

@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import fc from '../helpers/fc.js'
+import { freshStateDir } from '../helpers/durable.js'
+import { EmbeddedRuntime, QueryableStoreTypes, Serdes, silentLogger, StreamsBuilder } from '../../src/index.js'
+import type { Topology } from '../../src/index.js'
+import { runJoin } from '../helpers/join-driver.js'
+import type { SideInput } from '../helpers/join-driver.js'
+
+type Input = SideInput<'clicks' | 'views'>
+
+/** clicks and views cogrouped per user: the aggregate lists "c<value>" and "v<value>" in arrival order. */
+function topology(out: (line: string) => void): Topology {
+  const b = new StreamsBuilder()
+  const views = b.stream<string, string>('views', { keySerde: Serdes.String(), valueSerde: Serdes.String() }).groupByKey()
+  b.stream<string, string>('clicks', { keySerde: Serdes.String(), valueSerde: Serdes.String() })
+    .groupByKey()
+    .cogroup<string>((_user, click, agg) => `${agg}c${click}`)
+    .cogroup(views, (_user, view, agg) => `${agg}v${view}`)
+    .aggregate(() => '', { name: 'activity' })
+    .toStream()
+    .process(() => ({ process: (r) => out(`${r.key}=${r.value}@${r.timestamp}`) }))
+  return b.build()
+}
+
+const inputs = (max: number): fc.Arbitrary<Input[]> =>
+  fc.array(
+    fc.record({
+      side: fc.constantFrom<'clicks' | 'views'>('clicks', 'views'),
+      key: fc.constantFrom('u1', 'u2', 'u3'),
+      value: fc.option(fc.integer({ min: 0, max: 9 }).map(String), { freq: 8 }),
+      ts: fc.integer({ min: 0, max: 50 }),
+    }),
+    { maxLength: max },
+  )
+
+/** Kafka Streams' KStreamAggregate per stream on one store: append, at the later of the timestamps. */
+function model(records: readonly Input[]): string[] {
+  const aggs = new Map<string, { agg: string; ts: number }>()
+  const out: string[] = []
+  for (const r of records) {
+    if (r.value === null) continue
+    const before = aggs.get(r.key)
+    const agg = `${before?.agg ?? ''}${r.side === 'clicks' ? 'c' : 'v'}${r.value}`
+    const ts = Math.max(r.ts, before?.ts ?? r.ts)
+    aggs.set(r.key, { agg, ts })
+    out.push(`${r.key}=${agg}@${ts}`)
+  }
+  return out
+}
+
+describe('cogroup (KIP-150)', () => {
+  it('updates one aggregate per key from both streams, each with its own aggregator, at the later timestamp', () => {
+    const out = runJoin(topology, [
+      { side: 'clicks', key: 'u1', value: '1', ts: 5 },
+      { side: 'views', key: 'u1', value: '2', ts: 3 },
+      { side: 'views', key: 'u2', value: '3', ts: 1 },
+      { side: 'clicks', key: 'u1', value: null, ts: 9 },
+      { side: 'clicks', key: 'u1', value: '4', ts: 8 },
+    ])
+    assert.deepEqual(out, ['u1=c1@5', 'u1=c1v2@5', 'u2=v3@1', 'u1=c1v2c4@8'])
+  })
+
+  it('matches the model for random inputs (property)', () => {
+    fc.assert(
+      fc.property(inputs(40), (records) => assert.deepEqual(runJoin(topology, records), model(records))),
+      { numRuns: 200 },
+    )
+  })
+
+  it('restarts exactly from a state directory; its store answers interactive queries', async () => {
+    await fc.assert(
+      fc.asyncProperty(inputs(30), async (records) => {
+        const dir = freshStateDir()
+        const out: string[] = []
+        const thirds = [records.slice(0, 10), records.slice(10, 20), records.slice(20)]
+        let activity: Array<[string, string]> = []
+        for (const part of thirds) {
+          const rt = new EmbeddedRuntime(topology((l) => out.push(l)), { applicationId: 'cogroup', stateDir: dir, commitMaxRecords: 3, logger: silentLogger })
+          rt.start()
+          // One record at a time, so the order across the two topics is the order given.
+          for (const r of part) {
+            rt.producer<string, string | null>(r.side).send(r.key, r.value, r.ts)
+            await rt.idle()
+          }
+          activity = rt.store('activity-store', QueryableStoreTypes.keyValueStore<string, string>()).all()
+          await rt.stop()
+        }
+        const expected = model(records)
+        assert.deepEqual(out, expected)
+        const last = new Map(expected.map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1, l.indexOf('@'))]))
+        assert.deepEqual(activity, [...last].sort(([a], [b]) => (a < b ? -1 : 1)))
+      }),
+      { numRuns: 15 },
+    )
+  })
+
+  it('refuses what is not a grouped stream or a function, naming the operation', () => {
+    const b = new StreamsBuilder()
+    const grouped = b.stream<string, string>('a').groupByKey()
+    assert.throws(() => grouped.cogroup(undefined as never), /cogroup: the aggregator must be a function, got undefined/)
+    const cogrouped = grouped.cogroup<string>((_k, v, agg) => agg + v)
+    assert.throws(() => cogrouped.cogroup(b.stream<string, string>('b') as never, (_k, v, agg) => agg + v), /cogroup: the other stream must be a KGroupedStream/)
+    assert.throws(() => cogrouped.cogroup(grouped, (_k, v, agg) => agg + v), /cogroup: a grouped stream can be added once/)
+  })
+})
+
+describe('non-windowed aggregations', () => {
+  it('forward each update at the later of the record’s and the aggregate’s timestamps, as Kafka Streams does', () => {
+    const b = new StreamsBuilder()
+    const out: string[] = []
+    b.stream<string, string>('in', { keySerde: Serdes.String(), valueSerde: Serdes.String() })
+      .groupByKey()
+      .count()
+      .toStream()
+      .process(() => ({ process: (r) => out.push(`${r.key}=${r.value}@${r.timestamp}`) }))
+    runJoin(
+      () => b.build(),
+      [
+        { side: 'in', key: 'A', value: 'a', ts: 5 },
+        { side: 'in', key: 'A', value: 'b', ts: 3 },
+        { side: 'in', key: 'A', value: 'c', ts: 7 },
+      ],
+    )
+    assert.deepEqual(out, ['A=1@5', 'A=2@5', 'A=3@7'])
+  })
+})
