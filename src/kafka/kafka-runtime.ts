@@ -108,6 +108,13 @@ const PRODUCER_DEFAULTS = { 'metadata.recovery.strategy': 'none' } as const
  * event handling is let go and the tasks are tried again.
  */
 const TASK_TIMEOUT_MS = 300_000
+/**
+ * Why the group's stable offsets may never come: a transaction's offsets still pending at the group
+ * coordinator. Ending them from here could throw away offsets of a transaction that committed (its
+ * markers not yet written), so the runtime waits, as Kafka Streams does, and then says so.
+ */
+const PENDING_OFFSETS_HINT =
+  "a transaction holding offsets of the group is still pending on the broker (its markers not written, or a hanging transaction left by an offsets request that arrived after its transaction ended); find and abort hanging transactions with the broker's kafka-transactions.sh (find-hanging, abort), then start the application again"
 const STABLE_ROUND_MS = 20_000
 /** How long one request for the group's committed offsets may go unanswered before it is made again. */
 const COMMITTED_ATTEMPT_MS = 5_000
@@ -569,10 +576,9 @@ export class KafkaRuntime {
     if (stable === 'unanswered') {
       const waited = Date.now() - since
       if (waited >= TASK_TIMEOUT_MS) {
-        throw new PunctualError('ILLEGAL_STATE', `the group's offsets of tasks ${ids.join(', ')} were not answered in ${Math.round(waited / 1000)} s`)
+        throw new PunctualError('ILLEGAL_STATE', `the group's offsets of tasks ${ids.join(', ')} were not answered in ${Math.round(waited / 1000)} s: ${PENDING_OFFSETS_HINT}`)
       }
       this.logger.warn({ tasks: ids.join(','), waitedMs: waited }, "the group's offsets of the tasks were not answered: asked again after the group events that came meanwhile")
-      if (this.config.processingGuarantee === 'exactly_once_v2' && this.taskIds().length === 0 && manager.restoringIds().length === 0) await this.endPendingOffsets(this.inputPartitions(ids))
       this.rebalancing = this.rebalancing.then(() => (this.currentState === 'RUNNING' ? this.startAssignedTasks(since) : undefined)).catch((err: unknown) => this.fail(err))
       return
     }
@@ -605,28 +611,6 @@ export class KafkaRuntime {
     }
     for (const p of partitions) this.fetcher?.remove(p.topic, p.partition)
     consumer.incrementalUnassign(partitions)
-  }
-
-  /**
-   * Ends offsets this transactional id may have left pending in the group: a transactional offset
-   * commit that reached the group coordinator only after its transaction was aborted (the broker away
-   * meanwhile) stays pending with no marker to end it, and a read_committed consumer's stable-offset
-   * fetch then waits for ever. An aborted transaction that holds offsets of the group writes an abort
-   * marker for this producer to the group's offsets, which ends everything of it pending there. Only
-   * with no task running: the open transaction then holds nothing else.
-   */
-  private async endPendingOffsets(partitions: readonly TopicPartitionRef[]): Promise<void> {
-    const producer = this.producer as Client.Producer
-    const consumer = this.consumer as Consumer
-    const offsets = partitions.map((p) => ({ topic: p.topic, partition: p.partition, offset: 0 }))
-    try {
-      await promised((cb) => producer.sendOffsetsToTransaction(offsets, consumer, CALL_TIMEOUT_MS, cb))
-      await promised((cb) => producer.abortTransaction(ABORT_TIMEOUT_MS, cb))
-      await promised((cb) => producer.beginTransaction(cb))
-      this.logger.info({ partitions: partitions.length }, "aborted a transaction holding the group's offsets, to end any this instance left pending")
-    } catch (err) {
-      this.logger.warn({ err }, `could not abort a transaction holding the group's offsets: ${(err as Error).message}`)
-    }
   }
 
   /**
@@ -784,7 +768,7 @@ export class KafkaRuntime {
           fetcher.add(p.topic, p.partition, 0)
         }
         const lost = (): boolean => (this.consumer as Consumer).assignmentLost()
-        // The new transaction first (a local step): seeking may need it to end offsets left pending.
+        // The new transaction first (a local step), so a commit may follow the restore at once.
         const producer = this.producer as Client.Producer
         await promised((cb) => producer.beginTransaction(cb))
         const sought = await this.seekToCommitted(partitions, lost).then(
@@ -832,7 +816,6 @@ export class KafkaRuntime {
   private async seekToCommitted(partitions: TopicPartitionRef[], lost: () => boolean): Promise<void> {
     if (partitions.length === 0) return
     const consumer = this.consumer as Consumer
-    // No task runs while this recovers: offsets left pending can be ended (endPendingOffsets) between rounds.
     const since = Date.now()
     let committed: Client.TopicPartitionOffset[]
     for (;;) {
@@ -840,9 +823,11 @@ export class KafkaRuntime {
         committed = await committedOffsets(consumer, partitions, lost, STABLE_ROUND_MS)
         break
       } catch (err) {
-        if (!(err instanceof OffsetsUnanswered) || Date.now() - since >= TASK_TIMEOUT_MS) throw err
+        if (!(err instanceof OffsetsUnanswered)) throw err
+        if (Date.now() - since >= TASK_TIMEOUT_MS) {
+          throw new PunctualError('ILLEGAL_STATE', `the group's offsets of ${partitions.length} input partitions were not answered in ${Math.round((Date.now() - since) / 1000)} s: ${PENDING_OFFSETS_HINT}`, { cause: err })
+        }
         this.logger.warn({ waitedMs: Date.now() - since }, "the group's committed offsets were not answered: asking again")
-        if (this.config.processingGuarantee === 'exactly_once_v2') await this.endPendingOffsets(partitions)
       }
     }
     for (const c of committed) {
