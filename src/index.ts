@@ -72,6 +72,7 @@ export type { Consumed, Grouped, KeyValue, KeyValueMaterialized, Materialized, P
 export { TimeWindows, SessionWindows, SlidingWindows } from './windows/windows.js'
 export type { ReadOnlySessionStore, ReadOnlyWindowStore, Window, Windowed } from './windows/windows.js'
 export { JoinWindows } from './joins/join-windows.js'
+export { GlobalKTable } from './joins/global-table.js'
 export type { Joined, StreamJoined, ValueJoiner } from './joins/join-windows.js'
 export { BufferConfig, Suppressed } from './suppress/config.js'
 export type { BufferConfigMethods, EagerBufferConfig, Sizer, SuppressedCommon, StrictBufferConfig, TimeLimitSuppressed, WaitFrom, WhenFull, WindowClosesSuppressed } from './suppress/config.js'

@@ -9,6 +9,11 @@ import type { Consumed, TableOptions } from './options.js'
 import { PunctualError } from '../errors.js'
 import { tableSourceProcessor } from './processors.js'
 import type { TableMaterialization } from './processors.js'
+import { Stores } from '../state/stores.js'
+import { keyIdFunction } from '../windows/key-id.js'
+import { GlobalKTable, globalTableProcessor } from '../joins/global-table.js'
+import type { TableEntry } from '../joins/stream-table-join.js'
+import { keyIdQuery } from './queryable.js'
 
 /**
  * Builds a topology with the Kafka Streams DSL. Every operation compiles to processor-API nodes on one
@@ -49,6 +54,25 @@ export class StreamsBuilder {
     // Materialized.as).
     if (history !== undefined || options.storeName !== undefined) table.valueStore('table')
     return table
+  }
+
+  /**
+   * A global table (Kafka Streams' `globalTable`): every application instance keeps all partitions of
+   * `topic` in one store (`options.storeName`, default `<node>-store`), read from the topic's start
+   * before the tasks process and then as records arrive, ahead of the tasks. Streams join it by a key
+   * they pick from each record (`KStream.join(globalTable, keySelector, joiner)`), with no
+   * co-partitioning. Its store answers interactive queries.
+   */
+  globalTable<K = string, V = string>(topic: string, consumed: Consumed<K, V> = {}, options: { readonly storeName?: string } = {}): GlobalKTable<K, V> {
+    const keySerde = consumed.keySerde ?? (Serdes.String() as unknown as Serde<K>)
+    const valueSerde = consumed.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
+    const source = this.newName('KSTREAM-SOURCE')
+    const name = consumed.name ?? this.newName('KTABLE-SOURCE')
+    const storeName = options.storeName ?? `${name}-store`
+    const keyId = keyIdFunction(keySerde)
+    const store = { ...Stores.inMemoryKeyValueStore<string, TableEntry<V>>(storeName), query: keyIdQuery(keyId, keySerde, (entry: TableEntry<V>) => entry.v) }
+    this.topology.addGlobalStore<K, V | null>(store, source, topic, { keySerde, valueSerde: valueSerde as Serde<V | null> }, name, globalTableProcessor<K, V>(storeName, keyId))
+    return new GlobalKTable<K, V>(storeName, keyId)
   }
 
   /**

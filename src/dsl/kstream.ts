@@ -11,6 +11,7 @@ import type { TableMaterialization } from './processors.js'
 import { KTable } from './ktable.js'
 import { JoinWindows } from '../joins/join-windows.js'
 import type { Joined, StreamJoined, ValueJoiner } from '../joins/join-windows.js'
+import { GlobalKTable, streamGlobalJoinProcessor } from '../joins/global-table.js'
 import { StreamTableJoinProcessor } from '../joins/stream-table-join.js'
 import type { TableLookup } from '../joins/stream-table-join.js'
 import { JoinBufferStore } from '../joins/join-buffer.js'
@@ -206,9 +207,21 @@ export class KStream<K, V> {
    * like the stream and come from `builder.table()` or `toTable()`.
    */
   join<VT, VR>(table: KTable<K, VT>, joiner: ValueJoiner<V, VT, VR, K>, joined?: Joined<K, V>): KStream<K, VR>
-  join<VO, VR>(other: KStream<K, VO> | KTable<K, VO>, joiner: ValueJoiner<V, VO, VR, K>, windows?: JoinWindows | Joined<K, V>, streamJoined: StreamJoined<K, V, VO> = {}): KStream<K, VR> {
+  /**
+   * Joins each record with a global table's current value for the key `keySelector` picks from it
+   * (Kafka Streams' stream-GlobalKTable join): no co-partitioning, no repartition, the table read as it
+   * stands when the record is processed. A record whose picked key the table lacks is dropped.
+   */
+  join<GK, GV, VR>(table: GlobalKTable<GK, GV>, keySelector: (key: K, value: V) => GK, joiner: ValueJoiner<V, GV, VR, K>, named?: Named): KStream<K, VR>
+  join<VO, VR>(
+    other: KStream<K, VO> | KTable<K, VO> | GlobalKTable<unknown, VO>,
+    joiner: ValueJoiner<V, VO, VR, K> | ((key: K, value: V) => unknown),
+    windows?: JoinWindows | Joined<K, V> | ValueJoiner<V, VO, VR, K>,
+    streamJoined: StreamJoined<K, V, VO> | Named = {},
+  ): KStream<K, VR> {
+    if (other instanceof GlobalKTable) return this.globalJoin(other, joiner as (key: K, value: V) => unknown, windows as ValueJoiner<V, VO | null, VR, K>, streamJoined as Named, false)
     if (other instanceof KTable) return this.tableJoin(other, joiner as ValueJoiner<V, VO | null, VR, K>, (windows ?? {}) as Joined<K, V>, false)
-    return this.windowedJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, windows as JoinWindows, streamJoined, false, false)
+    return this.windowedJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, windows as JoinWindows, streamJoined as StreamJoined<K, V, VO>, false, false)
   }
 
   /**
@@ -218,14 +231,34 @@ export class KStream<K, V> {
   leftJoin<VO, VR>(other: KStream<K, VO>, joiner: ValueJoiner<V, VO | null, VR, K>, windows: JoinWindows, streamJoined?: StreamJoined<K, V, VO>): KStream<K, VR>
   /** A stream-table left join: as the stream-table `join`, and a record whose key the table does not hold joins null. */
   leftJoin<VT, VR>(table: KTable<K, VT>, joiner: ValueJoiner<V, VT | null, VR, K>, joined?: Joined<K, V>): KStream<K, VR>
-  leftJoin<VO, VR>(other: KStream<K, VO> | KTable<K, VO>, joiner: ValueJoiner<V, VO | null, VR, K>, windows?: JoinWindows | Joined<K, V>, streamJoined: StreamJoined<K, V, VO> = {}): KStream<K, VR> {
-    if (other instanceof KTable) return this.tableJoin(other, joiner, (windows ?? {}) as Joined<K, V>, true)
-    return this.windowedJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, windows as JoinWindows, streamJoined, true, false)
+  /** A stream-global table left join: as the global `join`, and a record whose picked key the table lacks (or is null) joins null. */
+  leftJoin<GK, GV, VR>(table: GlobalKTable<GK, GV>, keySelector: (key: K, value: V) => GK | null, joiner: ValueJoiner<V, GV | null, VR, K>, named?: Named): KStream<K, VR>
+  leftJoin<VO, VR>(
+    other: KStream<K, VO> | KTable<K, VO> | GlobalKTable<unknown, VO>,
+    joiner: ValueJoiner<V, VO | null, VR, K> | ((key: K, value: V) => unknown),
+    windows?: JoinWindows | Joined<K, V> | ValueJoiner<V, VO | null, VR, K>,
+    streamJoined: StreamJoined<K, V, VO> | Named = {},
+  ): KStream<K, VR> {
+    if (other instanceof GlobalKTable) return this.globalJoin(other, joiner as (key: K, value: V) => unknown, windows as ValueJoiner<V, VO | null, VR, K>, streamJoined as Named, true)
+    if (other instanceof KTable) return this.tableJoin(other, joiner as ValueJoiner<V, VO | null, VR, K>, (windows ?? {}) as Joined<K, V>, true)
+    return this.windowedJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, windows as JoinWindows, streamJoined as StreamJoined<K, V, VO>, true, false)
   }
 
   /** A windowed outer join: as `leftJoin`, for records of either stream. */
   outerJoin<VO, VR>(other: KStream<K, VO>, joiner: ValueJoiner<V | null, VO | null, VR, K>, windows: JoinWindows, streamJoined: StreamJoined<K, V, VO> = {}): KStream<K, VR> {
     return this.windowedJoin(other, joiner, windows, streamJoined, true, true)
+  }
+
+  /** Adds a stream-global table join's processor, reading the global store (Kafka Streams' KSTREAM-JOIN / KSTREAM-LEFTJOIN). */
+  private globalJoin<GK, GV, VR>(table: GlobalKTable<GK, GV>, keySelector: (key: K, value: V) => unknown, joiner: ValueJoiner<V, GV | null, VR, K>, named: Named, left: boolean): KStream<K, VR> {
+    const operation = left ? 'leftJoin' : 'join'
+    if (typeof keySelector !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the key selector of a global table join must be a function, got ${typeof keySelector}`)
+    if (typeof joiner !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the joiner must be a function, got ${typeof joiner}`)
+    // The table holds every key: no repartition, whatever this stream's keys are.
+    const name = named?.name ?? this.builder.newName(left ? 'KSTREAM-LEFTJOIN' : 'KSTREAM-JOIN')
+    this.builder.graph.addProcessor(name, streamGlobalJoinProcessor<K, V, GK, GV, VR>(table, keySelector as (key: K, value: V) => GK, joiner, left), this.node)
+    this.builder.graph.connectProcessorAndStateStores(table.storeName, name)
+    return new KStream<K, VR>(this.builder, name, this.keySerde, undefined, this.repartitionRequired)
   }
 
   /** Adds a stream-table join's processor, reading the table's store (Kafka Streams' KSTREAM-JOIN / KSTREAM-LEFTJOIN). */

@@ -182,6 +182,10 @@ export class KafkaRuntime {
   ) {
     this.config = validateKafkaRuntimeConfig(config)
     checkDeadLetterTopicOf(topology, this.config.deadLetterTopic, 'KafkaRuntime config')
+    const globals = topology.globalStores()
+    if (globals.length > 0) {
+      throw new PunctualError('UNSUPPORTED', `KafkaRuntime: global stores and tables (${globals.map((g) => `"${g.builder.name}" of topic ${g.topic}`).join(', ')}) run on the embedded runtime only for now; on Kafka, join a co-partitioned table instead`)
+    }
     this.ownsStateDir = config.stateDir === undefined
     this.transactionalId = `${this.config.applicationId}-${randomUUID()}`
     this.logger = this.config.logger.child?.({ applicationId: this.config.applicationId }) ?? this.config.logger

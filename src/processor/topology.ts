@@ -60,6 +60,20 @@ export interface Subtopology {
   readonly stores: readonly StoreBuilder[]
 }
 
+/**
+ * A global store: one instance per application instance, read by every task, kept up to date from all
+ * partitions of its topic by its own processor, apart from the tasks (Kafka Streams' global stores).
+ */
+export interface GlobalStoreDef {
+  readonly builder: StoreBuilder
+  readonly sourceName: string
+  readonly topic: string
+  readonly keySerde: Serde<unknown>
+  readonly valueSerde: Serde<unknown>
+  readonly processorName: string
+  readonly supplier: ProcessorSupplier<unknown, unknown, never, never>
+}
+
 /** The serdes a source reads a topic with, or a sink writes it with. */
 export interface TopicSerdes {
   readonly keySerde: Serde<unknown>
@@ -82,6 +96,7 @@ export class Topology {
   /** Topics the topology writes and reads back itself (the DSL's repartition topics). */
   private readonly internal = new Set<string>()
   private readonly topicToSource = new Map<string, string>()
+  private readonly globals = new Map<string, GlobalStoreDef>()
 
   addSource<K = string, V = string>(name: string, topics: string | readonly string[], options: SourceOptions<K, V> = {}): this {
     this.assertNewName(name)
@@ -172,6 +187,47 @@ export class Topology {
     return this.connectProcessorAndStateStores(builder.name, ...processorNames)
   }
 
+  /**
+   * Adds a global store (Kafka Streams' `addGlobalStore`): one instance per application instance, which
+   * every processor connected to it reads (`connectProcessorAndStateStores`), kept up to date by
+   * `processorName` from all partitions of `topic`, read from its start when the application starts and
+   * then as records arrive, before the tasks process theirs. The processor writes the store; it forwards
+   * nothing, and its reads are not tied to stream time.
+   */
+  addGlobalStore<K = string, V = string>(
+    builder: StoreBuilder,
+    sourceName: string,
+    topic: string,
+    options: SourceOptions<K, V>,
+    processorName: string,
+    supplier: ProcessorSupplier<K, V, never, never>,
+  ): this {
+    this.assertNewName(sourceName)
+    this.assertNewName(processorName)
+    if (sourceName === processorName) throw topologyError(`global store "${builder.name}": its source and processor need different names, got "${sourceName}" twice`)
+    if (typeof topic !== 'string' || topic.length === 0) throw topologyError(`global store "${builder.name}": invalid topic name ${JSON.stringify(topic)}`)
+    const other = this.topicToSource.get(topic)
+    if (other !== undefined) throw topologyError(`global store "${builder.name}": topic "${topic}" is already read by source "${other}"`)
+    if (typeof supplier !== 'function') throw topologyError(`global store "${builder.name}": processor "${processorName}" needs a supplier function returning a new processor`)
+    this.addStateStore(builder)
+    this.topicToSource.set(topic, sourceName)
+    this.globals.set(builder.name, {
+      builder,
+      sourceName,
+      topic,
+      keySerde: (options.keySerde ?? Serdes.String()) as Serde<unknown>,
+      valueSerde: (options.valueSerde ?? Serdes.String()) as Serde<unknown>,
+      processorName,
+      supplier: supplier as ProcessorSupplier<unknown, unknown, never, never>,
+    })
+    return this
+  }
+
+  /** @internal The global stores, in the order they were added. */
+  globalStores(): readonly GlobalStoreDef[] {
+    return [...this.globals.values()]
+  }
+
   /** @internal Whether a store of that name is added. */
   hasStateStore(name: string): boolean {
     return this.storeBuilders.has(name)
@@ -217,6 +273,8 @@ export class Topology {
       if (node.kind === 'processor') {
         // Processors sharing a store must run in the same task.
         for (const s of node.stores) {
+          // Every task reads the one instance of a global store: it ties no processors together.
+          if (this.globals.has(s)) continue
           const owner = storeOwner.get(s)
           if (owner === undefined) storeOwner.set(s, node.name)
           else union(owner, node.name)
@@ -232,7 +290,7 @@ export class Topology {
     }
     return [...groups.values()].map((nodes, id) => {
       const stores = new Set<string>()
-      for (const n of nodes) if (n.kind === 'processor') for (const s of n.stores) stores.add(s)
+      for (const n of nodes) if (n.kind === 'processor') for (const s of n.stores) if (!this.globals.has(s)) stores.add(s)
       return {
         id,
         nodes,
@@ -247,7 +305,7 @@ export class Topology {
    * write it (`undefined` where none does, `'mixed'` where sinks write it with different serdes).
    */
   topicUse(topic: string): TopicUse {
-    let source: TopicSerdes | undefined
+    let source: TopicSerdes | undefined = [...this.globals.values()].find((g) => g.topic === topic)
     let sink: TopicSerdes | 'mixed' | undefined
     for (const node of this.nodes.values()) {
       if (node.kind === 'source' && node.topics.includes(topic)) source = node
@@ -281,6 +339,7 @@ export class Topology {
       if (node.kind === 'source') for (const t of node.topics) sources.add(t)
       else if (node.kind === 'sink') sinks.add(node.topic)
     }
+    for (const g of this.globals.values()) sources.add(g.topic)
     return { sources: [...sources].sort(), sinks: [...sinks].sort() }
   }
 
@@ -307,12 +366,20 @@ export class Topology {
         if (node.kind !== 'source') lines.push(`      <-- ${node.parents.join(', ')}`)
       }
     }
+    for (const g of this.globals.values()) {
+      lines.push(`   Global store: ${g.builder.name} (not in any task)`)
+      lines.push(`    Source: ${g.sourceName} (topics: [${g.topic}])`)
+      lines.push(`      --> ${g.processorName}`)
+      lines.push(`    Processor: ${g.processorName} (stores: [${g.builder.name}])`)
+      lines.push(`      <-- ${g.sourceName}`)
+    }
     return lines.join('\n') + '\n'
   }
 
   private assertNewName(name: string): void {
     if (typeof name !== 'string' || name.length === 0) throw topologyError(`node name must be a non-empty string, got ${JSON.stringify(name)}`)
-    if (this.nodes.has(name)) throw topologyError(`a node named "${name}" is already in the topology`)
+    const global = [...this.globals.values()].some((g) => g.sourceName === name || g.processorName === name)
+    if (this.nodes.has(name) || global) throw topologyError(`a node named "${name}" is already in the topology`)
   }
 
   private assertParents(name: string, parents: readonly string[]): void {

@@ -69,6 +69,10 @@ export function localStores(tasks: Iterable<{ getStore(name: string): StateStore
 
 function storeBuilder(topology: Topology, name: string): StoreBuilder {
   const all: string[] = []
+  for (const g of topology.globalStores()) {
+    if (g.builder.name === name) return g.builder
+    all.push(g.builder.name)
+  }
   for (const sub of topology.subtopologies()) {
     for (const builder of sub.stores) {
       if (builder.name === name) return builder

@@ -34,6 +34,7 @@ import { TaskManager } from './task-manager.js'
 import type { RestoreProgress } from './task-manager.js'
 import type { RestoreReport } from './task-factory.js'
 import { TaskLoop } from './task-loop.js'
+import { GlobalStores } from '../processor/internal/global-stores.js'
 import { localStores, queryableStore } from '../query/queryable-stores.js'
 import type { QueryableStoreType } from '../query/queryable-stores.js'
 import type { RecordListener, SubscribeFrom } from './subscriptions.js'
@@ -61,6 +62,8 @@ export class EmbeddedRuntime {
   private readonly errorHandler: ErrorHandler
   private readonly topics: TopicRegistry
   private readonly tasks: StreamTask[] = []
+  /** The global stores (made at start), updated before each processing slice. */
+  private globals: GlobalStores | undefined
   private readonly loop: TaskLoop
   private readonly subscriptions = new Subscriptions(() => this.durableTopics !== undefined)
   private currentState: RuntimeState = 'CREATED'
@@ -102,6 +105,7 @@ export class EmbeddedRuntime {
       isRunning: () => this.currentState === 'RUNNING',
       writeCommit: () => this.writeCommit(),
       restoreStep: (max, wake) => this.taskManager?.restoreStep(max, wake) ?? false,
+      updateGlobals: () => this.globals?.update(),
       deliver: () => this.subscriptions.deliver(),
       fail: (err) => this.fail(err),
     })
@@ -224,7 +228,16 @@ export class EmbeddedRuntime {
         onRestored: ({ taskId, from, count, ms }: RestoreReport) =>
           this.logger.info({ taskId, from, [from === 'changelog' ? 'records' : 'entries']: count, ms: Math.round(ms) }, `task ${taskId} restored from ${from === 'changelog' ? 'its changelog' : 'the state directory'}`),
       }
-      this.taskManager = new TaskManager(taskDefinitions(this.topology, this.topics), factory, this.tasks)
+      // Global stores first, read to the end of their topics: every task reads them from the start.
+      const globals = new GlobalStores(this.topology.globalStores(), (topic) => this.topics.partitions(topic), () => this.clock.now(), (topic, partition, offset, error) => {
+        const message = `global store topic ${topic}-${partition} offset ${offset}: ${error instanceof Error ? error.message : String(error)}`
+        if (this.errorHandler({ reason: 'deserialization', taskId: 'global', topic, partition, offset, error, message }) === 'fail') {
+          throw new PunctualError('DESERIALIZATION', message, { cause: error })
+        }
+      })
+      this.globals = globals
+      globals.update()
+      this.taskManager = new TaskManager(taskDefinitions(this.topology, this.topics), { ...factory, globalStores: (name) => globals.get(name) }, this.tasks)
       // One process runs every task, restored from the state directory before start returns.
       this.taskManager.assign(this.taskManager.allIds())
       this.taskManager.restoreNow()
@@ -266,6 +279,7 @@ export class EmbeddedRuntime {
         await this.loop.commitAndWait()
         this.subscriptions.deliver()
         for (const task of this.tasks) task.close()
+        this.globals?.close()
         this.setState('NOT_RUNNING')
         this.logger.info({ processedRecords: this.metrics().processedRecords }, 'stopped')
       } catch (err) {
@@ -394,7 +408,8 @@ export class EmbeddedRuntime {
       if (this.currentState !== 'RUNNING') {
         throw new PunctualError('ILLEGAL_STATE', `store "${storeName}": the runtime is ${this.currentState}; stores can be queried while it runs`)
       }
-      return localStores(this.tasks, storeName)
+      const global = this.globals?.get(storeName)
+      return global === undefined ? localStores(this.tasks, storeName) : [global]
     })
   }
 

@@ -1,5 +1,6 @@
 import { PunctualError } from '../errors.js'
 import type { TopicRegistry } from '../log/topics.js'
+import type { StateStore } from '../processor/api.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import type { InputPartition, RecordCollector } from '../processor/record-io.js'
 import { StreamTask } from '../processor/internal/task.js'
@@ -32,6 +33,8 @@ export interface TaskFactoryConfig {
   readonly onRestored?: (report: RestoreReport) => void
   /** Told each step of a task's lifecycle (`TaskEvent`). */
   readonly onTaskEvent?: (event: TaskEvent) => void
+  /** The application instance's global stores, which every task reads. */
+  readonly globalStores?: (name: string) => StateStore | undefined
 }
 
 /** How a task's state came back: from where, how much, how long it took. */
@@ -108,6 +111,7 @@ export function createTask(def: TaskDefinition, config: TaskFactoryConfig, check
     keyedStateDisk: checkpoint === undefined ? undefined : (state) => committer.keyedStateDisk(def.id, state),
     trackChanges: committer.tracksChanges,
     onWallClockChange: config.onWallClockChange,
+    globalStores: config.globalStores,
   })
 }
 

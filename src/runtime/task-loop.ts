@@ -31,6 +31,8 @@ export interface LoopHost {
    * read more now (a source still fetching calls `wake` when it has records).
    */
   restoreStep(maxRecords: number, wake: () => void): boolean
+  /** Applies what arrived on the global stores' topics, before the tasks process. */
+  updateGlobals?(): void
   /** Hands new output to subscribers, after each slice. */
   deliver(): void
   fail(err: unknown): void
@@ -162,6 +164,7 @@ export class TaskLoop {
     const chunk = durable ? this.host.commitMaxRecords : Infinity
     for (let progressed = true; progressed; ) {
       progressed = false
+      this.host.updateGlobals?.()
       for (const task of this.host.tasks) {
         const n = task.process(chunk)
         if (n === 0) continue
@@ -221,6 +224,7 @@ export class TaskLoop {
         return false
       }
       let more = false
+      this.host.updateGlobals?.()
       for (const task of tasks) {
         const n = task.process(BATCH)
         if (n > 0) {

@@ -18,6 +18,7 @@ import { ManualClock } from '../time/clock.js'
 import { consoleLogger } from '../util/logger.js'
 import { temporaryStateDir } from '../util/state-dir.js'
 import { localStores, queryableStore } from '../query/queryable-stores.js'
+import { GlobalStores } from '../processor/internal/global-stores.js'
 import type { QueryableStoreType } from '../query/queryable-stores.js'
 
 export interface TestDriverOptions {
@@ -58,6 +59,8 @@ export class TopologyTestDriver {
   private readonly clock: ManualClock
   private readonly topics = new TopicRegistry(1)
   private readonly tasks: StreamTask[] = []
+  /** The global stores, updated from their topics before the tasks process. */
+  private readonly globals: GlobalStores
   private closed = false
 
   private readonly topology: Topology
@@ -67,6 +70,16 @@ export class TopologyTestDriver {
     this.clock = new ManualClock(options.wallClockStartMs ?? 0)
     const errorHandler = options.errorHandler ?? ErrorHandlers.failOnUserCodeErrors(consoleLogger)
     const stateDir = options.stateDir ?? temporaryStateDir('test-driver')
+    for (const g of topology.globalStores()) this.topics.create(g.topic, 1)
+    this.globals = new GlobalStores(
+      topology.globalStores(),
+      (topic) => this.topics.partitions(topic),
+      () => this.clock.now(),
+      (topic, partition, offset, error) => {
+        throw new PunctualError('DESERIALIZATION', `global store topic ${topic}-${partition} offset ${offset}: ${(error as Error).message}`, { cause: error })
+      },
+    )
+    const globals = this.globals
     for (const sub of topology.subtopologies()) {
       for (const t of sub.sourceTopics) this.topics.create(t, 1)
       this.tasks.push(
@@ -79,6 +92,7 @@ export class TopologyTestDriver {
           errorHandler,
           stateDir,
           checkpoint: withoutPositions(tasksOf(options.checkpoint)?.[`${sub.id}_0`]),
+          globalStores: (name) => globals.get(name),
         }),
       )
     }
@@ -133,7 +147,8 @@ export class TopologyTestDriver {
   store<T>(name: string, type: QueryableStoreType<T>): T {
     return queryableStore(this.topology, name, type, (storeName) => {
       this.assertOpen()
-      return localStores(this.tasks, storeName)
+      const global = this.globals.get(storeName)
+      return global === undefined ? localStores(this.tasks, storeName) : [global]
     })
   }
 
@@ -177,6 +192,7 @@ export class TopologyTestDriver {
     if (this.closed) return
     this.closed = true
     for (const task of this.tasks) task.close()
+    this.globals.close()
   }
 
   /** @internal */
@@ -190,7 +206,7 @@ export class TopologyTestDriver {
   private processAll(): void {
     let progressed = true
     while (progressed) {
-      progressed = false
+      progressed = this.globals.update() > 0
       for (const task of this.tasks) if (task.process(Infinity) > 0) progressed = true
     }
   }

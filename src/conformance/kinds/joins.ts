@@ -85,3 +85,22 @@ export const tableTableJoinKind: ScenarioKind = {
     return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }
   },
 }
+
+/**
+ * Kind `stream-global-join`: topic "left" is a stream whose values name keys of the global table of
+ * topic "right"; each record joins the table's current value for that key with `join` or `leftJoin`,
+ * the same joiner as the other join kinds.
+ */
+export const streamGlobalJoinKind: ScenarioKind = {
+  build(scenario: Scenario, out: OutputSink): KindInstance {
+    const type = (scenario.topology as Obj).join
+    if (type !== 'inner' && type !== 'left') throw malformed('topology.join', 'must be "inner" or "left"')
+    const builder = new StreamsBuilder()
+    const table = builder.globalTable<string, string>('right')
+    const left = builder.stream<string, string>('left')
+    const pick = (_k: string, v: string): string => v
+    const result = type === 'inner' ? left.join(table, pick, joined) : left.leftJoin(table, pick, joined)
+    result.addStatelessNode<string, string>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: r.key, value: r.value, ts: r.timestamp }))
+    return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }
+  },
+}

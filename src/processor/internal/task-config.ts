@@ -2,7 +2,7 @@ import type { KeyedStateOnDisk } from '../../keyed/keyed-state.js'
 import type { KeyedSnapshot } from '../../keyed/keyed-task-state.js'
 import type { StoreDisk } from '../../state/persistent-store.js'
 import type { Clock } from '../../time/clock.js'
-import type { StoreKey, TaskId } from '../api.js'
+import type { StateStore, StoreKey, TaskId } from '../api.js'
 import type { InputPartition, RecordCollector } from '../record-io.js'
 import type { ErrorHandler } from '../errors.js'
 import type { Subtopology } from '../topology.js'
@@ -57,4 +57,6 @@ export interface TaskConfig {
   readonly stateDir: string
   /** Called when the earliest wall-clock due time may have moved (to re-arm the runtime's timer). */
   readonly onWallClockChange?: (() => void) | undefined
+  /** The application instance's global stores: a processor connected to one reads that instance. */
+  readonly globalStores?: ((name: string) => StateStore | undefined) | undefined
 }

@@ -230,7 +230,7 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
   }
 
   store(processorName: string, allowed: ReadonlySet<string>, name: string): StateStore {
-    const store = this.stores.get(name)
+    const store = this.stores.get(name) ?? this.config.globalStores?.(name)
     if (store === undefined || !allowed.has(name)) {
       throw new PunctualError('INVALID_TOPOLOGY', `processor "${processorName}" is not connected to a state store named "${name}"; connect it with Topology.addStateStore(builder, "${processorName}")`)
     }

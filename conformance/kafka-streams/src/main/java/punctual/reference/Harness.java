@@ -29,6 +29,7 @@ import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.JoinWindows;
 import org.apache.kafka.streams.kstream.Joined;
+import org.apache.kafka.streams.kstream.GlobalKTable;
 import org.apache.kafka.streams.kstream.Grouped;
 import org.apache.kafka.streams.kstream.KGroupedStream;
 import org.apache.kafka.streams.kstream.KGroupedTable;
@@ -147,6 +148,7 @@ public final class Harness {
         case "stream-stream-join" -> streamStreamJoin();
         case "stream-table-join" -> streamTableJoin();
         case "table-table-join" -> tableTableJoin();
+        case "stream-global-join" -> streamGlobalJoin();
         case "table-aggregate" -> tableAggregate();
         case "stream-aggregate" -> streamAggregate();
         default -> throw new NotComparable("kind " + kind + " has no Kafka Streams counterpart here");
@@ -427,6 +429,22 @@ public final class Harness {
         default -> throw new IllegalArgumentException("unknown aggregate " + scenario.path("topology").get("aggregate"));
       };
       result.toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+      return b.build();
+    }
+
+    // Kind stream-global-join: stream "left" whose values name keys of the global table of "right".
+
+    private Topology streamGlobalJoin() {
+      StreamsBuilder b = new StreamsBuilder();
+      GlobalKTable<String, String> table = b.globalTable("right", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("global-right").withKeySerde(Serdes.String()).withValueSerde(Serdes.String()).withCachingDisabled());
+      KStream<String, String> left = b.stream("left", Consumed.with(Serdes.String(), Serdes.String()));
+      ValueJoiner<String, String, String> joiner = (l, r) -> l + "+" + r;
+      KStream<String, String> joined = switch (scenario.path("topology").path("join").asText()) {
+        case "inner" -> left.join(table, (k, v) -> v, joiner);
+        case "left" -> left.leftJoin(table, (k, v) -> v, joiner);
+        default -> throw new IllegalArgumentException("unknown join " + scenario.path("topology").get("join"));
+      };
+      joined.to(OUT, Produced.with(Serdes.String(), Serdes.String()));
       return b.build();
     }
 
