@@ -2,6 +2,7 @@ import { rmSync } from 'node:fs'
 import { PunctualError } from '../errors.js'
 import { DurableLog } from '../log/durable-log.js'
 import { TopicRegistry } from '../log/topics.js'
+import type { PartitionLog } from '../log/partition-log.js'
 import type { RuntimeMetrics, TaskEvent } from '../metrics.js'
 import { runtimeMetrics } from './runtime-metrics.js'
 import { RuntimeEvents } from './runtime-events.js'
@@ -428,6 +429,9 @@ export class EmbeddedRuntime {
     const written = this.committer.commit(this.tasks, durable === undefined ? undefined : (writer) => durable.write(writer, readTo, this.clock.now()))
     const release = (): void => {
       durable?.committed()
+      // Without a state directory nothing reads a global topic again: what its store applied can go.
+      // (With one, a restart reads it again from its start, so it stays.)
+      if (durable === undefined) this.globals?.forEachPosition((input, offset) => readTo.set(input as PartitionLog, Math.min(offset, readTo.get(input as PartitionLog) ?? Infinity)))
       releaseConsumed(readTo, this.subscriptions, this.topics, durable)
     }
     if (written === undefined) {

@@ -5,6 +5,7 @@ import { freshStateDir } from '../helpers/durable.js'
 import { EmbeddedRuntime, QueryableStoreTypes, Serdes, silentLogger, StreamsBuilder } from '../../src/index.js'
 import type { Topology } from '../../src/index.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
+import { ManualClock } from '../../src/testing/index.js'
 import { runJoin } from '../helpers/join-driver.js'
 import type { SideInput } from '../helpers/join-driver.js'
 
@@ -86,6 +87,27 @@ describe('global tables (GlobalKTable) and stream-global table joins', () => {
     assert.equal(airports.get('ORD'), 'IL')
     assert.equal(airports.approximateNumEntries(), 7)
     await rt.stop()
+  })
+
+  it('without a state directory, releases the records the global store applied (a late subscriber sees only the rest)', async () => {
+    const clock = new ManualClock(0)
+    const rt = new EmbeddedRuntime(topology(false, () => {}), { applicationId: 'global-release', clock, scheduler: clock, commitIntervalMs: 10, logger: silentLogger })
+    rt.start()
+    // Enough records for several of the log's chunks (memory is released a whole chunk at a time).
+    for (let i = 0; i < 5000; i++) rt.producer<string, string>('airports').send(`A${i}`, 'X', 0)
+    await rt.idle()
+    // A flight processed after the commit interval: the commit releases what every reader has passed.
+    clock.advance(20)
+    rt.producer<string, string>('flights').send('f1', 'A1', 1)
+    await rt.idle()
+    rt.producer<string, string>('airports').send('A5000', 'Y', 0)
+    const seen: string[] = []
+    rt.subscribe<string, string>('airports', (r) => seen.push(String(r.key)))
+    await rt.idle()
+    await rt.stop()
+    assert.ok(seen.length < 1000, `most of the 5,000 applied records are gone from memory (a late subscriber got ${seen.length})`)
+    assert.equal(seen.at(-1), 'A5000', 'the record not yet passed by a commit is still there')
+    assert.equal(rt.committedEndOffsets('airports')[0], 5001)
   })
 
   it('in a durable run, a restart reads the table again from its topic', async () => {

@@ -86,6 +86,11 @@ export class GlobalStores {
     return n
   }
 
+  /** Calls `each` with every partition of the global topics and the offset of its next record to read. */
+  forEachPosition(each: (input: InputPartition, offset: number) => void): void {
+    for (const part of this.parts) part.inputs.forEach((input, p) => each(input, part.positions[p] as number))
+  }
+
   /** Whether some global topic holds records not read yet. */
   behind(): boolean {
     return this.parts.some((part) => part.inputs.some((input, p) => (part.positions[p] as number) < input.endOffset()))
