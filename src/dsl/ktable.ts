@@ -197,7 +197,10 @@ export class KTable<K, V> {
       name,
       tableSelectProcessor<K, V, KR, VR>(
         selector,
-        (ctx) => (valueBeforeUpdate.get(ctx.getStateStore(storeName)) ?? null) as V | null,
+        (ctx) => {
+          const store = ctx.getStateStore(storeName)
+          return () => (valueBeforeUpdate.get(store) ?? null) as V | null
+        },
         (x, y) => x === y || groupId(x) === groupId(y),
       ),
       this.node,

@@ -44,23 +44,26 @@ export function changeSerde<V>(inner: Serde<V>): Serde<Change<V>> {
 
 /**
  * `KTable.groupBy`'s selector (Kafka Streams' KTableRepartitionMap): each table update maps the key's
- * old value (read from `oldValue()`, what the table held before) and new value to their groups. When
+ * old value (what the table held before, read through `oldValueReader`) and new value to their groups. When
  * both land in the same group one change carries both; otherwise the old value's removal goes first,
  * then the new value's addition. A pair whose key or value is null is skipped.
  */
 export function tableSelectProcessor<K, V, KR, VR>(
   selector: (key: K, value: V) => KeyValue<KR, VR>,
-  oldValue: (ctx: ProcessorContext<KR, Change<VR>>) => V | null,
+  /** Made once per task: reads what the table held for the key of the update being processed. */
+  oldValueReader: (ctx: ProcessorContext<KR, Change<VR>>) => () => V | null,
   sameKey: (a: KR, b: KR) => boolean,
 ): () => Processor<K, V | null, KR, Change<VR>> {
   return () => {
     let ctx: ProcessorContext<KR, Change<VR>>
+    let oldValue: () => V | null
     return {
       init(c) {
         ctx = c
+        oldValue = oldValueReader(c)
       },
       process(record) {
-        const old = oldValue(ctx)
+        const old = oldValue()
         const oldPair = old === null ? null : selector(record.key, old)
         const newPair = record.value === null ? null : selector(record.key, record.value)
         const hasOld = oldPair !== null && oldPair.key !== null && oldPair.key !== undefined && oldPair.value !== null && oldPair.value !== undefined
