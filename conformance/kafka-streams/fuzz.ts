@@ -1,7 +1,7 @@
 /**
  * `npm run fuzz:kafka-streams -- [--cases N] [--seed S] [--kinds a,b]`: a differential fuzzer. Generates
  * seeded random scenarios of kinds punctuate, suppress-table, windowed-count, stream-stream-join,
- * stream-table-join, table-table-join, stream-global-join, table-aggregate and stream-aggregate (in-order and out-of-order data, bounds, grace, hopping,
+ * stream-table-join, table-table-join, foreign-key-join, stream-global-join, table-aggregate and stream-aggregate (in-order and out-of-order data, bounds, grace, hopping,
  * sliding and session windows, inner, left and outer joins with both sides, tombstones, asymmetric
  * windows, plain and versioned tables), runs each through punctual and through Kafka
  * Streams, and on a mismatch prints the scenario minimized (steps removed while it still differs).
@@ -14,7 +14,7 @@ import { parseScenario } from '../../src/conformance/scenario.js'
 import { seededRandom } from '../../src/testing/index.js'
 import { comparable, ReferenceHarness } from './harness.js'
 
-const KINDS = ['punctuate', 'suppress-table', 'windowed-count', 'stream-stream-join', 'stream-table-join', 'table-table-join', 'table-aggregate', 'stream-aggregate', 'stream-global-join'] as const
+const KINDS = ['punctuate', 'suppress-table', 'windowed-count', 'stream-stream-join', 'stream-table-join', 'table-table-join', 'foreign-key-join', 'table-aggregate', 'stream-aggregate', 'stream-global-join'] as const
 type Kind = (typeof KINDS)[number]
 const { values } = parseArgs({ options: { cases: { type: 'string', default: '300' }, seed: { type: 'string' }, kinds: { type: 'string' } } })
 const kinds = (values.kinds?.split(',') ?? [...KINDS]) as Kind[]
@@ -48,7 +48,13 @@ function generate(random: () => number, n: number): Json {
     const key = pick(['A', 'B', 'C', 'D'])
     const join = kind === 'stream-stream-join' || kind === 'stream-table-join' || kind === 'table-table-join'
     const value = (kind === 'suppress-table' || join) && random() < (kind === 'table-table-join' ? 0.25 : 0.1) ? null : pick(['v', 'w', 'xy', 'z'])
-    if (kind === 'stream-global-join') {
+    if (kind === 'foreign-key-join') {
+      // Left values name a right key (or none); right records update those keys.
+      const topic = pick(['left', 'right'])
+      const fk = pick(['A', 'B', 'C', 'D', 'A', 'B', ''])
+      const v = random() < 0.2 ? null : topic === 'left' ? (random() < 0.1 ? `p${i}` : `${fk}:p${i}`) : `r${i}`
+      steps.push({ record: { topic, key: topic === 'left' ? `k${int(0, 3)}` : key, value: v, ts } })
+    } else if (kind === 'stream-global-join') {
       // Stream records name a table key in their value; table records update the global table.
       const topic = pick(['left', 'right'])
       const v = random() < 0.15 ? null : topic === 'left' ? pick(['A', 'B', 'C', 'D']) : `${pick(['v', 'w'])}${i}`
@@ -76,7 +82,7 @@ function generate(random: () => number, n: number): Json {
     topology = { kind, suppress: { until: 'timeLimit', waitMs: int(0, 8), waitFrom: 'first', ...bound } }
   } else if (kind === 'table-table-join') {
     topology = { kind, join: pick(['inner', 'left', 'outer']) }
-  } else if (kind === 'stream-global-join') {
+  } else if (kind === 'stream-global-join' || kind === 'foreign-key-join') {
     topology = { kind, join: pick(['inner', 'left']) }
   } else if (kind === 'table-aggregate') {
     topology = { kind, aggregate: pick(['count', 'sum', 'reduce']) }

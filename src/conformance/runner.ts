@@ -9,7 +9,7 @@ import type { KindInstance, ScenarioKind } from './kinds/kind.js'
 import { keyedTimersKind } from './kinds/keyed-timers.js'
 import { punctuateKind } from './kinds/punctuate.js'
 import { suppressTableKind, windowedCountKind } from './kinds/suppression.js'
-import { streamGlobalJoinKind, streamStreamJoinKind, streamTableJoinKind, tableTableJoinKind } from './kinds/joins.js'
+import { foreignKeyJoinKind, streamGlobalJoinKind, streamStreamJoinKind, streamTableJoinKind, tableTableJoinKind } from './kinds/joins.js'
 import { tableAggregateKind } from './kinds/table-aggregate.js'
 import { streamAggregateKind } from './kinds/stream-aggregate.js'
 import { malformed, parseRecord, parseScenario } from './scenario.js'
@@ -24,6 +24,7 @@ const KINDS: Readonly<Record<string, ScenarioKind | undefined>> = {
   'stream-stream-join': streamStreamJoinKind,
   'stream-table-join': streamTableJoinKind,
   'table-table-join': tableTableJoinKind,
+  'foreign-key-join': foreignKeyJoinKind,
   'stream-global-join': streamGlobalJoinKind,
   'table-aggregate': tableAggregateKind,
   'stream-aggregate': streamAggregateKind,

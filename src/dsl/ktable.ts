@@ -13,7 +13,7 @@ import { statelessProcessor } from './processors.js'
 import { heldBeforeUpdate, valueBeforeUpdate } from './processors.js'
 import { tableSelectProcessor } from './table-grouping.js'
 import { KGroupedTable } from './grouped-table.js'
-import type { Grouped, KeyValue } from './options.js'
+import type { Grouped, KeyValue, TableJoined } from './options.js'
 import type { TableMaterialization } from './processors.js'
 import type { TableEntry } from '../joins/stream-table-join.js'
 import { TableTableJoinProcessor } from '../joins/table-table-join.js'
@@ -25,6 +25,17 @@ import { PunctualError } from '../errors.js'
 import { Stores } from '../state/stores.js'
 import type { StoreBuilder } from '../state/stores.js'
 import { keyIdQuery, versionedKeyIdQuery } from './queryable.js'
+import {
+  SubscriptionStore,
+  foreignTableJoinProcessor,
+  responseJoinProcessor,
+  subscriptionJoinProcessor,
+  subscriptionReceiveProcessor,
+  subscriptionResponseSerde,
+  subscriptionSendProcessor,
+  subscriptionSerde,
+} from '../joins/foreign-key-join.js'
+import type { Subscription, SubscriptionResponse } from '../joins/foreign-key-join.js'
 
 /** What a windowed table knows of its windows: the grace period, the key serde, whether they are sessions. */
 export interface WindowedTableInfo {
@@ -122,6 +133,11 @@ export class KTable<K, V> {
     return this.keySerde
   }
 
+  /** @internal The table's value serde, if known. */
+  get valueSerdeOrUndefined(): Serde<V> | undefined {
+    return this.valueSerde
+  }
+
   /** Keys whose value fails the predicate become tombstones. */
   filter(predicate: (key: K, value: V) => boolean, name?: string): KTable<K, V> {
     return this.addStatelessNode(name, 'KTABLE-FILTER', (k, v) => (v !== null && predicate(k, v) ? v : null), this.valueSerde)
@@ -136,24 +152,128 @@ export class KTable<K, V> {
   }
 
   /**
+   * Joins this table with another by a foreign key (KIP-213, Kafka Streams' foreign-key join): each
+   * value of this table names a key of the other (`foreignKeyExtractor`, null: none), and the result,
+   * keyed by this table's key, is `joiner(value, otherValue)` for the other table's current value of
+   * that key. An update of either side updates the results it touches (an update of the other table
+   * every key of this one that names it); a key whose value is deleted, names no key, or names one the
+   * other table lacks gets a tombstone once it had a result. The updates go through two internal topics
+   * (subscriptions to the other table's partitions, answers back), so the tables need not be
+   * co-partitioned. Both must come from `builder.table()` or `toTable()`.
+   */
+  join<KO, VO, VR>(other: KTable<KO, VO>, foreignKeyExtractor: (value: V, key: K) => KO | null | undefined, joiner: ValueJoiner<V, VO, VR, K>, tableJoined?: TableJoined): KTable<K, VR>
+  /**
    * Joins this table with another by key (Kafka Streams' table-table join): an update of either table
    * emits the joined value of the key's current values, at the later of their timestamps; an update or
    * a deletion while the other table does not hold the key emits nothing, and deleting a key the other
    * holds emits a tombstone. Both tables must come from `builder.table()` or `toTable()` and be
    * co-partitioned. SEMANTICS 8.
    */
-  join<VO, VR>(other: KTable<K, VO>, joiner: ValueJoiner<V, VO, VR, K>, named?: Named): KTable<K, VR> {
-    return this.tableJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, 'join', ['inner', 'inner'], named)
+  join<VO, VR>(other: KTable<K, VO>, joiner: ValueJoiner<V, VO, VR, K>, named?: Named): KTable<K, VR>
+  join(other: object, a: unknown, b?: unknown, c?: TableJoined): KTable<K, unknown> {
+    if (isForeignKeyJoin(b)) return this.foreignKeyJoin(other as KTable<unknown, unknown>, a as (value: V, key: K) => unknown, b as ValueJoiner<V | null, unknown, unknown, K>, 'join', c)
+    return this.tableJoin(other as KTable<K, unknown>, a as ValueJoiner<V | null, unknown, unknown, K>, 'join', ['inner', 'inner'], b as Named | undefined)
   }
 
+  /** As the foreign-key `join`, and a value that names no key, or one the other table lacks, joins null. */
+  leftJoin<KO, VO, VR>(other: KTable<KO, VO>, foreignKeyExtractor: (value: V, key: K) => KO | null | undefined, joiner: ValueJoiner<V, VO | null, VR, K>, tableJoined?: TableJoined): KTable<K, VR>
   /** As `join`, and a key this table holds joins null while the other does not hold it. */
-  leftJoin<VO, VR>(other: KTable<K, VO>, joiner: ValueJoiner<V, VO | null, VR, K>, named?: Named): KTable<K, VR> {
-    return this.tableJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, 'leftJoin', ['left', 'right'], named)
+  leftJoin<VO, VR>(other: KTable<K, VO>, joiner: ValueJoiner<V, VO | null, VR, K>, named?: Named): KTable<K, VR>
+  leftJoin(other: object, a: unknown, b?: unknown, c?: TableJoined): KTable<K, unknown> {
+    if (isForeignKeyJoin(b)) return this.foreignKeyJoin(other as KTable<unknown, unknown>, a as (value: V, key: K) => unknown, b as ValueJoiner<V | null, unknown, unknown, K>, 'leftJoin', c)
+    return this.tableJoin(other as KTable<K, unknown>, a as ValueJoiner<V | null, unknown, unknown, K>, 'leftJoin', ['left', 'right'], b as Named | undefined)
   }
 
   /** As `join`, and a key either table holds joins null for the other while that one does not hold it. */
   outerJoin<VO, VR>(other: KTable<K, VO>, joiner: ValueJoiner<V | null, VO | null, VR, K>, named?: Named): KTable<K, VR> {
     return this.tableJoin(other, joiner, 'outerJoin', ['outer', 'outer'], named)
+  }
+
+  /**
+   * The foreign-key join's nodes, named and numbered as Kafka Streams names them (joins/foreign-key-join.ts
+   * has the steps): below this table the subscriptions go out; next to the other table they are stored
+   * and answered; the answers come back here and are joined.
+   */
+  private foreignKeyJoin<KO, VO, VR>(
+    other: KTable<KO, VO>,
+    extractor: (value: V, key: K) => KO | null | undefined,
+    joiner: ValueJoiner<V | null, VO | null, VR, K>,
+    operation: 'join' | 'leftJoin',
+    tableJoined: TableJoined = {},
+  ): KTable<K, VR> {
+    if (!(other instanceof KTable)) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the other table must be a KTable`)
+    if (typeof extractor !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the foreign key extractor must be a function, got ${typeof extractor}`)
+    if (typeof joiner !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the joiner must be a function, got ${typeof joiner}`)
+    const label = tableJoined.name
+    if (label !== undefined && (typeof label !== 'string' || label === '')) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: tableJoined.name must be a non-empty string, got ${JSON.stringify(label)}`)
+    const mine = this.valueStore(operation, 'oldValue')
+    const theirs = other.valueStore(operation)
+    const b = this.builder
+    const name = (suffix: string, prefix: string): string => (label === undefined ? b.newName(prefix) : `${label}${suffix}`)
+    const registrationTopic = `${name('-subscription-registration', 'KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION')}-topic`
+    const send = name('-subscription-registration-processor', 'KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION')
+    const registrationSink = name('-subscription-registration-sink', 'KTABLE-SINK')
+    const registrationSource = name('-subscription-registration-source', 'KTABLE-SOURCE')
+    const subscriptions = name('-subscription-store', 'KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE')
+    const receive = name('-subscription-receive', 'KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR')
+    const answer = name('-subscription-join-foreign', 'KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR')
+    const foreignUpdate = name('-foreign-join-subscription', 'KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR')
+    const responseTopic = `${name('-subscription-response', 'KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE')}-topic`
+    const responseSink = name('-subscription-response-sink', 'KTABLE-SINK')
+    const responseSource = name('-subscription-response-source', 'KTABLE-SOURCE')
+    const resolve = name('-subscription-response-resolver', 'KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR')
+    const result = name('-result', 'KTABLE-FK-JOIN-OUTPUT')
+    // Kafka Streams spends one more index on the result's store name, materialized or not.
+    b.newName('KTABLE-FK-JOIN-OUTPUT')
+
+    const keySerde = this.keySerde ?? (Serdes.JSON<K>() as Serde<K>)
+    const foreignKeySerde = other.keySerdeOrUndefined ?? (Serdes.JSON<KO>() as Serde<KO>)
+    const valueSerde = this.valueSerde ?? (Serdes.JSON<V>() as Serde<V>)
+    const foreignValueSerde = other.valueSerdeOrUndefined ?? (Serdes.JSON<VO>() as Serde<VO>)
+    const hashTopic = `${registrationTopic}-vh`
+    const valueBytes = (v: V): Uint8Array | null => valueSerde.serialize(hashTopic, v)
+    const leftJoin = operation === 'leftJoin'
+    const registrationSerdes = { keySerde: foreignKeySerde as Serde<unknown>, valueSerde: subscriptionSerde(keySerde) as Serde<unknown> }
+    const responseSerdes = { keySerde: keySerde as Serde<unknown>, valueSerde: subscriptionResponseSerde(foreignValueSerde) as Serde<unknown> }
+    const g = b.graph
+
+    g.addProcessor(
+      send,
+      subscriptionSendProcessor<K, V, KO>({
+        foreignKey: extractor,
+        foreignKeyId: theirs.keyId,
+        valueBytes,
+        oldValue: (ctx) => {
+          const store = ctx.getStateStore(mine.storeName)
+          return () => (valueBeforeUpdate.get(store) ?? null) as V | null
+        },
+        leftJoin,
+      }),
+      this.node,
+    )
+    g.connectProcessorAndStateStores(mine.storeName, send)
+    g.markInternalTopic(registrationTopic)
+    // By foreign key, as the other table is partitioned; a left join's null foreign key stays in its partition.
+    g.addSink(registrationSink, registrationTopic, { ...registrationSerdes, partitioner: (_t, key, s, n) => (key === null ? (s as Subscription<K>).primaryPartition % n : undefined) }, send)
+    g.addSource(registrationSource, registrationTopic, registrationSerdes)
+    g.addProcessor(receive, subscriptionReceiveProcessor<K, KO>(subscriptions, theirs.keyId, mine.keyId), registrationSource)
+    g.addStateStore({ name: subscriptions, build: () => new SubscriptionStore<K>(subscriptions) }, receive)
+    g.addProcessor(answer, subscriptionJoinProcessor<K, KO, VO>(theirs.keyId, (ctx) => tableGetter<VO>(ctx, theirs)), receive)
+    g.connectProcessorAndStateStores(theirs.storeName, answer)
+    g.addProcessor(foreignUpdate, foreignTableJoinProcessor<K, KO, VO>(subscriptions, theirs.keyId), other.node)
+    g.connectProcessorAndStateStores(subscriptions, foreignUpdate)
+    g.markInternalTopic(responseTopic)
+    // Back to the partition of the key that subscribed.
+    g.addSink(responseSink, responseTopic, { ...responseSerdes, partitioner: (_t, _k, r, n) => Math.min((r as SubscriptionResponse<VO>).primaryPartition, n - 1) }, answer, foreignUpdate)
+    g.addSource(responseSource, responseTopic, responseSerdes)
+    g.addProcessor(
+      resolve,
+      responseJoinProcessor<K, V, VO, VR>({ primaryKeyId: mine.keyId, valueBytes, leftTable: (ctx) => tableGetter<V>(ctx, mine), joiner, leftJoin }),
+      responseSource,
+    )
+    g.connectProcessorAndStateStores(mine.storeName, resolve)
+    g.addProcessor(result, statelessProcessor<K, VR | null, K, VR | null>((r, ctx) => ctx.forward(r)), resolve)
+    return new KTable<K, VR>(b, result, this.keySerde, undefined, undefined)
   }
 
   private tableJoin<VO, VR>(other: KTable<K, VO>, joiner: ValueJoiner<V | null, VO | null, VR, K>, operation: string, modes: [TableJoinMode, TableJoinMode], named: Named | undefined): KTable<K, VR> {
@@ -287,6 +407,11 @@ export class KTable<K, V> {
     )
     return new KTable<K, V2>(this.builder, node, this.keySerde, valueSerde, this.windowed)
   }
+}
+
+/** A third argument that is not a `Named` (an object) makes a foreign-key join, whose checks name what is wrong with it. */
+function isForeignKeyJoin(third: unknown): boolean {
+  return third !== undefined && (typeof third !== 'object' || third === null)
 }
 
 /** Whether the table of this store held the key of the update being forwarded (see heldBeforeUpdate). */

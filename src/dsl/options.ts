@@ -59,3 +59,12 @@ export interface TableOptions {
    */
   readonly storeName?: string
 }
+
+/**
+ * Names of a foreign-key join (Kafka Streams' `TableJoined`): with `name`, its nodes, store and internal
+ * topics are named after it (`<name>-subscription-store`, `<name>-subscription-registration-topic`, ...)
+ * instead of numbered.
+ */
+export interface TableJoined {
+  readonly name?: string
+}

@@ -104,3 +104,27 @@ export const streamGlobalJoinKind: ScenarioKind = {
     return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }
   },
 }
+
+/** The foreign key of a `foreign-key-join` left value `fk:payload`: the part before the colon, null when empty or absent. */
+function foreignKeyOf(value: string): string | null {
+  const at = value.indexOf(':')
+  return at <= 0 ? null : value.slice(0, at)
+}
+
+/**
+ * Kind `foreign-key-join`: the table of topic "left" (values `fk:payload`, the foreign key before the
+ * colon; none when empty or absent) joined by foreign key with the table of topic "right" (keyed by the
+ * foreign keys), with `join` or `leftJoin`.
+ */
+export const foreignKeyJoinKind: ScenarioKind = {
+  build(scenario: Scenario, out: OutputSink): KindInstance {
+    const type = (scenario.topology as Obj).join
+    if (type !== 'inner' && type !== 'left') throw malformed('topology.join', 'must be "inner" or "left"')
+    const builder = new StreamsBuilder()
+    const left = builder.table<string, string>('left')
+    const right = builder.table<string, string>('right')
+    const result = type === 'inner' ? left.join(right, foreignKeyOf, joined) : left.leftJoin(right, foreignKeyOf, joined)
+    result.toStream().addStatelessNode<string, string | null>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: r.key, value: r.value, ts: r.timestamp }))
+    return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }
+  },
+}

@@ -60,7 +60,8 @@ import org.apache.kafka.common.utils.Bytes;
 /**
  * Runs punctual conformance scenarios (../FORMAT.md) through Kafka Streams'
  * TopologyTestDriver, for kinds punctuate, suppress-table, windowed-count and the joins
- * (stream-stream-join, stream-table-join, table-table-join) and table-aggregate.
+ * (stream-stream-join, stream-table-join, table-table-join, foreign-key-join, stream-global-join),
+ * table-aggregate and stream-aggregate.
  *
  * <p>Protocol, so one JVM runs many scenarios: each line of standard input is a JSON object, either
  * {"file": path} or {"scenario": {...}, "dir": base directory for recordsFromFile}; for each, one line of
@@ -148,6 +149,7 @@ public final class Harness {
         case "stream-stream-join" -> streamStreamJoin();
         case "stream-table-join" -> streamTableJoin();
         case "table-table-join" -> tableTableJoin();
+        case "foreign-key-join" -> foreignKeyJoin();
         case "stream-global-join" -> streamGlobalJoin();
         case "table-aggregate" -> tableAggregate();
         case "stream-aggregate" -> streamAggregate();
@@ -459,6 +461,27 @@ public final class Harness {
         case "inner" -> left.join(right, joiner);
         case "left" -> left.leftJoin(right, joiner);
         case "outer" -> left.outerJoin(right, joiner);
+        default -> throw new IllegalArgumentException("unknown join " + scenario.path("topology").get("join"));
+      };
+      joined.toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+      return b.build();
+    }
+
+    // Kind foreign-key-join: the table of "left" (values "fk:payload") joined with the table of "right"
+    // by the foreign key before the colon (none when empty or absent).
+
+    private Topology foreignKeyJoin() {
+      StreamsBuilder b = new StreamsBuilder();
+      KTable<String, String> left = b.table("left", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
+      KTable<String, String> right = b.table("right", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
+      java.util.function.Function<String, String> foreignKey = v -> {
+        int at = v.indexOf(':');
+        return at <= 0 ? null : v.substring(0, at);
+      };
+      ValueJoiner<String, String, String> joiner = (l, r) -> l + "+" + r;
+      KTable<String, String> joined = switch (scenario.path("topology").path("join").asText()) {
+        case "inner" -> left.join(right, foreignKey, joiner);
+        case "left" -> left.leftJoin(right, foreignKey, joiner);
         default -> throw new IllegalArgumentException("unknown join " + scenario.path("topology").get("join"));
       };
       joined.toStream().to(OUT, Produced.with(Serdes.String(), Serdes.String()));
