@@ -39,6 +39,8 @@ export class StreamsBuilder {
   table<K = string, V = string>(topic: string, consumed: Consumed<K, V> = {}, options: TableOptions = {}): KTable<K, V> {
     const keySerde = consumed.keySerde ?? (Serdes.String() as unknown as Serde<K>)
     const valueSerde = consumed.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
+    // Kafka Streams names the store first: <topic>-STATE-STORE-<n>, spending an index even if never used.
+    const storeName = options.storeName ?? this.newName(`${topic}-STATE-STORE`)
     const source = this.newName('KSTREAM-SOURCE')
     this.topology.addSource(source, topic, { keySerde, valueSerde })
     const name = consumed.name ?? this.newName('KTABLE-SOURCE')
@@ -48,7 +50,7 @@ export class StreamsBuilder {
     }
     const materialization: TableMaterialization<K> = { storeName: undefined, keyId: undefined, ...(history === undefined ? {} : { historyRetentionMs: history }) }
     this.topology.addProcessor(name, () => tableSourceProcessor<K, V>(materialization), source)
-    const table = new KTable<K, V>(this, name, keySerde, valueSerde, undefined, materialization, options.storeName)
+    const table = new KTable<K, V>(this, name, keySerde, valueSerde, undefined, materialization, storeName)
     // A versioned table keeps its versions whether or not something joins it (its store is its point),
     // and a table whose store is named keeps its values for interactive queries (Kafka Streams'
     // Materialized.as).
@@ -58,7 +60,7 @@ export class StreamsBuilder {
 
   /**
    * A global table (Kafka Streams' `globalTable`): every application instance keeps all partitions of
-   * `topic` in one store (`options.storeName`, default `<node>-store`), read from the topic's start
+   * `topic` in one store (`options.storeName`, default `<topic>-STATE-STORE-<n>`, as Kafka Streams names it), read from the topic's start
    * before the tasks process and then as records arrive, ahead of the tasks. Streams join it by a key
    * they pick from each record (`KStream.join(globalTable, keySelector, joiner)`), with no
    * co-partitioning. Its store answers interactive queries.
@@ -66,9 +68,9 @@ export class StreamsBuilder {
   globalTable<K = string, V = string>(topic: string, consumed: Consumed<K, V> = {}, options: { readonly storeName?: string } = {}): GlobalKTable<K, V> {
     const keySerde = consumed.keySerde ?? (Serdes.String() as unknown as Serde<K>)
     const valueSerde = consumed.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
+    const storeName = options.storeName ?? this.newName(`${topic}-STATE-STORE`)
     const source = this.newName('KSTREAM-SOURCE')
     const name = consumed.name ?? this.newName('KTABLE-SOURCE')
-    const storeName = options.storeName ?? `${name}-store`
     const keyId = keyIdFunction(keySerde)
     const store = { ...Stores.inMemoryKeyValueStore<string, TableEntry<V>>(storeName), query: keyIdQuery(keyId, keySerde, (entry: TableEntry<V>) => entry.v) }
     this.topology.addGlobalStore<K, V | null>(store, source, topic, { keySerde, valueSerde: valueSerde as Serde<V | null> }, name, globalTableProcessor<K, V>(storeName, keyId))

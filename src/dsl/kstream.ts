@@ -186,11 +186,12 @@ export class KStream<K, V> {
    */
   toTable(named?: Named): KTable<K, V> {
     const name = named?.name ?? this.builder.newName('KSTREAM-TOTABLE')
+    const storeName = this.builder.newName('KSTREAM-TOTABLE-STATE-STORE')
     // After a key-changing operation the records go through a repartition topic first, as in Kafka Streams.
     const from = this.repartitionRequired ? this.throughRepartitionTopic(name, undefined, undefined) : this
     const materialization: TableMaterialization<K> = { storeName: undefined, keyId: undefined }
     this.builder.graph.addProcessor(name, () => tableSourceProcessor<K, V>(materialization), from.node)
-    return new KTable<K, V>(this.builder, name, from.keySerde, from.valueSerde, undefined, materialization)
+    return new KTable<K, V>(this.builder, name, from.keySerde, from.valueSerde, undefined, materialization, storeName)
   }
 
   /**

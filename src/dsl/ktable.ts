@@ -114,7 +114,7 @@ export class KTable<K, V> {
     if (tell === 'heldBefore') m.tellsHeldBefore = true
     if (tell === 'oldValue') m.tellsOldValue = true
     if (m.storeName === undefined || m.keyId === undefined) {
-      const storeName = this.storeName ?? `${this.node}-store`
+      const storeName = this.storeName ?? `${this.node}-STATE-STORE`
       const keySerde = this.keySerde ?? (Serdes.JSON<K>() as Serde<K>)
       const keyId = keyIdFunction(keySerde)
       m.keyId = keyId

@@ -53,7 +53,7 @@ export interface KeyValue<K, V> {
 export interface TableOptions {
   readonly versioned?: { readonly historyRetentionMs: number }
   /**
-   * The table's store name (default: `<table node>-store`). Naming it keeps the table's values in the
+   * The table's store name (default: `<topic>-STATE-STORE-<n>`, or `KSTREAM-TOTABLE-STATE-STORE-<n>`, as Kafka Streams names it). Naming it keeps the table's values in the
    * store from the start, so interactive queries can read it (`runtime.store(name, ...)`); otherwise the
    * store exists only once a join reads the table.
    */
