@@ -152,7 +152,7 @@ describe('foreign-key table-table joins (KIP-213)', () => {
     )
   })
 
-  it('names its nodes, store and topics after TableJoined.name, in the order Kafka Streams adds them', () => {
+  it('names its nodes, store and topics as Kafka Streams does: after TableJoined.name, or numbered as it numbers them', () => {
     const description = topology('inner', () => {}, 'by-customer').describe().toString()
     for (const part of [
       'by-customer-subscription-registration-processor',
@@ -166,9 +166,22 @@ describe('foreign-key table-table joins (KIP-213)', () => {
     ]) {
       assert.ok(description.includes(part), `${part} in:\n${description}`)
     }
+    // Without a name, the numbers of Kafka Streams 4.4's describe() of the same topology, tables' stores included.
     const numbered = topology('inner', () => {}).describe().toString()
-    assert.match(numbered, /KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-\d{10}-topic/)
-    assert.match(numbered, /KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-\d{10}/)
+    for (const part of [
+      'KTABLE-SOURCE-0000000002 (stores: [orders-STATE-STORE-0000000000])',
+      'KTABLE-SINK-0000000008 (topic: KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic)',
+      'KTABLE-SOURCE-0000000009 (topics: [KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic])',
+      'KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000011 (stores: [KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000010])',
+      'KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000012 (stores: [customers-STATE-STORE-0000000003])',
+      'KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000013 (stores: [KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE-0000000010])',
+      'KTABLE-SINK-0000000015 (topic: KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000014-topic)',
+      'KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-RESOLVER-PROCESSOR-0000000017 (stores: [orders-STATE-STORE-0000000000])',
+      'KTABLE-FK-JOIN-OUTPUT-0000000018',
+      'KTABLE-TOSTREAM-0000000020',
+    ]) {
+      assert.ok(numbered.includes(part), `${part} in:\n${numbered}`)
+    }
   })
 
   it('refuses a missing extractor or joiner and a table it cannot read by key, naming the operation', () => {
