@@ -85,6 +85,7 @@ export type { EmbeddedRuntimeConfig, TopicConfig } from './runtime/config.js'
 export type { PunctualApp } from './runtime/app.js'
 export { KafkaRuntime } from './kafka/kafka-runtime.js'
 export type { KafkaClientSettings, KafkaRuntimeConfig, ProcessingGuarantee } from './kafka/config.js'
+export type { HostInfo, KeyQueryMetadata, StreamsMetadata } from './kafka/instance-metadata.js'
 export type { RestoreProgress } from './runtime/task-manager.js'
 
 export { systemClock } from './time/clock.js'

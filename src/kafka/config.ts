@@ -10,6 +10,8 @@ import type { Logger } from '../util/logger.js'
 import { temporaryStateDir } from '../util/state-dir.js'
 import { validateMetricsEndpoint } from '../monitoring/metrics-server.js'
 import type { MetricsEndpoint } from '../monitoring/metrics-server.js'
+import { parseHostInfo } from './instance-metadata.js'
+import type { HostInfo } from './instance-metadata.js'
 
 /** Kafka Streams' processing guarantees (`exactly_once_v2`: KIP-447, one transactional producer per instance). */
 export type ProcessingGuarantee = 'at_least_once' | 'exactly_once_v2'
@@ -69,11 +71,19 @@ export interface KafkaRuntimeConfig {
    * (`metricsAddress()` tells where, with port 0 a free one). @default none
    */
   metrics?: MetricsEndpoint
+  /**
+   * `host:port` where this instance answers your interactive queries (Kafka Streams'
+   * `application.server`): the other instances learn it from the group, and `queryMetadataForKey` names
+   * the instance holding a key by it. It goes into the group consumer's `client.id` (after the one
+   * configured). @default none: queryMetadataForKey fails
+   */
+  applicationServer?: string
 }
 
-export type ValidKafkaRuntimeConfig = Required<Omit<KafkaRuntimeConfig, 'client' | 'consumer' | 'producer' | 'deadLetterTopic' | 'metrics'>> & {
+export type ValidKafkaRuntimeConfig = Required<Omit<KafkaRuntimeConfig, 'client' | 'consumer' | 'producer' | 'deadLetterTopic' | 'metrics' | 'applicationServer'>> & {
   readonly deadLetterTopic: string | undefined
   readonly metrics: Required<MetricsEndpoint> | undefined
+  readonly applicationServer: HostInfo | undefined
   readonly client: KafkaClientSettings
   readonly consumer: KafkaClientSettings
   readonly producer: KafkaClientSettings
@@ -127,5 +137,6 @@ export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKaf
     deadLetterTopic: checkDeadLetterTopic(where, config.deadLetterTopic),
     logger,
     metrics: validateMetricsEndpoint(where, config.metrics),
+    applicationServer: config.applicationServer === undefined ? undefined : parseHostInfo(where, config.applicationServer),
   }
 }

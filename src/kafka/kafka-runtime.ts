@@ -47,6 +47,11 @@ import { ProducerSink } from './producer-sink.js'
 import type { RecordProducer } from './producer-sink.js'
 import { KafkaRecordCollector } from './record-collector.js'
 import type { TopicPlan } from './topics.js'
+import { clientIdWithServer, InstanceDirectory } from './instance-metadata.js'
+import type { GroupAdmin, KeyQueryMetadata, StreamsMetadata } from './instance-metadata.js'
+import { partitionForKey } from '../log/murmur2.js'
+import { Serdes } from '../processor/serdes.js'
+import type { Serde } from '../processor/serdes.js'
 
 /** librdkafka's rebalance codes (RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS / __REVOKE_PARTITIONS). */
 const ASSIGN = -175
@@ -162,6 +167,8 @@ export class KafkaRuntime {
   private readonly readers = new Map<string, ChangelogReader>()
   /** With repartition topics: deletes what commits passed, through an admin client of its own. */
   private purging: { purger: RepartitionPurger; admin: Client.KafkaJS.Admin } | undefined
+  /** The group's instances for instance lookups, with an admin client of its own once asked. */
+  private directory: InstanceDirectory | undefined
   /** Rebalance events, handled one after the other (a revocation waits for its commit). */
   private rebalancing: Promise<void> = Promise.resolve()
   /** Partitions assigned to this instance, as `topic:partition` of the cluster. */
@@ -365,6 +372,52 @@ export class KafkaRuntime {
     })
   }
 
+  /**
+   * Which instance holds `key` of store `storeName` now (Kafka Streams' `queryMetadataForKey`): the key's
+   * partition (its bytes under `keySerde`, Kafka's default partitioner over the store's sub-topology's
+   * partition count), and the instance of the group that has it, by the `applicationServer` it set.
+   * Undefined while no instance has it (during a rebalance). Asks the group coordinator each call. Needs
+   * `applicationServer` and a running runtime; fails with ILLEGAL_STATE otherwise, and with
+   * INVALID_TOPOLOGY for a store the topology lacks.
+   */
+  async queryMetadataForKey<K>(storeName: string, key: K, keySerde: Serde<K> = Serdes.String() as unknown as Serde<K>): Promise<KeyQueryMetadata | undefined> {
+    const directory = this.instanceDirectory('queryMetadataForKey')
+    const plan = this.plan as TopicPlan
+    const sub = this.topology.subtopologies().find((s) => s.stores.some((b) => b.name === storeName))
+    if (sub === undefined) throw new PunctualError('INVALID_TOPOLOGY', `queryMetadataForKey: the topology has no store "${storeName}" in its tasks`)
+    const topic = plan.names.get(sub.sourceTopics[0] as string) ?? (sub.sourceTopics[0] as string)
+    const bytes = keySerde.serialize(topic, key)
+    if (bytes === null) throw new PunctualError('INVALID_CONFIG', `queryMetadataForKey("${storeName}"): the key serializes to null`)
+    const partitions = plan.partitions.get(sub.id) ?? 0
+    return directory.keyMetadata({ topic, partitions }, partitionForKey(bytes, partitions))
+  }
+
+  /**
+   * Every instance of the application that set an `applicationServer`, with its input partitions and the
+   * stores of its tasks (Kafka Streams' `metadataForAllStreamsClients`), as the group has them now.
+   */
+  async metadataForAllStreamsClients(): Promise<StreamsMetadata[]> {
+    const directory = this.instanceDirectory('metadataForAllStreamsClients')
+    const plan = this.plan as TopicPlan
+    const storesByTopic = new Map<string, string[]>()
+    for (const sub of this.topology.subtopologies()) {
+      for (const t of sub.sourceTopics) storesByTopic.set(plan.names.get(t) ?? t, sub.stores.map((b) => b.name))
+    }
+    return directory.all((topic) => storesByTopic.get(topic) ?? [])
+  }
+
+  private instanceDirectory(operation: string): InstanceDirectory {
+    const server = this.config.applicationServer
+    if (server === undefined) throw new PunctualError('ILLEGAL_STATE', `${operation}: set applicationServer ('host:port') on every instance, so that the group knows where each one answers`)
+    if (this.currentState !== 'RUNNING') throw new PunctualError('ILLEGAL_STATE', `${operation}: the runtime is ${this.currentState}; instances can be looked up while it runs`)
+    this.directory ??= new InstanceDirectory(this.config.applicationId, async () => {
+      const admin = this.admin(this.client as typeof Client)
+      await admin.connect()
+      return admin as unknown as GroupAdmin
+    })
+    return this.directory
+  }
+
   /** The tasks this instance runs now. */
   taskIds(): string[] {
     return this.tasks.map((t) => t.taskId.toString())
@@ -459,6 +512,9 @@ export class KafkaRuntime {
       ...config.consumer,
       'bootstrap.servers': config.bootstrapServers,
       'group.id': config.applicationId,
+      ...(config.applicationServer === undefined
+        ? {}
+        : { 'client.id': clientIdWithServer(String(config.consumer['client.id'] ?? config.client['client.id'] ?? `punctual-${config.applicationId}`), config.applicationServer) }),
       // KIP-848: incremental, and the broker's range assignor keeps co-partitioned partitions together.
       'group.protocol': 'consumer',
       'group.remote.assignor': 'range',
@@ -854,6 +910,8 @@ export class KafkaRuntime {
   /** Closes tasks and disconnects the clients (after a stop or a failure). */
   private async shutDown(): Promise<void> {
     await this.fetcher?.stop()
+    await this.directory?.close().catch(() => {})
+    this.directory = undefined
     for (const task of this.tasks) {
       try {
         task.close()

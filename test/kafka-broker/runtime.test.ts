@@ -97,6 +97,43 @@ describe('KafkaRuntime on a real broker', () => {
     assert.deepEqual(lines(await broker.cluster.readAll(`${name}-out`, PARTITIONS)), expected)
   })
 
+  it('queryMetadataForKey names the instance whose task holds a key, by the applicationServer each instance set', async () => {
+    const name = `${run}-meta`
+    await broker.cluster.createTopic(`${name}-in`, PARTITIONS)
+    await broker.cluster.createTopic(`${name}-out`, PARTITIONS)
+    const input = records(2000)
+    await broker.cluster.produce(`${name}-in`, PARTITIONS, input)
+    const instance = (server: string): KafkaRuntime =>
+      broker.track(new KafkaRuntime(windowedFinal(`${name}-in`, `${name}-out`), { applicationId: `${name}-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'exactly_once_v2', commitIntervalMs: 100, logger: silentLogger, applicationServer: server }))
+    const a = instance('host-a:7001')
+    const b = instance('host-b:7002')
+    await a.start()
+    await b.start()
+    await until('the tasks are shared by both instances and every record is processed', () => a.taskIds().length === PARTITIONS / 2 && b.taskIds().length === PARTITIONS / 2 && a.metrics().processedRecords + b.metrics().processedRecords >= input.length)
+    const byHost = new Map([['host-a:7001', a], ['host-b:7002', b]])
+    const keys = [...new Set(input.map((r) => r.key))]
+    for (const key of keys) {
+      const fromA = await a.queryMetadataForKey('counts-store', key)
+      const fromB = await b.queryMetadataForKey('counts-store', key)
+      assert.ok(fromA !== undefined, `key ${key} has an instance`)
+      assert.deepEqual(fromB, fromA)
+      const host = `${fromA.activeHost.host}:${fromA.activeHost.port}`
+      const holder = byHost.get(host) as KafkaRuntime
+      const other = holder === a ? b : a
+      assert.ok(windowsOf(holder).some((w) => w.startsWith(`${key}@`)), `${host} holds windows of ${key}`)
+      assert.ok(!windowsOf(other).some((w) => w.startsWith(`${key}@`)), `the other instance holds none of ${key}`)
+    }
+    const all = await a.metadataForAllStreamsClients()
+    assert.deepEqual(all.map((m) => `${m.hostInfo.host}:${m.hostInfo.port}`).sort(), ['host-a:7001', 'host-b:7002'])
+    for (const m of all) {
+      assert.ok(m.stateStoreNames.includes('counts-store'))
+      assert.equal(m.topicPartitions.filter((tp) => tp.topic === `${name}-in`).length, PARTITIONS / 2)
+    }
+    await a.stop()
+    await b.stop()
+    await assert.rejects(a.queryMetadataForKey('counts-store', keys[0]), /the runtime is NOT_RUNNING/)
+  })
+
   it('serves its metrics and live page: the tasks this instance owns, each input partition read to its end', async () => {
     const name = `${run}-seen`
     await broker.cluster.createTopic(`${name}-in`, PARTITIONS)

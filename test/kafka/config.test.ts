@@ -3,6 +3,8 @@ import { describe, it } from 'node:test'
 import { validateKafkaRuntimeConfig } from '../../src/kafka/config.js'
 import { PunctualError } from '../../src/errors.js'
 import { silentLogger } from '../../src/index.js'
+import type { HostInfo } from '../../src/index.js'
+import { clientIdWithServer, serverOfClientId } from '../../src/kafka/instance-metadata.js'
 
 const base = { applicationId: 'app', bootstrapServers: 'localhost:9092', logger: silentLogger }
 
@@ -25,7 +27,17 @@ describe('KafkaRuntime config', () => {
     ['a setting that is not a scalar', { producer: { 'linger.ms': [5] } }, 'producer["linger.ms"] must be a string, number or boolean'],
     ['a commit interval of 0', { commitIntervalMs: 0 }, 'commitIntervalMs must be an integer >= 1, got 0'],
     ['a negative purge interval', { repartitionPurgeIntervalMs: -1 }, 'repartitionPurgeIntervalMs must be an integer >= 0, got -1'],
+    ['an application server without a port', { applicationServer: 'localhost' }, 'applicationServer must be host:port, got "localhost"'],
+    ['an application server with a port out of range', { applicationServer: 'localhost:70000' }, 'applicationServer must be host:port, got "localhost:70000"'],
   ]
+  it('takes the application server as host:port, and the group consumer carries it in its client id', () => {
+    const server = validateKafkaRuntimeConfig({ ...base, applicationServer: 'app-1.internal:7070' }).applicationServer
+    assert.deepEqual(server, { host: 'app-1.internal', port: 7070 })
+    assert.deepEqual(serverOfClientId(clientIdWithServer('my-client', server as HostInfo)), server)
+    assert.equal(serverOfClientId('my-client'), undefined)
+    assert.equal(validateKafkaRuntimeConfig(base).applicationServer, undefined)
+  })
+
   for (const [what, change, message] of refused) {
     it(`refuses ${what}, naming the setting and the value`, () => {
       assert.throws(
