@@ -100,6 +100,14 @@ export class Fetcher {
     await this.inFlight
   }
 
+  /**
+   * Resolves once the `consume` call in flight has handed its messages over: librdkafka moves a
+   * partition's position when it takes messages for a call, before the call's callback appends them.
+   */
+  async settled(): Promise<void> {
+    await this.inFlight
+  }
+
   /** Resumes paused partitions whose tasks read half of what they held (after each processing slice). */
   resumeDrained(): void {
     if (this.paused.size === 0) return

@@ -48,6 +48,9 @@ import type { RecordProducer } from './producer-sink.js'
 import { KafkaRecordCollector } from './record-collector.js'
 import type { TopicPlan } from './topics.js'
 import { clientIdWithServer, InstanceDirectory } from './instance-metadata.js'
+import { GlobalTopicsReader } from './global-reader.js'
+import type { GlobalConsumer } from './global-reader.js'
+import { GlobalStores } from '../processor/internal/global-stores.js'
 import type { GroupAdmin, KeyQueryMetadata, StreamsMetadata } from './instance-metadata.js'
 import { partitionForKey } from '../log/murmur2.js'
 import { Serdes } from '../processor/serdes.js'
@@ -167,6 +170,9 @@ export class KafkaRuntime {
   private readonly readers = new Map<string, ChangelogReader>()
   /** With repartition topics: deletes what commits passed, through an admin client of its own. */
   private purging: { purger: RepartitionPurger; admin: Client.KafkaJS.Admin } | undefined
+  /** The global stores, and the reader of their topics (none without global stores). */
+  private globals: GlobalStores | undefined
+  private globalReader: GlobalTopicsReader | undefined
   /** The group's instances for instance lookups, with an admin client of its own once asked. */
   private directory: InstanceDirectory | undefined
   /** Rebalance events, handled one after the other (a revocation waits for its commit). */
@@ -189,10 +195,6 @@ export class KafkaRuntime {
   ) {
     this.config = validateKafkaRuntimeConfig(config)
     checkDeadLetterTopicOf(topology, this.config.deadLetterTopic, 'KafkaRuntime config')
-    const globals = topology.globalStores()
-    if (globals.length > 0) {
-      throw new PunctualError('UNSUPPORTED', `KafkaRuntime: global stores and tables (${globals.map((g) => `"${g.builder.name}" of topic ${g.topic}`).join(', ')}) run on the embedded runtime only for now; on Kafka, join a co-partitioned table instead`)
-    }
     this.ownsStateDir = config.stateDir === undefined
     this.transactionalId = `${this.config.applicationId}-${randomUUID()}`
     this.logger = this.config.logger.child?.({ applicationId: this.config.applicationId }) ?? this.config.logger
@@ -208,7 +210,11 @@ export class KafkaRuntime {
       isRunning: () => this.currentState === 'RUNNING' && !this.recovering,
       writeCommit: () => this.committer?.commit(this.tasks),
       restoreStep: (max, wake) => this.taskManager?.restoreStep(max, wake) ?? false,
-      deliver: () => this.fetcher?.resumeDrained(),
+      deliver: () => {
+        this.fetcher?.resumeDrained()
+        this.globalReader?.resumeDrained()
+      },
+      updateGlobals: () => this.globals?.update(),
       fail: (err) => this.onFailure(err),
     })
   }
@@ -269,12 +275,14 @@ export class KafkaRuntime {
         purger?.committed(offsets),
       ))
       this.committer = new Committer(backend)
+      const globals = await this.readGlobalTopics(client, counts)
       this.fetcher = new Fetcher(consumer as unknown as FetchingConsumer, this.loop.onAppend, (err) => this.fail(new PunctualError('ILLEGAL_STATE', `fetching: ${err.message}`, { cause: err })))
       const fetcher = this.fetcher
       this.taskManager = new TaskManager(
         this.definitions,
         {
           io: { inputs: (topic, partition) => fetcher.get(plan.names.get(topic) ?? topic, partition), collector },
+          globalStores: (name) => globals.get(name),
           clock: config.clock,
           maxTaskIdleMs: config.maxTaskIdleMs,
           errorHandler: config.errorHandler,
@@ -368,7 +376,8 @@ export class KafkaRuntime {
       if (this.currentState !== 'RUNNING') {
         throw new PunctualError('ILLEGAL_STATE', `store "${storeName}": the runtime is ${this.currentState}; stores can be queried while it runs`)
       }
-      return localStores(this.tasks, storeName)
+      const global = this.globals?.get(storeName)
+      return global === undefined ? localStores(this.tasks, storeName) : [global]
     })
   }
 
@@ -762,6 +771,56 @@ export class KafkaRuntime {
     )
   }
 
+  /**
+   * The global stores (Kafka Streams' global state): their topics read on a consumer of their own, from
+   * the beginning to the ends they have now, before the instance joins the group; then kept up to date
+   * ahead of each processing slice. A global topic is the store's changelog: nothing else is written.
+   */
+  private async readGlobalTopics(client: typeof Client, counts: ReadonlyMap<string, number>): Promise<GlobalStores> {
+    const defs = this.topology.globalStores()
+    const { config } = this
+    const topics = new Map<string, number>()
+    for (const def of defs) {
+      const count = counts.get(def.topic)
+      if (count === undefined) throw new PunctualError('INVALID_TOPOLOGY', `global store "${def.builder.name}": its topic ${def.topic} does not exist on the cluster`)
+      topics.set(def.topic, count)
+    }
+    let reader: GlobalTopicsReader | undefined
+    if (topics.size > 0) {
+      const consumer = new client.RdKafka.KafkaConsumer({
+        ...config.client,
+        ...config.consumer,
+        'bootstrap.servers': config.bootstrapServers,
+        // Assigned by hand, never committed: the id only names the client's group, which it never joins.
+        'group.id': `${config.applicationId}-global`,
+        'enable.auto.commit': false,
+        'isolation.level': config.processingGuarantee === 'exactly_once_v2' ? 'read_committed' : 'read_uncommitted',
+      } as Client.ConsumerGlobalConfig) as Consumer
+      consumer.setDefaultConsumeTimeout(500)
+      consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
+      this.watch(consumer as unknown as ReportingClient, 'global consumer')
+      reader = this.globalReader = new GlobalTopicsReader(consumer as unknown as GlobalConsumer, topics, this.loop.onAppend, (err) => this.fail(err), this.logger)
+    }
+    const globals = new GlobalStores(defs, (topic) => reader?.partitions(topic) ?? [], () => config.clock.now(), (topic, partition, offset, error) => {
+      const message = `global store topic ${topic}-${partition} offset ${offset}: ${error instanceof Error ? error.message : String(error)}`
+      if (config.errorHandler({ reason: 'deserialization', taskId: 'global', topic, partition, offset, error, message }) === 'fail') {
+        throw new PunctualError('DESERIALIZATION', message, { cause: error })
+      }
+    })
+    this.globals = globals
+    if (reader !== undefined) {
+      await reader.start()
+      // Applied as they come: the reader pauses a partition whose fetched records are not read.
+      await reader.caughtUp(() => {
+        globals.update()
+        reader.resumeDrained()
+      })
+    }
+    globals.update()
+    if (topics.size > 0) this.logger.info({ stores: defs.map((d) => d.builder.name).join(',') }, 'global stores read to the ends of their topics')
+    return globals
+  }
+
   /** A reader of a task's changelog topics (from the beginning, or from `from`), on a consumer of its own (assigned by hand, no group). */
   private changelogReader(taskId: string, from?: Readonly<Record<string, number>>): ChangelogReader {
     const client = this.client as typeof Client
@@ -910,6 +969,10 @@ export class KafkaRuntime {
   /** Closes tasks and disconnects the clients (after a stop or a failure). */
   private async shutDown(): Promise<void> {
     await this.fetcher?.stop()
+    await this.globalReader?.stop()
+    this.globalReader = undefined
+    this.globals?.close()
+    this.globals = undefined
     await this.directory?.close().catch(() => {})
     this.directory = undefined
     for (const task of this.tasks) {

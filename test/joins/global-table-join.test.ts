@@ -4,7 +4,6 @@ import fc from '../helpers/fc.js'
 import { freshStateDir } from '../helpers/durable.js'
 import { EmbeddedRuntime, QueryableStoreTypes, Serdes, silentLogger, StreamsBuilder } from '../../src/index.js'
 import type { Topology } from '../../src/index.js'
-import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import { ManualClock } from '../../src/testing/index.js'
 import { runJoin } from '../helpers/join-driver.js'
 import type { SideInput } from '../helpers/join-driver.js'
@@ -127,12 +126,11 @@ describe('global tables (GlobalKTable) and stream-global table joins', () => {
     assert.deepEqual(out, ['f1:BOS in NH@5', 'f2:SEA in WA@6'])
   })
 
-  it('describes the global store apart from the sub-topologies, and the Kafka runtime refuses it, naming the store', () => {
+  it('describes the global store apart from the sub-topologies', () => {
     const t = topology(false, () => {})
     assert.match(t.describe(), /Global store: airports \(not in any task\)\n {4}Source: KSTREAM-SOURCE-\d+ \(topics: \[airports\]\)/)
     assert.equal(t.subtopologies().length, 1, 'the global store makes no tasks')
     assert.deepEqual(t.subtopologies()[0]!.sourceTopics, ['flights'])
-    assert.throws(() => new KafkaRuntime(t, { applicationId: 'g', bootstrapServers: 'localhost:9092' }), /global stores and tables \("airports" of topic airports\) run on the embedded runtime only for now/)
   })
 
   it('refuses a key selector that is not a function', () => {

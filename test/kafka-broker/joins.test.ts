@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { EmbeddedRuntime, JoinWindows, Serdes, silentLogger, StreamsBuilder } from '../../src/index.js'
+import { EmbeddedRuntime, JoinWindows, QueryableStoreTypes, Serdes, silentLogger, StreamsBuilder } from '../../src/index.js'
 import type { ProcessorContext, Topology } from '../../src/index.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import { bootstrapServers } from './cluster.js'
@@ -138,5 +138,59 @@ describe('KafkaRuntime: joins on a real broker', () => {
     )
     await a.stop()
     await b.stop()
+  })
+
+  it('exactly_once_v2: a stream joined with a global table reads the table whole on every instance, before its tasks start and then as it changes', async () => {
+    const name = `${broker.run}-gt`
+    await broker.cluster.createTopic(`${name}-airports`, 3)
+    await broker.cluster.createTopic(`${name}-flights`, PARTITIONS)
+    await broker.cluster.createTopic(`${name}-out`, PARTITIONS)
+    const airports = Array.from({ length: 30 }, (_, a) => ({ key: `A${a}`, value: `state${a % 7}`, timestamp: 1 }))
+    // A27-A29 leave the table before any flight: an inner join drops their flights.
+    const removed = ['A27', 'A28', 'A29'].map((key) => ({ key, value: null as unknown as string, timestamp: 2 }))
+    const flight = (i: number): TextRecord => ({ key: `f${i}`, value: `A${(i * 11) % 32}`, timestamp: 1_000 + i })
+    const first = Array.from({ length: 600 }, (_, i) => flight(i))
+    const second = Array.from({ length: 600 }, (_, i) => flight(600 + i))
+    const topology = (): Topology => {
+      const b = new StreamsBuilder()
+      const table = b.globalTable<string, string>(`${name}-airports`, str, { storeName: 'airports' })
+      b.stream<string, string>(`${name}-flights`, str)
+        .join(table, (_flight, airport) => airport, (airport, state) => `${airport} in ${state}`)
+        .to(`${name}-out`, str)
+      return b.build()
+    }
+    const instance = (): KafkaRuntime =>
+      broker.track(new KafkaRuntime(topology(), { applicationId: `${name}-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'exactly_once_v2', commitIntervalMs: 100, logger: silentLogger }))
+    const expect = (flights: readonly TextRecord[], states: ReadonlyMap<string, string>): string[] =>
+      flights.flatMap((f) => (states.has(f.value) ? [`${f.key}=${f.value} in ${states.get(f.value)}`] : []))
+    const states = new Map(airports.filter((a) => !['A27', 'A28', 'A29'].includes(a.key)).map((a) => [a.key, a.value]))
+
+    await broker.cluster.produce(`${name}-airports`, 3, [...airports, ...removed])
+    await broker.cluster.produce(`${name}-flights`, PARTITIONS, first)
+    const a = instance()
+    await a.start()
+    // Started only once the table was read whole: every flight of the first half found it.
+    assert.equal(a.store('airports', QueryableStoreTypes.keyValueStore<string, string>()).approximateNumEntries(), 27)
+    await until('the first flights are processed', () => a.metrics().processedRecords >= first.length)
+    const b = instance()
+    await b.start()
+    assert.equal(b.store('airports', QueryableStoreTypes.keyValueStore<string, string>()).get('A3'), 'state3', 'the second instance has the whole table too')
+    await until('the tasks are shared by both instances', () => a.taskIds().length === PARTITIONS / 2 && b.taskIds().length === PARTITIONS / 2)
+    // The table changes while both run: A3 moves, A30 arrives.
+    await broker.cluster.produce(`${name}-airports`, 3, [{ key: 'A3', value: 'moved', timestamp: 3 }, { key: 'A30', value: 'new', timestamp: 3 }])
+    states.set('A3', 'moved')
+    states.set('A30', 'new')
+    for (const rt of [a, b]) {
+      const table = rt.store('airports', QueryableStoreTypes.keyValueStore<string, string>())
+      await until('each instance has the table update', () => table.get('A3') === 'moved' && table.get('A30') === 'new')
+    }
+    await broker.cluster.produce(`${name}-flights`, PARTITIONS, second)
+    await until('every flight is processed', () => a.metrics().processedRecords + b.metrics().processedRecords >= first.length + second.length)
+    await a.stop()
+    await b.stop()
+    const before = new Map([...states].map(([k, v]) => [k, k === 'A3' ? 'state3' : v]))
+    before.delete('A30')
+    const expected = [...expect(first, before), ...expect(second, states)].sort()
+    assert.deepEqual(lines(await broker.cluster.readAll(`${name}-out`, PARTITIONS)), expected)
   })
 })
