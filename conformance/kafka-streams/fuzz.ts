@@ -52,7 +52,8 @@ function generate(random: () => number, n: number): Json {
       // Left values name a right key (or none); right records update those keys.
       const topic = pick(['left', 'right'])
       const fk = pick(['A', 'B', 'C', 'D', 'A', 'B', ''])
-      const v = random() < 0.2 ? null : topic === 'left' ? (random() < 0.1 ? `p${i}` : `${fk}:p${i}`) : `r${i}`
+      // Values starting with "z" are the ones a derived table's filter drops.
+      const v = random() < 0.2 ? null : topic === 'left' ? (random() < 0.1 ? `p${i}` : `${random() < 0.15 ? 'z' : ''}${fk}:p${i}`) : `${pick(['r', 'z'])}${i}`
       steps.push({ record: { topic, key: topic === 'left' ? `k${int(0, 3)}` : key, value: v, ts } })
     } else if (kind === 'stream-global-join') {
       // Stream records name a table key in their value; table records update the global table.
@@ -66,6 +67,17 @@ function generate(random: () => number, n: number): Json {
       steps.push({ record: { ...(aggregate === 'cogroup' ? { topic: pick(['left', 'right']) } : {}), key, value: v, ts } })
     }
     else steps.push({ record: { key, value, ts } })
+  }
+  /** Now and then a joined table is derived first (filter, mapValues or both): `derive.left` only when the left side is a table. */
+  const derive = (leftToo: boolean): Json => {
+    if (random() < 0.6) return {}
+    const how = (): string | undefined => pick([undefined, 'filter', 'mapValues', 'filterMapValues'])
+    const d: Json = {}
+    const l = leftToo ? how() : undefined
+    const r = how()
+    if (l !== undefined) d.left = l
+    if (r !== undefined) d.right = r
+    return Object.keys(d).length === 0 ? {} : { derive: d }
   }
   let topology: Json
   if (kind === 'punctuate') {
@@ -81,11 +93,13 @@ function generate(random: () => number, n: number): Json {
     const bound = random() < 0.5 ? { maxRecords: int(1, 3), whenFull: pick(['emitEarly', 'shutDown']) } : {}
     topology = { kind, suppress: { until: 'timeLimit', waitMs: int(0, 8), waitFrom: 'first', ...bound } }
   } else if (kind === 'table-table-join') {
-    topology = { kind, join: pick(['inner', 'left', 'outer']) }
-  } else if (kind === 'stream-global-join' || kind === 'foreign-key-join') {
+    topology = { kind, join: pick(['inner', 'left', 'outer']), ...derive(true) }
+  } else if (kind === 'stream-global-join') {
     topology = { kind, join: pick(['inner', 'left']) }
+  } else if (kind === 'foreign-key-join') {
+    topology = { kind, join: pick(['inner', 'left']), ...derive(true) }
   } else if (kind === 'table-aggregate') {
-    topology = { kind, aggregate: pick(['count', 'sum', 'reduce']) }
+    topology = { kind, aggregate: pick(['count', 'sum', 'reduce']), ...(random() < 0.4 ? { derive: pick(['filter', 'mapValues', 'filterMapValues']) } : {}) }
   } else if (kind === 'stream-aggregate') {
     topology = { kind, aggregate }
   } else if (kind === 'stream-table-join') {
@@ -95,7 +109,7 @@ function generate(random: () => number, n: number): Json {
     topology = {
       kind,
       join: pick(['inner', 'left']),
-      ...(variant === 'plain' ? {} : { versioned: { historyRetentionMs: history } }),
+      ...(variant === 'plain' ? derive(false) : { versioned: { historyRetentionMs: history } }),
       ...(variant === 'grace' ? { graceMs: int(0, history) } : {}),
     }
   } else if (kind === 'stream-stream-join') {

@@ -205,7 +205,7 @@ export class KStream<K, V> {
    * Joins each record of this stream with the table's latest value of its key when the record arrives
    * (Kafka Streams' stream-table join); a record whose key the table does not hold is dropped. The
    * result has the stream record's timestamp; table updates emit nothing. The table must be partitioned
-   * like the stream and come from `builder.table()` or `toTable()`.
+   * like the stream and not be windowed.
    */
   join<VT, VR>(table: KTable<K, VT>, joiner: ValueJoiner<V, VT, VR, K>, joined?: Joined<K, V>): KStream<K, VR>
   /**

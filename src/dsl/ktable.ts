@@ -10,7 +10,7 @@ import type { Windowed } from '../windows/windows.js'
 import type { StreamsBuilder } from './builder.js'
 import { KStream } from './kstream.js'
 import { statelessProcessor } from './processors.js'
-import { heldBeforeUpdate, valueBeforeUpdate } from './processors.js'
+import { heldBeforeUpdate, tableSourceProcessor, valueBeforeUpdate } from './processors.js'
 import { tableSelectProcessor } from './table-grouping.js'
 import { KGroupedTable } from './grouped-table.js'
 import type { Grouped, KeyValue, TableJoined } from './options.js'
@@ -98,21 +98,54 @@ export class KTable<K, V> {
     /** @internal Set for tables whose node can keep their latest values (from a topic, `toTable`). */
     private readonly materialization?: TableMaterialization<K>,
     private readonly storeName?: string,
+    /** A filter made this table (or the table it was mapped from). */
+    private readonly filtered = false,
   ) {}
+
+  /** A derived table's materialization, added below its node the first time something reads it by key. */
+  private derivedMaterialization: TableMaterialization<K> | undefined
+  private materializedNode: string | undefined
+
+  /**
+   * @internal The node whose updates a reader of this table by key attaches to: the table's own, or for
+   * a derived table the node that keeps its values (so the store holds an update before it is passed on).
+   */
+  get readNode(): string {
+    return this.materializedNode ?? this.node
+  }
 
   /**
    * @internal The store of this table's latest values by key id, added the first time something reads
-   * the table by key (a stream-table join). Only tables read from a topic or made by `toTable` have one
-   * yet; a join with another table says so, naming the operation.
+   * the table by key (a join, groupBy): in the node of a table from a topic or `toTable`, or for a derived
+   * table in a node added below it. A windowed table is refused, naming the operation.
    */
-  valueStore(operation: string, tell: 'heldBefore' | 'oldValue' | undefined = undefined): { storeName: string; keyId: (key: K) => string; historyRetentionMs: number | undefined } {
-    const m = this.materialization
+  valueStore(
+    operation: string,
+    tell: 'heldBefore' | 'oldValue' | undefined = undefined,
+    /** The reader needs old values (see TableMaterialization.sendsOldValues). */
+    sendsOldValues = false,
+  ): { storeName: string; keyId: (key: K) => string; historyRetentionMs: number | undefined } {
+    let m = this.materialization ?? this.derivedMaterialization
     if (m === undefined) {
-      const what = operation === 'groupBy' ? 'grouped' : 'read by key'
-      throw new PunctualError('INVALID_TOPOLOGY', `${operation}: table "${this.node}" cannot be ${what} yet; use a table from builder.table() or KStream.toTable()`)
+      if (this.windowed !== undefined) {
+        const what = operation === 'groupBy' ? 'grouped' : 'read by key'
+        throw new PunctualError('INVALID_TOPOLOGY', `${operation}: windowed table "${this.node}" cannot be ${what}; turn it into a stream first (toStream())`)
+      }
+      // A table derived by filter, mapValues, a join or an aggregation keeps its values below its node
+      // (Kafka Streams reads them through value getters; a store gives the same values and timestamps).
+      const derived: TableMaterialization<K> = { storeName: undefined, keyId: undefined }
+      const node = `${this.node}-MATERIALIZED`
+      // A filter whose readers need old values (a foreign-key join, groupBy) does not pass on a key
+      // filtered out before and after (Kafka Streams' KTableFilter once old values are sent); without
+      // such a reader, it does.
+      const filtered = this.filtered
+      this.builder.graph.addProcessor(node, () => tableSourceProcessor<K, V>(derived, filtered && derived.sendsOldValues === true), this.node)
+      this.derivedMaterialization = m = derived
+      this.materializedNode = node
     }
     if (tell === 'heldBefore') m.tellsHeldBefore = true
     if (tell === 'oldValue') m.tellsOldValue = true
+    if (sendsOldValues) m.sendsOldValues = true
     if (m.storeName === undefined || m.keyId === undefined) {
       const storeName = this.storeName ?? `${this.node}-STATE-STORE`
       const keySerde = this.keySerde ?? (Serdes.JSON<K>() as Serde<K>)
@@ -122,7 +155,7 @@ export class KTable<K, V> {
         m.historyRetentionMs === undefined
           ? { ...Stores.persistentKeyValueStore<string, TableEntry<V>>(storeName), query: keyIdQuery(keyId, keySerde, (entry: TableEntry<V>) => entry.v) }
           : { ...Stores.persistentVersionedKeyValueStore<string, V>(storeName, m.historyRetentionMs), query: versionedKeyIdQuery<K, V>(keyId) }
-      this.builder.graph.addStateStore(builder, this.node)
+      this.builder.graph.addStateStore(builder, this.readNode)
       m.storeName = storeName
     }
     return { storeName: m.storeName, keyId: m.keyId, historyRetentionMs: m.historyRetentionMs }
@@ -140,7 +173,7 @@ export class KTable<K, V> {
 
   /** Keys whose value fails the predicate become tombstones. */
   filter(predicate: (key: K, value: V) => boolean, name?: string): KTable<K, V> {
-    return this.addStatelessNode(name, 'KTABLE-FILTER', (k, v) => (v !== null && predicate(k, v) ? v : null), this.valueSerde)
+    return this.addStatelessNode(name, 'KTABLE-FILTER', (k, v) => (v !== null && predicate(k, v) ? v : null), this.valueSerde, true)
   }
 
   filterNot(predicate: (key: K, value: V) => boolean, name?: string): KTable<K, V> {
@@ -148,7 +181,7 @@ export class KTable<K, V> {
   }
 
   mapValues<V2>(mapper: (value: V, key: K) => V2, name?: string): KTable<K, V2> {
-    return this.addStatelessNode<V2>(name, 'KTABLE-MAPVALUES', (k, v) => (v === null ? null : mapper(v, k)), undefined)
+    return this.addStatelessNode<V2>(name, 'KTABLE-MAPVALUES', (k, v) => (v === null ? null : mapper(v, k)), undefined, this.filtered)
   }
 
   /**
@@ -159,15 +192,14 @@ export class KTable<K, V> {
    * every key of this one that names it); a key whose value is deleted, names no key, or names one the
    * other table lacks gets a tombstone once it had a result. The updates go through two internal topics
    * (subscriptions to the other table's partitions, answers back), so the tables need not be
-   * co-partitioned. Both must come from `builder.table()` or `toTable()`.
+   * co-partitioned. Neither may be windowed.
    */
   join<KO, VO, VR>(other: KTable<KO, VO>, foreignKeyExtractor: (value: V, key: K) => KO | null | undefined, joiner: ValueJoiner<V, VO, VR, K>, tableJoined?: TableJoined): KTable<K, VR>
   /**
    * Joins this table with another by key (Kafka Streams' table-table join): an update of either table
    * emits the joined value of the key's current values, at the later of their timestamps; an update or
    * a deletion while the other table does not hold the key emits nothing, and deleting a key the other
-   * holds emits a tombstone. Both tables must come from `builder.table()` or `toTable()` and be
-   * co-partitioned. SEMANTICS 8.
+   * holds emits a tombstone. Both tables must be co-partitioned and not windowed. SEMANTICS 8.
    */
   join<VO, VR>(other: KTable<K, VO>, joiner: ValueJoiner<V, VO, VR, K>, named?: Named): KTable<K, VR>
   join(other: object, a: unknown, b?: unknown, c?: TableJoined): KTable<K, unknown> {
@@ -206,8 +238,8 @@ export class KTable<K, V> {
     if (typeof joiner !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the joiner must be a function, got ${typeof joiner}`)
     const label = tableJoined.name
     if (label !== undefined && (typeof label !== 'string' || label === '')) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: tableJoined.name must be a non-empty string, got ${JSON.stringify(label)}`)
-    const mine = this.valueStore(operation, 'oldValue')
-    const theirs = other.valueStore(operation)
+    const mine = this.valueStore(operation, 'oldValue', true)
+    const theirs = other.valueStore(operation, undefined, true)
     const b = this.builder
     const name = (suffix: string, prefix: string): string => (label === undefined ? b.newName(prefix) : `${label}${suffix}`)
     const registrationTopic = `${name('-subscription-registration', 'KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION')}-topic`
@@ -249,7 +281,7 @@ export class KTable<K, V> {
         },
         leftJoin,
       }),
-      this.node,
+      this.readNode,
     )
     g.connectProcessorAndStateStores(mine.storeName, send)
     g.markInternalTopic(registrationTopic)
@@ -260,7 +292,7 @@ export class KTable<K, V> {
     g.addStateStore({ name: subscriptions, build: () => new SubscriptionStore<K>(subscriptions) }, receive)
     g.addProcessor(answer, subscriptionJoinProcessor<K, KO, VO>(theirs.keyId, (ctx) => tableGetter<VO>(ctx, theirs)), receive)
     g.connectProcessorAndStateStores(theirs.storeName, answer)
-    g.addProcessor(foreignUpdate, foreignTableJoinProcessor<K, KO, VO>(subscriptions, theirs.keyId), other.node)
+    g.addProcessor(foreignUpdate, foreignTableJoinProcessor<K, KO, VO>(subscriptions, theirs.keyId), other.readNode)
     g.connectProcessorAndStateStores(subscriptions, foreignUpdate)
     g.markInternalTopic(responseTopic)
     // Back to the partition of the key that subscribed.
@@ -279,8 +311,9 @@ export class KTable<K, V> {
   private tableJoin<VO, VR>(other: KTable<K, VO>, joiner: ValueJoiner<V | null, VO | null, VR, K>, operation: string, modes: [TableJoinMode, TableJoinMode], named: Named | undefined): KTable<K, VR> {
     if (!(other instanceof KTable)) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the other table must be a KTable`)
     if (typeof joiner !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the joiner must be a function, got ${typeof joiner}`)
-    const mine = this.valueStore(operation, 'heldBefore')
-    const theirs = other.valueStore(operation, 'heldBefore')
+    // Kafka Streams has the outer sides send old values (left: this table; outer: both).
+    const mine = this.valueStore(operation, 'heldBefore', modes[0] !== 'inner')
+    const theirs = other.valueStore(operation, 'heldBefore', modes[1] === 'outer')
     const b = this.builder
     const prefix = modes[0] === 'inner' ? 'KTABLE-JOINTHIS' : modes[0] === 'left' ? 'KTABLE-JOINTHIS' : 'KTABLE-OUTERTHIS'
     const thisName = named === undefined ? b.newName(prefix) : `${named.name}-join-this`
@@ -288,8 +321,8 @@ export class KTable<K, V> {
     const merge = named?.name ?? b.newName('KTABLE-MERGE')
     // The keys of both tables go through this table's key id function, so equal keys meet.
     const keyId = mine.keyId
-    b.graph.addProcessor(thisName, () => new TableTableJoinProcessor<K, V, VO, VR>(modes[0], (ctx) => tableGetter<VO>(ctx, theirs), (ctx) => heldBefore(ctx, mine.storeName), keyId, joiner), this.node)
-    b.graph.addProcessor(otherName, () => new TableTableJoinProcessor<K, VO, V, VR>(modes[1], (ctx) => tableGetter<V>(ctx, mine), (ctx) => heldBefore(ctx, theirs.storeName), keyId, (o, t, k) => joiner(t, o, k)), other.node)
+    b.graph.addProcessor(thisName, () => new TableTableJoinProcessor<K, V, VO, VR>(modes[0], (ctx) => tableGetter<VO>(ctx, theirs), (ctx) => heldBefore(ctx, mine.storeName), keyId, joiner), this.readNode)
+    b.graph.addProcessor(otherName, () => new TableTableJoinProcessor<K, VO, V, VR>(modes[1], (ctx) => tableGetter<V>(ctx, mine), (ctx) => heldBefore(ctx, theirs.storeName), keyId, (o, t, k) => joiner(t, o, k)), other.readNode)
     b.graph.connectProcessorAndStateStores(theirs.storeName, thisName, otherName)
     b.graph.connectProcessorAndStateStores(mine.storeName, otherName, thisName)
     b.graph.addProcessor(merge, statelessProcessor<K, VR | null, K, VR | null>((r, ctx) => ctx.forward(r)), thisName, otherName)
@@ -301,12 +334,12 @@ export class KTable<K, V> {
    * value and its new value to `{ key, value }` pairs, and the aggregations of the grouped table take the
    * old pair out of its group and add the new one (a key moving to another group leaves the old one).
    * Each aggregation's changes go through a repartition topic named after it (`<aggregation>-repartition`,
-   * as Kafka Streams names it after the store). The table must come from
-   * `builder.table()` or `toTable()` (it keeps its values in its store, to know the old ones).
+   * as Kafka Streams names it after the store). The table keeps its values in a store, to know the old
+   * ones; a windowed table cannot be grouped.
    */
   groupBy<KR, VR>(selector: (key: K, value: V) => KeyValue<KR, VR>, grouped: Grouped<KR, VR> = {}): KGroupedTable<KR, VR> {
     if (typeof selector !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `groupBy: the selector must be a function, got ${typeof selector}`)
-    const table = this.valueStore('groupBy', 'oldValue')
+    const table = this.valueStore('groupBy', 'oldValue', true)
     const b = this.builder
     const name = grouped.name ?? b.newName('KTABLE-SELECT')
     const keySerde = grouped.keySerde ?? (Serdes.JSON<KR>() as Serde<KR>)
@@ -323,7 +356,7 @@ export class KTable<K, V> {
         },
         (x, y) => x === y || groupId(x) === groupId(y),
       ),
-      this.node,
+      this.readNode,
     )
     b.graph.connectProcessorAndStateStores(storeName, name)
     return new KGroupedTable<KR, VR>(b, name, keySerde, valueSerde)
@@ -398,14 +431,14 @@ export class KTable<K, V> {
     return only
   }
 
-  private addStatelessNode<V2>(name: string | undefined, prefix: string, map: (key: K, value: V | null) => V2 | null, valueSerde: Serde<V2> | undefined): KTable<K, V2> {
+  private addStatelessNode<V2>(name: string | undefined, prefix: string, map: (key: K, value: V | null) => V2 | null, valueSerde: Serde<V2> | undefined, filtered: boolean): KTable<K, V2> {
     const node = name ?? this.builder.newName(prefix)
     this.builder.graph.addProcessor(
       node,
       statelessProcessor<K, V | null, K, V2 | null>((r, ctx) => ctx.forward({ key: r.key, value: map(r.key, r.value), timestamp: r.timestamp, headers: r.headers })),
       this.node,
     )
-    return new KTable<K, V2>(this.builder, node, this.keySerde, valueSerde, this.windowed)
+    return new KTable<K, V2>(this.builder, node, this.keySerde, valueSerde, this.windowed, undefined, undefined, filtered)
   }
 }
 

@@ -36,6 +36,11 @@ export interface TableMaterialization<K> {
   tellsHeldBefore?: boolean
   /** A `groupBy` reads this table: each update says what the key held before it (`valueBeforeUpdate`). */
   tellsOldValue?: boolean
+  /**
+   * A reader needs old values (Kafka Streams' `enableSendingOldValues`: an outer side of a table-table
+   * join, a foreign-key join, groupBy): a filtered table then passes on no deletion of a key it did not hold.
+   */
+  sendsOldValues?: boolean
 }
 
 /**
@@ -58,7 +63,14 @@ export const heldBeforeUpdate = new WeakMap<object, boolean>()
  * changelog-backed KTable would, and keeps the latest value per key in its store once the table is
  * materialized. Records with a null key are dropped, as in Kafka Streams.
  */
-export function tableSourceProcessor<K, V>(materialization?: TableMaterialization<K>): Processor<K, V | null, K, V | null> {
+export function tableSourceProcessor<K, V>(
+  materialization?: TableMaterialization<K>,
+  /**
+   * Drop a deletion of a key the table does not hold (a filtered table's, Kafka Streams' KTableFilter
+   * with old values: a value filtered out before and after is no change).
+   */
+  dropUnheldDeletes = false,
+): Processor<K, V | null, K, V | null> {
   let ctx: Ctx<K, V | null>
   let store: KeyValueStore<string, TableEntry<V>> | undefined
   let versions: VersionedKeyValueStore<string, V> | undefined
@@ -90,8 +102,9 @@ export function tableSourceProcessor<K, V>(materialization?: TableMaterializatio
       } else if (store !== undefined) {
         const id = keyId(record.key)
         // A read per update, only for a table a table-table join or a groupBy reads.
-        if (tellsHeldBefore || tellsOldValue) {
+        if (tellsHeldBefore || tellsOldValue || dropUnheldDeletes) {
           const previous = store.get(id)
+          if (dropUnheldDeletes && previous === undefined && (record.value === null || record.value === undefined)) return
           if (tellsHeldBefore) heldBeforeUpdate.set(store, previous !== undefined)
           if (tellsOldValue) valueBeforeUpdate.set(store, previous === undefined ? null : previous.v)
         }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from '../helpers/fc.js'
 import { freshStateDir } from '../helpers/durable.js'
-import { EmbeddedRuntime, QueryableStoreTypes, Serdes, silentLogger, StreamsBuilder } from '../../src/index.js'
+import { EmbeddedRuntime, QueryableStoreTypes, Serdes, silentLogger, StreamsBuilder, TimeWindows } from '../../src/index.js'
 import type { Topology } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
 
@@ -121,10 +121,10 @@ describe('KTable.groupBy', () => {
     assert.deepEqual(out, ['a=1', 'a=1+2', 'a=1+2-1', 'b=3'])
   })
 
-  it('refuses a table it cannot group yet, and functions that are not functions, naming the operation', () => {
+  it('refuses a windowed table, and functions that are not functions, naming the operation', () => {
     const b = new StreamsBuilder()
-    const derived = b.table<string, string>('t', str).filter(() => true, 'only-some')
-    assert.throws(() => derived.groupBy((k, v) => ({ key: v, value: k })), /groupBy: table "only-some" cannot be grouped yet/)
+    const windowed = b.stream<string, string>('w', str).groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(10)).count({ name: 'per-window' })
+    assert.throws(() => windowed.groupBy((k, n) => ({ key: k.key, value: n })), /groupBy: windowed table "per-window" cannot be grouped; turn it into a stream first/)
     const grouped = b.table<string, string>('u', str).groupBy((k, v) => ({ key: v, value: k }))
     assert.throws(() => grouped.aggregate(() => 0, (_k, _v, n) => n, undefined as never), /aggregate: the subtractor must be a function, got undefined/)
   })

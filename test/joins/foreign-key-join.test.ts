@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from '../helpers/fc.js'
 import { freshStateDir } from '../helpers/durable.js'
-import { EmbeddedRuntime, Serdes, silentLogger, StreamsBuilder } from '../../src/index.js'
+import { EmbeddedRuntime, Serdes, silentLogger, StreamsBuilder, TimeWindows } from '../../src/index.js'
 import type { Topology } from '../../src/index.js'
 import { runJoin } from '../helpers/join-driver.js'
 import type { SideInput } from '../helpers/join-driver.js'
@@ -184,14 +184,14 @@ describe('foreign-key table-table joins (KIP-213)', () => {
     }
   })
 
-  it('refuses a missing extractor or joiner and a table it cannot read by key, naming the operation', () => {
+  it('refuses a joiner that is not a function, an empty name and a windowed table, naming the operation', () => {
     const b = new StreamsBuilder()
     const orders = b.table<string, string>('orders', str)
     const customers = b.table<string, string>('customers', str)
     assert.throws(() => orders.join(customers, customerOf, 'joiner' as unknown as typeof joined), /join: the joiner must be a function, got string/)
     assert.throws(() => orders.leftJoin(customers, customerOf, joined, { name: '' }), /leftJoin: tableJoined.name must be a non-empty string/)
-    const derived = customers.mapValues((v) => v, 'derived')
-    assert.throws(() => orders.join(derived, customerOf, joined), /join: table "derived" cannot be read by key yet/)
+    const windowed = b.stream<string, string>('w', str).groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(10)).count({ name: 'per-window' })
+    assert.throws(() => orders.join(windowed as never, customerOf, joined), /join: windowed table "per-window" cannot be read by key/)
   })
 
   it('on partitioned topics that are not co-partitioned, each order ends with the join of its current customer', async () => {

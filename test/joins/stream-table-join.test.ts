@@ -5,6 +5,7 @@ import { freshStateDir } from '../helpers/durable.js'
 import { EmbeddedRuntime, Serdes, silentLogger, StreamsBuilder } from '../../src/index.js'
 import type { Processor, StreamRecord, Topology } from '../../src/index.js'
 import { runJoin } from '../helpers/join-driver.js'
+import { TopologyTestDriver } from '../../src/testing/index.js'
 
 interface Input {
   readonly side: 'stream' | 'table'
@@ -165,10 +166,24 @@ describe('stream-table joins', () => {
     assert.throws(() => s.leftJoin(b.table<string, string>('t2', str, { versioned: { historyRetentionMs: 4 } }), joined, { gracePeriodMs: 5 }), /leftJoin: the grace period \(5 ms\) must not exceed the table's history retention \(4 ms\)/)
   })
 
-  it('refuses a table it cannot read by key yet, naming the operation and the table', () => {
+  it('joins a table derived by filter: a record whose key the filter dropped finds nothing', () => {
     const b = new StreamsBuilder()
-    const derived = b.table<string, string>('table', str).filter(() => true, 'only-some')
-    assert.throws(() => b.stream<string, string>('stream', str).join(derived, joined), /join: table "only-some" cannot be read by key yet/)
+    const out: string[] = []
+    const derived = b.table<string, string>('table', str).filter((_k, v) => !v.startsWith('z'), 'only-some')
+    b.stream<string, string>('stream', str)
+      .leftJoin(derived, joined)
+      .process(() => ({ process: (r) => void out.push(`${r.key}:${r.value}`) }))
+    const driver = new TopologyTestDriver(b.build())
+    const t = driver.createInputTopic('table', Serdes.String(), Serdes.String())
+    const s = driver.createInputTopic('stream', Serdes.String(), Serdes.String())
+    t.pipeInput('A', 'a', 1)
+    t.pipeInput('B', 'zb', 1)
+    s.pipeInput('A', 's1', 2)
+    s.pipeInput('B', 's2', 2)
+    t.pipeInput('A', 'za', 3)
+    s.pipeInput('A', 's3', 4)
+    driver.close()
+    assert.deepEqual(out, ['A:s1+a', 'B:s2+null', 'A:s3+null'])
   })
 
   it('a re-keyed stream meets a table of more partitions: the repartition topic takes the table’s count', async () => {

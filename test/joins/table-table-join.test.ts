@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from '../helpers/fc.js'
-import { Serdes, StreamsBuilder } from '../../src/index.js'
+import { Serdes, StreamsBuilder, TimeWindows } from '../../src/index.js'
+import { TopologyTestDriver } from '../../src/testing/index.js'
 import type { Topology } from '../../src/index.js'
 import { runJoin } from '../helpers/join-driver.js'
 
@@ -89,9 +90,30 @@ describe('table-table joins', () => {
     )
   })
 
-  it('refuses a table it cannot read by key yet, naming the operation', () => {
+  it('joins tables derived by filter and mapValues, each keeping its values below its node', () => {
+    const out: string[] = []
     const b = new StreamsBuilder()
-    const derived = b.table<string, string>('left', str).mapValues((v) => v, 'derived')
-    assert.throws(() => b.table<string, string>('right', str).leftJoin(derived, joined), /leftJoin: table "derived" cannot be read by key yet/)
+    const left = b.table<string, string>('left', str).filter((_k, v) => !v.startsWith('z'), 'kept')
+    const right = b.table<string, string>('right', str).mapValues((v) => v.toUpperCase(), 'upper')
+    left.join(right, joined).toStream().process(() => ({ process: (r) => void out.push(`${r.key}:${r.value}@${r.timestamp}`) }))
+    const topology = b.build()
+    assert.match(topology.describe(), /Processor: kept-MATERIALIZED \(stores: \[kept-STATE-STORE\]\)/)
+    const driver = new TopologyTestDriver(topology)
+    const l = driver.createInputTopic('left', Serdes.String(), Serdes.String())
+    const r = driver.createInputTopic('right', Serdes.String(), Serdes.String())
+    l.pipeInput('A', 'a1', 1)
+    r.pipeInput('A', 'b1', 2)
+    l.pipeInput('A', 'z2', 3)
+    r.pipeInput('A', 'b3', 4)
+    l.pipeInput('A', 'a4', 5)
+    driver.close()
+    // The filtered-out value deletes A (a tombstone); the right update then finds no left value.
+    assert.deepEqual(out, ['A:a1+B1@2', 'A:null@3', 'A:a4+B3@5'])
+  })
+
+  it('refuses a windowed table, naming the operation', () => {
+    const b = new StreamsBuilder()
+    const windowed = b.stream<string, string>('w', str).groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(10)).count({ name: 'per-window' })
+    assert.throws(() => b.table<string, string>('right', str).leftJoin(windowed as never, joined), /leftJoin: windowed table "per-window" cannot be read by key/)
   })
 })

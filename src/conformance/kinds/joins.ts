@@ -1,5 +1,6 @@
 import { StreamsBuilder } from '../../dsl/builder.js'
 import { JoinWindows } from '../../joins/join-windows.js'
+import type { KTable } from '../../dsl/ktable.js'
 import { malformed } from '../scenario.js'
 import type { Scenario } from '../scenario.js'
 import type { KindInstance, OutputSink, ScenarioKind } from './kind.js'
@@ -11,6 +12,25 @@ const int = (o: Obj, field: string, where: string, min: number): number | undefi
   if (v === undefined) return undefined
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw malformed(`${where}.${field}`, `must be an integer >= ${min}`)
   return v
+}
+
+/** How a scenario derives a table before it is joined: `filter` keeps values not starting with "z", `mapValues` wraps them in "m(...)". */
+type Derivation = 'filter' | 'mapValues' | 'filterMapValues'
+
+function derivation(t: Obj, side: 'left' | 'right'): Derivation | undefined {
+  const d = t.derive
+  if (d === undefined) return undefined
+  if (typeof d !== 'object' || d === null) throw malformed('topology.derive', 'must be an object')
+  const v = (d as Obj)[side]
+  if (v === undefined) return undefined
+  if (v !== 'filter' && v !== 'mapValues' && v !== 'filterMapValues') throw malformed(`topology.derive.${side}`, 'must be "filter", "mapValues" or "filterMapValues"')
+  return v
+}
+
+function derived(table: KTable<string, string>, how: Derivation | undefined): KTable<string, string> {
+  if (how === undefined) return table
+  const filtered = how === 'mapValues' ? table : table.filter((_k, v) => !v.startsWith('z'))
+  return how === 'filter' ? filtered : filtered.mapValues((v) => `m(${v})`)
 }
 
 /** The joiner of every join kind: both values, a missing one as "null". */
@@ -64,7 +84,9 @@ export const streamTableJoinKind: ScenarioKind = {
     const grace = int(t, 'graceMs', 'topology', 0)
     const builder = new StreamsBuilder()
     const stream = builder.stream<string, string>('left')
-    const table = builder.table<string, string>('right', {}, history === undefined ? {} : { versioned: { historyRetentionMs: history } })
+    const how = derivation(t, 'right')
+    if (how !== undefined && history !== undefined) throw malformed('topology.derive.right', 'applies to a plain table, not a versioned one')
+    const table = derived(builder.table<string, string>('right', {}, history === undefined ? {} : { versioned: { historyRetentionMs: history } }), how)
     const joinedOptions = grace === undefined ? {} : { gracePeriodMs: grace }
     const result = type === 'inner' ? stream.join(table, joined, joinedOptions) : stream.leftJoin(table, joined, joinedOptions)
     result.addStatelessNode<string, string>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: r.key, value: r.value, ts: r.timestamp }))
@@ -75,11 +97,12 @@ export const streamTableJoinKind: ScenarioKind = {
 /** Kind `table-table-join`: the tables of topics "left" and "right" joined with `join`, `leftJoin` or `outerJoin`. */
 export const tableTableJoinKind: ScenarioKind = {
   build(scenario: Scenario, out: OutputSink): KindInstance {
-    const type = (scenario.topology as Obj).join
+    const t = scenario.topology as Obj
+    const type = t.join
     if (type !== 'inner' && type !== 'left' && type !== 'outer') throw malformed('topology.join', 'must be "inner", "left" or "outer"')
     const builder = new StreamsBuilder()
-    const left = builder.table<string, string>('left')
-    const right = builder.table<string, string>('right')
+    const left = derived(builder.table<string, string>('left'), derivation(t, 'left'))
+    const right = derived(builder.table<string, string>('right'), derivation(t, 'right'))
     const result = type === 'inner' ? left.join(right, joined) : type === 'left' ? left.leftJoin(right, joined) : left.outerJoin(right, joined)
     result.toStream().addStatelessNode<string, string | null>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: r.key, value: r.value, ts: r.timestamp }))
     return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }
@@ -118,11 +141,12 @@ function foreignKeyOf(value: string): string | null {
  */
 export const foreignKeyJoinKind: ScenarioKind = {
   build(scenario: Scenario, out: OutputSink): KindInstance {
-    const type = (scenario.topology as Obj).join
+    const t = scenario.topology as Obj
+    const type = t.join
     if (type !== 'inner' && type !== 'left') throw malformed('topology.join', 'must be "inner" or "left"')
     const builder = new StreamsBuilder()
-    const left = builder.table<string, string>('left')
-    const right = builder.table<string, string>('right')
+    const left = derived(builder.table<string, string>('left'), derivation(t, 'left'))
+    const right = derived(builder.table<string, string>('right'), derivation(t, 'right'))
     const result = type === 'inner' ? left.join(right, foreignKeyOf, joined) : left.leftJoin(right, foreignKeyOf, joined)
     result.toStream().addStatelessNode<string, string | null>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: r.key, value: r.value, ts: r.timestamp }))
     return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }

@@ -14,14 +14,21 @@ function split(value: string): { key: string; value: string } {
 /**
  * Kind `table-aggregate`: the table of topic "in" (values `group:number`) grouped by the group with
  * `KTable.groupBy`, then `count`, `sum` (an `aggregate` of the numbers) or `reduce` (the numbers' sum,
- * as strings); the results as strings.
+ * as strings); the results as strings. With `derive`, the table is filtered (group z dropped), mapped
+ * (numbers times 10), or both, before it is grouped.
  */
 export const tableAggregateKind: ScenarioKind = {
   build(scenario: Scenario, out: OutputSink): KindInstance {
     const aggregate = (scenario.topology as Record<string, unknown>).aggregate
     if (aggregate !== 'count' && aggregate !== 'sum' && aggregate !== 'reduce') throw malformed('topology.aggregate', 'must be "count", "sum" or "reduce"')
+    const derive = (scenario.topology as Record<string, unknown>).derive
+    if (derive !== undefined && derive !== 'filter' && derive !== 'mapValues' && derive !== 'filterMapValues') throw malformed('topology.derive', 'must be "filter", "mapValues" or "filterMapValues"')
     const builder = new StreamsBuilder()
-    const grouped = builder.table<string, string>('in').groupBy((_k, v) => split(v), { keySerde: Serdes.String(), valueSerde: Serdes.String() })
+    let table = builder.table<string, string>('in')
+    // Derived first: filter drops group z, mapValues multiplies the number by 10.
+    if (derive === 'filter' || derive === 'filterMapValues') table = table.filter((_k, v) => !v.startsWith('z'))
+    if (derive === 'mapValues' || derive === 'filterMapValues') table = table.mapValues((v) => `${v}0`)
+    const grouped = table.groupBy((_k, v) => split(v), { keySerde: Serdes.String(), valueSerde: Serdes.String() })
     const result =
       aggregate === 'count'
         ? grouped.count().mapValues((n) => String(n))

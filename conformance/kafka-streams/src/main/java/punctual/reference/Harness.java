@@ -159,6 +159,9 @@ public final class Harness {
       props.put(StreamsConfig.APPLICATION_ID_CONFIG, "reference");
       props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
       props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+      // Strings wherever a kind leaves a serde out (a table derived by mapValues has none of its own).
+      props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+      props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
       props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
       // FORMAT: a record with a negative timestamp is dropped without output.
       props.put(StreamsConfig.DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG, LogAndSkipOnInvalidTimestamp.class);
@@ -381,9 +384,9 @@ public final class Harness {
       JsonNode t = scenario.path("topology");
       StreamsBuilder b = new StreamsBuilder();
       KStream<String, String> left = b.stream("left", Consumed.with(Serdes.String(), Serdes.String()));
-      KTable<String, String> right = t.has("versioned")
+      KTable<String, String> right = derived(t.has("versioned")
           ? b.table("right", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore("right-versions", Duration.ofMillis(t.path("versioned").path("historyRetentionMs").asLong()))).withKeySerde(Serdes.String()).withValueSerde(Serdes.String()))
-          : b.table("right", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
+          : b.table("right", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled()), "right");
       Joined<String, String, String> options = Joined.with(Serdes.String(), Serdes.String(), Serdes.String());
       if (t.has("graceMs")) options = options.withGracePeriod(Duration.ofMillis(t.get("graceMs").asLong()));
       ValueJoiner<String, String, String> joiner = (l, r) -> l + "+" + r;
@@ -423,6 +426,9 @@ public final class Harness {
     private Topology tableAggregate() {
       StreamsBuilder b = new StreamsBuilder();
       KTable<String, String> table = b.table(IN, Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
+      String derive = scenario.path("topology").path("derive").asText("");
+      if (derive.equals("filter") || derive.equals("filterMapValues")) table = table.filter((k, v) -> !v.startsWith("z"));
+      if (derive.equals("mapValues") || derive.equals("filterMapValues")) table = table.mapValues(v -> v + "0");
       KGroupedTable<String, String> grouped = table.groupBy((k, v) -> KeyValue.pair(v.substring(0, v.indexOf(':')), v.substring(v.indexOf(':') + 1)), Grouped.with(Serdes.String(), Serdes.String()));
       KTable<String, String> result = switch (scenario.path("topology").path("aggregate").asText()) {
         case "count" -> grouped.count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.Long()).withCachingDisabled()).mapValues(n -> n == null ? null : Long.toString(n));
@@ -450,12 +456,22 @@ public final class Harness {
       return b.build();
     }
 
+    // topology.derive.left / .right: the table filtered (values not starting with "z"), mapped ("m(" + v + ")"),
+    // or both, before it is joined.
+
+    private KTable<String, String> derived(KTable<String, String> table, String side) {
+      String how = scenario.path("topology").path("derive").path(side).asText("");
+      if (how.isEmpty()) return table;
+      KTable<String, String> filtered = how.equals("mapValues") ? table : table.filter((k, v) -> !v.startsWith("z"));
+      return how.equals("filter") ? filtered : filtered.mapValues(v -> "m(" + v + ")");
+    }
+
     // Kind table-table-join.
 
     private Topology tableTableJoin() {
       StreamsBuilder b = new StreamsBuilder();
-      KTable<String, String> left = b.table("left", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
-      KTable<String, String> right = b.table("right", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
+      KTable<String, String> left = derived(b.table("left", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled()), "left");
+      KTable<String, String> right = derived(b.table("right", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled()), "right");
       ValueJoiner<String, String, String> joiner = (l, r) -> l + "+" + r;
       KTable<String, String> joined = switch (scenario.path("topology").path("join").asText()) {
         case "inner" -> left.join(right, joiner);
@@ -472,8 +488,8 @@ public final class Harness {
 
     private Topology foreignKeyJoin() {
       StreamsBuilder b = new StreamsBuilder();
-      KTable<String, String> left = b.table("left", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
-      KTable<String, String> right = b.table("right", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled());
+      KTable<String, String> left = derived(b.table("left", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled()), "left");
+      KTable<String, String> right = derived(b.table("right", Consumed.with(Serdes.String(), Serdes.String()), Materialized.<String, String, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled()), "right");
       java.util.function.Function<String, String> foreignKey = v -> {
         int at = v.indexOf(':');
         return at <= 0 ? null : v.substring(0, at);
