@@ -197,6 +197,17 @@ export class CogroupedKStream<K, VOut> {
   }
 
   /**
+   * Aggregates the cogrouped streams per key and time window (Kafka Streams'
+   * `CogroupedKStream.windowedBy(TimeWindows)`): tumbling or hopping windows with grace.
+   */
+  windowedBy(windows: TimeWindows): TimeWindowedCogroupedKStream<K, VOut> {
+    if ((windows as { kind?: string } | undefined)?.kind !== 'time') {
+      throw new PunctualError('INVALID_TOPOLOGY', `cogroup windowedBy: only TimeWindows (tumbling, hopping) are supported, got ${(windows as { kind?: string } | undefined)?.kind ?? String(windows)} windows`)
+    }
+    return new TimeWindowedCogroupedKStream<K, VOut>(this.builder, this.parts, windows)
+  }
+
+  /**
    * The aggregate per key, from `initializer()`: each record of a stream goes through that stream's
    * aggregator, and the result is stored and forwarded at the later of the record's and the
    * aggregate's timestamps (null keys and values are skipped). Processors are named
@@ -224,5 +235,44 @@ export class CogroupedKStream<K, VOut> {
     const merge = `${name}-cogroup-merge`
     b.graph.addProcessor(merge, statelessProcessor<K, VOut, K, VOut>((r, ctx) => ctx.forward(r)), ...aggregators)
     return new KTable<K, VOut>(b, merge, materialized.keySerde ?? keySerde, materialized.valueSerde, undefined)
+  }
+}
+
+/**
+ * Cogrouped streams over time windows (Kafka Streams' `TimeWindowedCogroupedKStream`): one window store
+ * shared by a window aggregation per stream, each stream's records updating the key's windows with that
+ * stream's aggregator. As in Kafka Streams, each stream judges lateness by its own stream time, and a
+ * window leaves the store once it is older than its size plus grace behind the latest window start.
+ */
+export class TimeWindowedCogroupedKStream<K, VOut> {
+  /** @internal */
+  constructor(
+    private readonly builder: StreamsBuilder,
+    private readonly parts: ReadonlyArray<CogroupPart<K, VOut>>,
+    private readonly windows: TimeWindows,
+  ) {}
+
+  /**
+   * The aggregate per key and window, from `initializer()`, forwarded at each update with the window's
+   * largest input timestamp. Processors are named `<name>-cogroup-agg-<i>` and `<name>-cogroup-merge`;
+   * the windows live in `<name>-store` (queryable as a window store).
+   */
+  aggregate(initializer: () => VOut, materialized: Materialized<Windowed<K>, VOut> = {}): KTable<Windowed<K>, VOut> {
+    if (typeof initializer !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `cogroup aggregate: the initializer must be a function, got ${typeof initializer}`)
+    const b = this.builder
+    const name = materialized.name ?? b.newName('COGROUPKSTREAM-AGGREGATE')
+    const keySerde = keySerdeOr(this.parts.find((p) => p.keySerde !== undefined)?.keySerde)
+    const keyId = keyIdFunction(keySerde)
+    const windows = this.windows
+    const storeName = `${name}-store`
+    const aggregators = this.parts.map((part, i) => {
+      const node = `${name}-cogroup-agg-${i}`
+      b.graph.addProcessor(node, () => new WindowAggregateProcessor<K, unknown, VOut>(windows, { initializer, aggregator: part.aggregator }, keyId, storeName, false, i), part.node)
+      return node
+    })
+    b.graph.addStateStore({ name: storeName, query: timeWindowQuery<K, VOut>(keyId), build: () => new TimeWindowStore<K, VOut>(storeName, windows.sizeMs) }, ...aggregators)
+    const merge = `${name}-cogroup-merge`
+    b.graph.addProcessor(merge, statelessProcessor<Windowed<K>, VOut, Windowed<K>, VOut>((r, ctx) => ctx.forward(r)), ...aggregators)
+    return new KTable<Windowed<K>, VOut>(b, merge, undefined, materialized.valueSerde, { graceMs: windows.graceMs, keySerde: keySerde as Serde<unknown> })
   }
 }

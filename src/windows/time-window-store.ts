@@ -44,6 +44,9 @@ function inKeyIdOrder<K, VA>(cells: Map<string, WindowCell<K, VA>>): Array<Windo
 const STREAM_TIME_KEY = -1
 /** The store key of whether the aggregation forwarded final results only (see `finalResultsOnly`). */
 const FINAL_ONLY_KEY = -2
+/** The store keys of a cogroup's stream times per input and of the largest window start put. */
+const INPUT_TIMES_KEY = -3
+const MAX_START_KEY = -4
 
 /**
  * The window store of a time-windowed aggregation: window start -> key id -> cell, the sorted starts
@@ -60,6 +63,15 @@ export class TimeWindowStore<K, VA> {
     (on) => (on ? true : undefined),
     (saved) => saved === true,
   )
+  /** A cogroup's stream time per input (Kafka Streams keeps one per input's processor). */
+  private readonly inputTimes = new LoggedField<number[]>(
+    INPUT_TIMES_KEY,
+    [],
+    (times) => (times.length === 0 ? undefined : [...times]),
+    (saved) => (Array.isArray(saved) ? [...(saved as number[])] : []),
+  )
+  /** The largest window start put (Kafka Streams' window store measures its retention from it). */
+  private readonly maxStart = new LoggedField(MAX_START_KEY, -1, (t) => (t < 0 ? undefined : t), (saved) => (typeof saved === 'number' ? saved : -1))
   /** The cells of the last start looked up: consecutive records mostly fall in the same window. */
   private lastStart = NaN
   private lastCells: Map<string, WindowCell<K, VA>> | undefined
@@ -77,7 +89,7 @@ export class TimeWindowStore<K, VA> {
         this.create(c.start, c.id, c.key, c.agg, c.ts)
       },
     },
-    [this.observed, this.finalOnly] as Array<LoggedField<unknown>>,
+    [this.observed, this.finalOnly, this.inputTimes, this.maxStart] as Array<LoggedField<unknown>>,
   )
 
   constructor(
@@ -87,6 +99,27 @@ export class TimeWindowStore<K, VA> {
 
   get streamTime(): number {
     return this.observed.value
+  }
+
+  /** A cogroup input's stream time (-1 before its first record). */
+  inputTime(input: number): number {
+    return this.inputTimes.value[input] ?? -1
+  }
+
+  setInputTime(input: number, t: number): void {
+    const times = this.inputTimes.value
+    while (times.length <= input) times.push(-1)
+    times[input] = t
+    this.inputTimes.touch()
+  }
+
+  /** The largest window start put so far (-1: none). */
+  get largestStart(): number {
+    return this.maxStart.value
+  }
+
+  set largestStart(start: number) {
+    this.maxStart.value = start
   }
 
   set streamTime(t: number) {

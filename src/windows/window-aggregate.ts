@@ -43,6 +43,13 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
     private readonly keyId: (key: K) => string,
     private readonly storeName?: string,
     private readonly finalResultsOnly = false,
+    /**
+     * This processor's input in a windowed cogroup (Kafka Streams' CogroupedStreamAggregateBuilder: a
+     * KStreamWindowAggregate per input over one store). Each input then judges lateness by its own stream
+     * time, and the shared windows leave the store by Kafka Streams' window store retention (size plus
+     * grace behind the largest window start put), not when one input's stream time closes them.
+     */
+    private readonly cogroupInput?: number,
   ) {}
 
   init(ctx: ProcessorContext<Windowed<K>, VA>): void {
@@ -65,7 +72,9 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
     const ts = record.timestamp
     const store = this.store
     if (ts > store.streamTime) store.streamTime = ts
-    const closeTime = store.streamTime - this.spec.graceMs
+    const input = this.cogroupInput
+    if (input !== undefined && ts > store.inputTime(input)) store.setInputTime(input, ts)
+    const closeTime = (input === undefined ? store.streamTime : store.inputTime(input)) - this.spec.graceMs
     const size = this.spec.sizeMs
     let accepted = false
     if (this.spec.advanceMs === size) {
@@ -85,6 +94,7 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
     }
     if (!accepted) this.ctx.droppedRecord('late')
     if (this.finalResultsOnly) store.expire(Math.min(closeTime, this.forwardedTime - this.spec.graceMs), this.emitFinal)
+    else if (input !== undefined) store.expire(store.largestStart - this.spec.graceMs)
     else store.expire(closeTime)
   }
 
@@ -102,6 +112,7 @@ export class WindowAggregateProcessor<K, V, VA> implements Processor<K, V, Windo
   private update(record: StreamRecord<K, V>, start: number, id: string): void {
     const ts = record.timestamp
     const store = this.store
+    if (this.cogroupInput !== undefined && start > store.largestStart) store.largestStart = start
     let cell = store.get(start, id)
     if (cell === undefined) {
       cell = store.create(start, id, record.key, this.aggregation.aggregator(record.key, record.value, this.aggregation.initializer()), ts)

@@ -404,6 +404,20 @@ public final class Harness {
 
     private Topology streamAggregate() {
       StreamsBuilder b = new StreamsBuilder();
+      JsonNode w = scenario.path("topology").path("windows");
+      if (!w.isMissingNode()) {
+        long size = w.get("sizeMs").asLong();
+        TimeWindows windows = TimeWindows.ofSizeAndGrace(Duration.ofMillis(size), Duration.ofMillis(w.path("graceMs").asLong(0))).advanceBy(Duration.ofMillis(w.path("advanceMs").asLong(size)));
+        b.stream("left", Consumed.with(Serdes.String(), Serdes.String())).groupByKey()
+            .<String>cogroup((k, v, agg) -> agg + "L" + v)
+            .cogroup(b.stream("right", Consumed.with(Serdes.String(), Serdes.String())).groupByKey(), (k, v, agg) -> agg + "R" + v)
+            .windowedBy(windows)
+            .aggregate(() -> "", Materialized.<String, String, WindowStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled())
+            .toStream()
+            .map((wk, v) -> KeyValue.pair(wk.key() + "@" + wk.window().start() + "/" + wk.window().end(), v))
+            .to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+        return b.build();
+      }
       KTable<String, String> result = switch (scenario.path("topology").path("aggregate").asText()) {
         case "count" -> b.stream(IN, Consumed.with(Serdes.String(), Serdes.String())).groupByKey()
             .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>with(Serdes.String(), Serdes.Long()).withCachingDisabled())
