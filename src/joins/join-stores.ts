@@ -32,9 +32,16 @@ const MIN_BUCKET_MS = 1000
 export class JoinWindowStore<K, V> {
   private readonly byKey = new Map<string, KeyEntries<K, V>>()
   private readonly sideTime = new LoggedField(SIDE_TIME_KEY, -1)
-  /** Key ids by bucket (floor(ts / bucketMs)), and the buckets in ascending order. */
-  private readonly buckets = new Map<number, Set<string>>()
-  private readonly bucketOrder: number[] = []
+  /**
+   * Keys in the order they entered a newer bucket of time (floor(ts / bucketMs)): a queue of (bucket,
+   * key id) from `queueHead` on. A key is queued again only when its records reach a newer bucket, so the
+   * queue holds about one entry per key and bucket, and expiry pops from its front. An out-of-order
+   * record does not queue its key for its older bucket: the key leaves with its newer one, which only
+   * keeps such records a little longer (a fetch never sees them: it reads back only the retention).
+   */
+  private queueBuckets: number[] = []
+  private queueIds: string[] = []
+  private queueHead = 0
   private readonly bucketMs: number
   private readonly log = new ChangeLog<string>(
     {
@@ -119,30 +126,27 @@ export class JoinWindowStore<K, V> {
 
   private index(id: string, entries: KeyEntries<K, V>, ts: number): void {
     const b = Math.floor(ts / this.bucketMs)
-    if (b === entries.bucket) return
-    if (b > entries.bucket || Number.isNaN(entries.bucket)) entries.bucket = b
-    let ids = this.buckets.get(b)
-    if (ids === undefined) {
-      this.buckets.set(b, (ids = new Set()))
-      const order = this.bucketOrder
-      let i = order.length
-      while (i > 0 && (order[i - 1] as number) > b) i--
-      order.splice(i, 0, b)
-    }
-    ids.add(id)
+    if (b <= entries.bucket) return
+    entries.bucket = b
+    this.queueBuckets.push(b)
+    this.queueIds.push(id)
   }
 
-  /** Drops the records of whole buckets at or before `cutoff`. */
+  /** Drops the records at or before `cutoff` of the keys queued for buckets that end by then. */
   private expire(cutoff: number): void {
-    const order = this.bucketOrder
-    let done = 0
-    while (done < order.length && ((order[done] as number) + 1) * this.bucketMs - 1 <= cutoff) {
-      const b = order[done] as number
-      for (const id of this.buckets.get(b) as Set<string>) this.dropThrough(id, cutoff)
-      this.buckets.delete(b)
-      done++
+    const buckets = this.queueBuckets
+    let head = this.queueHead
+    while (head < buckets.length && ((buckets[head] as number) + 1) * this.bucketMs - 1 <= cutoff) {
+      this.dropThrough(this.queueIds[head] as string, cutoff)
+      head++
     }
-    if (done > 0) order.splice(0, done)
+    if (head === this.queueHead) return
+    if (head > 1024 && head * 2 > buckets.length) {
+      this.queueBuckets = buckets.slice(head)
+      this.queueIds = this.queueIds.slice(head)
+      head = 0
+    }
+    this.queueHead = head
   }
 
   private dropThrough(id: string, cutoff: number): void {
