@@ -1,6 +1,6 @@
 import { PunctualError } from '../errors.js'
 import type { KeyValueStore, ReadOnlyKeyValueStore, ReadOnlyVersionedKeyValueStore, StateStore, StoreKey, VersionedKeyValueStore } from '../processor/api.js'
-import { InMemoryVersionedKeyValueStore } from './versioned-store.js'
+import { PersistentVersionedKeyValueStore } from './versioned-store.js'
 import type { Serde } from '../processor/serdes.js'
 import { PersistentKeyValueStore } from './persistent-store.js'
 import { DURABLE } from './durable.js'
@@ -150,14 +150,20 @@ export const Stores = {
   /**
    * A versioned key-value store (Kafka Streams' `Stores.persistentVersionedKeyValueStore`, KIP-889):
    * each key's versions by timestamp, `get(key, asOf)`, history kept `historyRetentionMs` behind the
-   * store's largest timestamp (which is also how late a write may be). It is held in memory; with a
-   * state directory, commits save its changes and a restart loads it back whole.
+   * store's largest timestamp (which is also how late a write may be). On disk when the application has
+   * a state directory (a restart reads nothing up front), in memory otherwise; `cacheEntries` bounds the
+   * keys kept in memory after a read. A key's versions are written to its changelog as one MessagePack
+   * list; keys may be strings, numbers or bigints. @default cacheEntries 10 000
    */
-  persistentVersionedKeyValueStore<K extends StoreKey, V>(name: string, historyRetentionMs: number, serdes: StoreSerdes<K, V> = {}): StoreBuilder<VersionedKeyValueStore<K, V>> {
+  persistentVersionedKeyValueStore<K extends StoreKey, V>(name: string, historyRetentionMs: number, options: { cacheEntries?: number } = {}): StoreBuilder<VersionedKeyValueStore<K, V>> {
     if (!Number.isSafeInteger(historyRetentionMs) || historyRetentionMs < 0) {
       throw new PunctualError('INVALID_CONFIG', `store "${name}": historyRetentionMs must be an integer >= 0, got ${JSON.stringify(historyRetentionMs)}`)
     }
-    return { name, ...storeSerdes(name, serdes), query: VERSIONED_QUERY, build: () => new InMemoryVersionedKeyValueStore<K, V>(name, historyRetentionMs) }
+    const cacheEntries = options.cacheEntries ?? 10_000
+    if (!Number.isSafeInteger(cacheEntries) || cacheEntries < 0) {
+      throw new PunctualError('INVALID_CONFIG', `store "${name}": cacheEntries must be an integer >= 0, got ${JSON.stringify(options.cacheEntries)}`)
+    }
+    return { name, persistent: true, query: VERSIONED_QUERY, build: () => new PersistentVersionedKeyValueStore<K, V>(name, historyRetentionMs, cacheEntries) }
   },
 } as const
 

@@ -1,70 +1,71 @@
+import { PunctualError } from '../errors.js'
 import type { StoreKey, VersionedKeyValueStore, VersionedRecord } from '../processor/api.js'
-import { ChangeLog } from './change-log.js'
 import { DURABLE } from './durable.js'
 import type { DurableStore } from './durable.js'
+import { PERSISTENT, PersistentKeyValueStore } from './persistent-store.js'
+import type { PersistentCapability } from './persistent-store.js'
 
 /** What `put` returns for a write older than the grace period (Kafka Streams returns Long.MIN_VALUE). */
 export const PUT_RETURN_CODE_NOT_PUT = Number.MIN_SAFE_INTEGER
 /** What `put` returns when the version put is the key's latest. */
 export const PUT_RETURN_CODE_VALID_TO_UNDEFINED = -1
 
-/** A key's versions: timestamps ascending, values beside them (null: a tombstone). */
-interface Versions<V> {
-  ts: number[]
-  values: Array<V | null>
-}
+/** A key's versions as stored: [timestamp, value] pairs by timestamp ascending (value null: a tombstone). */
+type Versions<V> = ReadonlyArray<readonly [number, V | null]>
 
 /**
- * A versioned key-value store held in memory, committed like every task store (a restart loads it
- * back whole). Each key keeps its versions in timestamp order; versions that stopped being valid more
- * than the history retention before the store's largest timestamp are dropped as the key is written,
- * and no read can reach them (the latest version is always kept). Follows Kafka Streams'
- * RocksDBVersionedStore: the history retention is the grace period for writes and the horizon for reads.
+ * The store key of the largest timestamp put. A boolean: the keys of versioned tables are their key
+ * ids (strings), and a store of your own may not use booleans (`put` refuses them).
  */
-export class InMemoryVersionedKeyValueStore<K extends StoreKey, V> implements VersionedKeyValueStore<K, V> {
-  private readonly byKey = new Map<K, Versions<V>>()
-  /**
-   * The largest timestamp put. It is always some key's latest version (which is never dropped), so a
-   * restore finds it again: no field of its own in the change log, whose keys are all the user's.
-   */
-  private observed = -1
-  private readonly log = new ChangeLog<K>({
-    saved: (k) => this.saved(k),
-    savedEntries: () => [...this.byKey.keys()].map((k) => [k, this.saved(k)]),
-    load: (k, saved) => {
-      const list = saved as Array<[number, V | null]>
-      this.byKey.set(k, { ts: list.map((e) => e[0]), values: list.map((e) => e[1]) })
-      const latest = list[list.length - 1]?.[0] ?? -1
-      if (latest > this.observed) this.observed = latest
-    },
-  })
+const OBSERVED_KEY = true
 
-  readonly [DURABLE]: DurableStore = this.log
+/**
+ * A versioned key-value store (Kafka Streams' RocksDBVersionedStore, KIP-889): each key keeps its
+ * versions in timestamp order; versions that stopped being valid more than the history retention
+ * before the store's largest timestamp are dropped as the key is written, and no read can reach them
+ * (the latest version is always kept). The history retention is the grace period for writes and the
+ * horizon for reads. A key's versions are one entry of a `PersistentKeyValueStore`: on disk in a durable
+ * run (a restart reads nothing up front, and state may outgrow memory), in memory otherwise; commits
+ * write the keys that changed, with the largest timestamp as an entry of its own.
+ */
+export class PersistentVersionedKeyValueStore<K extends StoreKey, V> implements VersionedKeyValueStore<K, V> {
+  private readonly entries: PersistentKeyValueStore<StoreKey, unknown>
+
+  readonly [DURABLE]: DurableStore
+  readonly [PERSISTENT]: PersistentCapability
 
   constructor(
     readonly name: string,
     readonly historyRetentionMs: number,
-  ) {}
+    cacheEntries = 10_000,
+  ) {
+    this.entries = new PersistentKeyValueStore<StoreKey, unknown>(name, cacheEntries)
+    this[DURABLE] = this.entries[DURABLE]
+    this[PERSISTENT] = this.entries[PERSISTENT]
+  }
+
+  /** The largest timestamp put (-1: none). */
+  private get observed(): number {
+    return (this.entries.get(OBSERVED_KEY) as number | undefined) ?? -1
+  }
 
   put(key: K, value: V | null, timestamp: number): number {
-    if (timestamp < this.observed - this.historyRetentionMs) return PUT_RETURN_CODE_NOT_PUT
-    if (timestamp > this.observed) this.observed = timestamp
-    const c = this.log.changes
-    if (c !== undefined && !c.has(key)) c.first(key, this.byKey.has(key))
-    let versions = this.byKey.get(key)
-    if (versions === undefined) this.byKey.set(key, (versions = { ts: [], values: [] }))
-    const { ts, values } = versions
-    let i = ts.length
-    while (i > 0 && (ts[i - 1] as number) > timestamp) i--
-    if (i > 0 && ts[i - 1] === timestamp) values[i - 1] = value
+    if (typeof key === 'boolean') throw new PunctualError('INVALID_ARGUMENT', `versioned store "${this.name}": keys may not be booleans, got ${String(key)}`)
+    const observed = this.observed
+    if (timestamp < observed - this.historyRetentionMs) return PUT_RETURN_CODE_NOT_PUT
+    if (timestamp > observed) this.entries.put(OBSERVED_KEY, timestamp)
+    // A new list each time: the one stored may be in a commit on its way to disk.
+    const versions = [...((this.entries.get(key) as Versions<V> | undefined) ?? [])]
+    let i = versions.length
+    while (i > 0 && (versions[i - 1] as readonly [number, V | null])[0] > timestamp) i--
+    if (i > 0 && (versions[i - 1] as readonly [number, V | null])[0] === timestamp) versions[i - 1] = [timestamp, value]
     else {
-      ts.splice(i, 0, timestamp)
-      values.splice(i, 0, value)
+      versions.splice(i, 0, [timestamp, value])
       i++
     }
     // i is now the index after the version put.
-    const validTo = i < ts.length ? (ts[i] as number) : PUT_RETURN_CODE_VALID_TO_UNDEFINED
-    this.dropExpired(versions)
+    const validTo = i < versions.length ? (versions[i] as readonly [number, V | null])[0] : PUT_RETURN_CODE_VALID_TO_UNDEFINED
+    this.entries.put(key, this.withoutExpired(versions))
     return validTo
   }
 
@@ -76,52 +77,42 @@ export class InMemoryVersionedKeyValueStore<K extends StoreKey, V> implements Ve
   }
 
   get(key: K, asOfTimestamp?: number): VersionedRecord<V> | null {
-    const versions = this.byKey.get(key)
-    if (versions === undefined) return null
-    const { ts, values } = versions
-    const last = ts.length - 1
-    if (asOfTimestamp === undefined) {
-      const v = values[last] as V | null
-      return v === null ? null : { value: v, timestamp: ts[last] as number }
-    }
+    if (typeof key === 'boolean') return null
+    const versions = this.entries.get(key) as Versions<V> | undefined
+    if (versions === undefined || versions.length === 0) return null
+    const last = versions.length - 1
+    const [lastTs, lastValue] = versions[last] as readonly [number, V | null]
+    if (asOfTimestamp === undefined) return lastValue === null ? null : { value: lastValue, timestamp: lastTs }
     if (asOfTimestamp < this.observed - this.historyRetentionMs) {
       // Beyond history only the latest version answers, when it is old enough.
-      const v = values[last] as V | null
-      return v !== null && (ts[last] as number) <= asOfTimestamp ? { value: v, timestamp: ts[last] as number } : null
+      return lastValue !== null && lastTs <= asOfTimestamp ? { value: lastValue, timestamp: lastTs } : null
     }
     let i = last
-    while (i >= 0 && (ts[i] as number) > asOfTimestamp) i--
+    while (i >= 0 && (versions[i] as readonly [number, V | null])[0] > asOfTimestamp) i--
     if (i < 0) return null
-    const v = values[i] as V | null
+    const [ts, v] = versions[i] as readonly [number, V | null]
     if (v === null) return null
-    return i === last ? { value: v, timestamp: ts[i] as number } : { value: v, timestamp: ts[i] as number, validTo: ts[i + 1] as number }
+    return i === last ? { value: v, timestamp: ts } : { value: v, timestamp: ts, validTo: (versions[i + 1] as readonly [number, V | null])[0] }
   }
 
   /** Number of keys with a version (tombstones included). */
   approximateNumEntries(): number {
-    return this.byKey.size
+    return Math.max(0, this.entries.approximateNumEntries() - (this.entries.get(OBSERVED_KEY) === undefined ? 0 : 1))
   }
 
   close(): void {
-    this.byKey.clear()
+    this.entries.close()
   }
 
-  /** Drops versions no read can reach any more: valid only until before the history horizon. */
-  private dropExpired(versions: Versions<V>): void {
+  /**
+   * The versions a read can still reach: version n is valid until the next one's timestamp; once that is
+   * at or before the horizon, reads (at the horizon or later) find the next one or a later one. The
+   * latest is always kept.
+   */
+  private withoutExpired(versions: Array<readonly [number, V | null]>): Array<readonly [number, V | null]> {
     const horizon = this.observed - this.historyRetentionMs
     let n = 0
-    // Version n is valid until the next one's timestamp: once that is at or before the horizon, reads
-    // (at the horizon or later) find the next one or a later one. The latest is always kept.
-    while (n < versions.ts.length - 1 && (versions.ts[n + 1] as number) <= horizon) n++
-    if (n > 0) {
-      versions.ts.splice(0, n)
-      versions.values.splice(0, n)
-    }
-  }
-
-  private saved(key: K): Array<[number, V | null]> | undefined {
-    const versions = this.byKey.get(key)
-    if (versions === undefined) return undefined
-    return versions.ts.map((t, i) => [t, versions.values[i] as V | null])
+    while (n < versions.length - 1 && (versions[n + 1] as readonly [number, V | null])[0] <= horizon) n++
+    return n === 0 ? versions : versions.slice(n)
   }
 }

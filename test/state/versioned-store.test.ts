@@ -3,8 +3,9 @@ import { describe, it } from 'node:test'
 import fc from '../helpers/fc.js'
 import { freshStateDir } from '../helpers/durable.js'
 import { EmbeddedRuntime, Serdes, silentLogger, Stores, Topology } from '../../src/index.js'
-import type { ProcessorContext, VersionedKeyValueStore, VersionedRecord } from '../../src/index.js'
-import { InMemoryVersionedKeyValueStore, PUT_RETURN_CODE_NOT_PUT } from '../../src/state/versioned-store.js'
+import type { ProcessorContext, StoreKey, VersionedKeyValueStore, VersionedRecord } from '../../src/index.js'
+import { persistentStore } from '../../src/state/persistent-store.js'
+import { PersistentVersionedKeyValueStore, PUT_RETURN_CODE_NOT_PUT } from '../../src/state/versioned-store.js'
 
 type Op = { readonly op: 'put'; readonly key: string; readonly value: string | null; readonly ts: number } | { readonly op: 'delete'; readonly key: string; readonly ts: number } | { readonly op: 'get'; readonly key: string; readonly asOf?: number }
 
@@ -68,7 +69,7 @@ function apply(store: Pick<VersionedKeyValueStore<string, string>, 'put' | 'dele
 
 describe('versioned key-value store', () => {
   it('answers as of a time, keeps history for its retention, refuses writes older than that', () => {
-    const s = new InMemoryVersionedKeyValueStore<string, string>('v', 10)
+    const s = new PersistentVersionedKeyValueStore<string, string>('v', 10)
     assert.equal(s.put('a', 'one', 5), -1)
     assert.equal(s.put('a', 'three', 30), -1)
     assert.equal(s.put('a', 'two', 20), 30)
@@ -86,7 +87,7 @@ describe('versioned key-value store', () => {
   it('matches a model of the contract for random operations', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 20 }), opsArb, (history, ops) => {
-        const store = new InMemoryVersionedKeyValueStore<string, string>('v', history)
+        const store = new PersistentVersionedKeyValueStore<string, string>('v', history)
         const model = new Model(history)
         for (const op of ops as Op[]) assert.deepEqual(apply(store, op), apply(model, op), JSON.stringify(op))
       }),
@@ -94,8 +95,20 @@ describe('versioned key-value store', () => {
     )
   })
 
-  it('refuses a history retention that is not an integer >= 0, naming the store', () => {
+  it('refuses a history retention that is not an integer >= 0, and boolean keys, naming the store', () => {
     assert.throws(() => Stores.persistentVersionedKeyValueStore('prices', -1), /store "prices": historyRetentionMs must be an integer >= 0, got -1/)
+    assert.throws(() => Stores.persistentVersionedKeyValueStore('prices', 5, { cacheEntries: -2 }), /store "prices": cacheEntries must be an integer >= 0, got -2/)
+    const store = new PersistentVersionedKeyValueStore<StoreKey, string>('prices', 5)
+    assert.throws(() => store.put(true, 'x', 1), /versioned store "prices": keys may not be booleans, got true/)
+    store.put('k', 'v', 1)
+    // The largest timestamp is an entry of its own, not one of the store's keys.
+    assert.equal(store.approximateNumEntries(), 1)
+  })
+
+  it('lives on disk in a durable run: the builder asks for it, and the store offers the capability', () => {
+    const builder = Stores.persistentVersionedKeyValueStore<string, string>('prices', 5)
+    assert.equal(builder.persistent, true)
+    assert.ok(persistentStore(builder.build()) !== undefined)
   })
 
   it('is committed and restored with its task: a restarted run answers as one uninterrupted run', async () => {
