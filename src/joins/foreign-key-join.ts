@@ -270,33 +270,28 @@ export function subscriptionSendProcessor<K, V, KO>(options: {
         const newValue = record.value ?? null
         const oldValue = oldValueOf()
         if (oldValue === null && newValue === null) return
-        let hash: Uint8Array | null | undefined
-        const send = (fk: KO | null, instruction: Instruction): void => {
-          hash ??= newValue === null ? null : valueHash(valueBytes(newValue))
-          ctx.forward({ key: fk, value: { hash, instruction, primaryKey: key, primaryPartition: ctx.taskId.partition }, timestamp: record.timestamp, headers: record.headers })
-        }
         const oldFk = oldValue === null ? null : (foreignKey(oldValue, key) ?? null)
         const newFk = newValue === null ? null : (foreignKey(newValue, key) ?? null)
         const changed = oldFk !== null && (newFk === null || foreignKeyId(newFk) !== foreignKeyId(oldFk))
+        // At most an unsubscription from the old foreign key, then a subscription to the new one.
+        let unsubscribe: Instruction | undefined
+        let subscribe: Instruction | undefined
         if (leftJoin) {
-          if (changed) send(oldFk, Instruction.DELETE_KEY_NO_PROPAGATE)
-          send(newFk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
-          return
-        }
-        if (newValue === null) {
-          if (oldFk !== null) send(oldFk, Instruction.DELETE_KEY_AND_PROPAGATE)
-          return
-        }
-        if (newFk === null) {
-          // Dropped for its null foreign key; the old one, if any, is unsubscribed and answered null.
-          if (oldFk !== null) send(oldFk, Instruction.DELETE_KEY_AND_PROPAGATE)
-          return
-        }
-        if (oldFk === null) send(newFk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
-        else if (changed) {
-          send(oldFk, Instruction.DELETE_KEY_NO_PROPAGATE)
-          send(newFk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
-        } else send(newFk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
+          if (changed) unsubscribe = Instruction.DELETE_KEY_NO_PROPAGATE
+          subscribe = Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE
+        } else if (newValue === null || newFk === null) {
+          // Deleted, or dropped for its null foreign key: the old one, if any, is unsubscribed and answered null.
+          if (oldFk === null) return
+          unsubscribe = Instruction.DELETE_KEY_AND_PROPAGATE
+        } else if (changed) {
+          unsubscribe = Instruction.DELETE_KEY_NO_PROPAGATE
+          subscribe = Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE
+        } else subscribe = Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE
+        const hash = newValue === null ? null : valueHash(valueBytes(newValue))
+        const partition = ctx.taskId.partition
+        const { timestamp, headers } = record
+        if (unsubscribe !== undefined) ctx.forward({ key: oldFk, value: { hash, instruction: unsubscribe, primaryKey: key, primaryPartition: partition }, timestamp, headers })
+        if (subscribe !== undefined) ctx.forward({ key: newFk, value: { hash, instruction: subscribe, primaryKey: key, primaryPartition: partition }, timestamp, headers })
       },
     }
   }
