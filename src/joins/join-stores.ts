@@ -2,23 +2,28 @@ import { DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
 import { ChangeLog, LoggedField } from '../state/change-log.js'
 import { bigEndian64 } from '../windows/key-id.js'
+import { BucketQueue } from './bucket-queue.js'
 
 /**
  * One key's stored records: timestamps and values in parallel arrays, in timestamp order (equal
- * timestamps in arrival order), live from `head` on. Parallel arrays and a moving head: a record costs
- * no object of its own, and dropping old ones copies nothing until half the arrays are dead.
+ * timestamps in arrival order), live in [head, end). Parallel arrays with moving ends: a record costs
+ * no object of its own, and the arrays are reused in place (live records move to the front when the
+ * arrays are full and at least half dead), so a key in steady use allocates nothing per record.
  */
 interface KeyEntries<K, V> {
-  readonly key: K
+  key: K
   ts: number[]
-  values: V[]
+  values: Array<V | undefined>
   head: number
+  end: number
   /** The newest bucket the key is indexed in: a key's records mostly land in the bucket of its last one. */
   bucket: number
 }
 
 /** The store key of the side's largest timestamp (key ids are strings, so it cannot clash). */
 const SIDE_TIME_KEY = -1
+/** Emptied key entries are swept from the map when there are more than this many and more than live ones. */
+const MIN_SWEEP = 1024
 /** Entries are dropped a bucket at a time: a bucket holds the keys with records in one stretch of time. */
 const MIN_BUCKET_MS = 1000
 
@@ -34,22 +39,29 @@ export class JoinWindowStore<K, V> {
   private readonly sideTime = new LoggedField(SIDE_TIME_KEY, -1)
   /**
    * Keys in the order they entered a newer bucket of time (floor(ts / bucketMs)): a queue of (bucket,
-   * key id) from `queueHead` on. A key is queued again only when its records reach a newer bucket, so the
+   * key id). A key is queued again only when its records reach a newer bucket, so the
    * queue holds about one entry per key and bucket, and expiry pops from its front. An out-of-order
    * record does not queue its key for its older bucket: the key leaves with its newer one, which only
    * keeps such records a little longer (a fetch never sees them: it reads back only the retention).
    */
-  private queueBuckets: number[] = []
-  private queueIds: string[] = []
-  private queueHead = 0
+  private readonly queue = new BucketQueue()
   private readonly bucketMs: number
+  /**
+   * Keys whose records all expired stay in `byKey`, empty, until they outnumber the others: a key that
+   * comes back reuses its entry and arrays. In a join whose window is short next to the gaps between a
+   * key's records (most airports in the flights join), nearly every record finds its key emptied, and a
+   * new entry, two arrays and a map insertion and deletion per record were most of the join's allocation.
+   */
+  private emptied = 0
   private readonly log = new ChangeLog<string>(
     {
       saved: (id) => this.saved(id),
-      savedEntries: () => [...this.byKey.keys()].map((id) => [id, this.saved(id)]),
+      savedEntries: () => [...this.byKey.keys()].filter((id) => this.holds(id)).map((id) => [id, this.saved(id)]),
       load: (id, saved) => {
         const s = saved as { key: K; list: Array<[number, V]> }
-        const entries: KeyEntries<K, V> = { key: s.key, ts: s.list.map((e) => e[0]), values: s.list.map((e) => e[1]), head: 0, bucket: NaN }
+        const entries: KeyEntries<K, V> = { key: s.key, ts: s.list.map((e) => e[0]), values: s.list.map((e) => e[1]), head: 0, end: s.list.length, bucket: NaN }
+        const before = this.byKey.get(id)
+        if (before !== undefined && before.head === before.end) this.emptied--
         this.byKey.set(id, entries)
         for (const t of entries.ts) this.index(id, entries, t)
       },
@@ -80,17 +92,25 @@ export class JoinWindowStore<K, V> {
     if (ts <= cutoff) return
     this.noteChange(id)
     let entries = this.byKey.get(id)
-    if (entries === undefined) this.byKey.set(id, (entries = { key, ts: [], values: [], head: 0, bucket: NaN }))
-    const times = entries.ts
-    let i = times.length
+    if (entries === undefined) this.byKey.set(id, (entries = { key, ts: [], values: [], head: 0, end: 0, bucket: NaN }))
+    else if (entries.head === entries.end) this.emptied--
+    const { ts: times, values } = entries
+    if (entries.end === times.length && entries.head * 2 >= times.length && entries.head > 0) compact(entries)
+    const end = entries.end
+    let i = end
     while (i > entries.head && (times[i - 1] as number) > ts) i--
-    if (i === times.length) {
+    if (end === times.length) {
+      // Grows the arrays (geometrically, as push does); the slot is written below.
       times.push(ts)
-      entries.values.push(value)
-    } else {
-      times.splice(i, 0, ts)
-      entries.values.splice(i, 0, value)
+      values.push(value)
     }
+    for (let k = end; k > i; k--) {
+      times[k] = times[k - 1] as number
+      values[k] = values[k - 1]
+    }
+    times[i] = ts
+    values[i] = value
+    entries.end = end + 1
     this.index(id, entries, ts)
   }
 
@@ -105,7 +125,7 @@ export class JoinWindowStore<K, V> {
     if (to < lowest) return 0
     const { ts: times, values } = entries
     let n = 0
-    for (let i = entries.head; i < times.length; i++) {
+    for (let i = entries.head, end = entries.end; i < end; i++) {
       const t = times[i] as number
       if (t > to) break
       if (t < lowest) continue
@@ -115,10 +135,15 @@ export class JoinWindowStore<K, V> {
     return n
   }
 
+  /** Number of keys with records (tests). */
+  keyCount(): number {
+    return this.byKey.size - this.emptied
+  }
+
   /** Number of records held (tests, metrics). */
   size(): number {
     let n = 0
-    for (const e of this.byKey.values()) n += e.ts.length - e.head
+    for (const e of this.byKey.values()) n += e.end - e.head
     return n
   }
 
@@ -128,59 +153,75 @@ export class JoinWindowStore<K, V> {
     const b = Math.floor(ts / this.bucketMs)
     if (b <= entries.bucket) return
     entries.bucket = b
-    this.queueBuckets.push(b)
-    this.queueIds.push(id)
+    this.queue.push(b, id)
   }
 
   /** Drops the records at or before `cutoff` of the keys queued for buckets that end by then. */
   private expire(cutoff: number): void {
-    const buckets = this.queueBuckets
-    let head = this.queueHead
-    while (head < buckets.length && ((buckets[head] as number) + 1) * this.bucketMs - 1 <= cutoff) {
-      this.dropThrough(this.queueIds[head] as string, cutoff)
-      head++
-    }
-    if (head === this.queueHead) return
-    if (head > 1024 && head * 2 > buckets.length) {
-      this.queueBuckets = buckets.slice(head)
-      this.queueIds = this.queueIds.slice(head)
-      head = 0
-    }
-    this.queueHead = head
+    const queue = this.queue
+    while (queue.size > 0 && (queue.frontBucket() + 1) * this.bucketMs - 1 <= cutoff) this.dropThrough(queue.pop(), cutoff)
   }
 
   private dropThrough(id: string, cutoff: number): void {
     const entries = this.byKey.get(id)
     if (entries === undefined) return
-    const times = entries.ts
+    const { ts: times, values } = entries
+    const end = entries.end
     let head = entries.head
-    while (head < times.length && (times[head] as number) <= cutoff) head++
+    // Dropped values are let go (the slots are reused later).
+    while (head < end && (times[head] as number) <= cutoff) values[head++] = undefined
     if (head === entries.head) return
     this.noteChange(id)
-    if (head === times.length) {
-      this.byKey.delete(id)
+    if (head < end) {
+      entries.head = head
       return
     }
-    entries.head = head
-    if (head > 64 && head * 2 > times.length) {
-      entries.ts = times.slice(head)
-      entries.values = entries.values.slice(head)
-      entries.head = 0
+    // All dropped: the entry stays, empty (see `emptied`); long arrays are let go.
+    if (times.length > 64) {
+      entries.ts = []
+      entries.values = []
     }
+    entries.head = entries.end = 0
+    this.emptied++
+    if (this.emptied > MIN_SWEEP && this.emptied * 2 > this.byKey.size) this.sweep()
+  }
+
+  /** Removes the emptied entries from the map. */
+  private sweep(): void {
+    for (const [id, entries] of this.byKey) if (entries.head === entries.end) this.byKey.delete(id)
+    this.emptied = 0
   }
 
   private noteChange(id: string): void {
     const c = this.log.changes
-    if (c !== undefined && !c.has(id)) c.first(id, this.byKey.has(id))
+    if (c !== undefined && !c.has(id)) c.first(id, this.holds(id))
+  }
+
+  /** The key has records (an emptied entry stays in the map a while: see `emptied`). */
+  private holds(id: string): boolean {
+    const entries = this.byKey.get(id)
+    return entries !== undefined && entries.head < entries.end
   }
 
   private saved(id: string): { key: K; list: Array<[number, V]> } | undefined {
     const entries = this.byKey.get(id)
-    if (entries === undefined) return undefined
+    if (entries === undefined || entries.head === entries.end) return undefined
     const list: Array<[number, V]> = []
-    for (let i = entries.head; i < entries.ts.length; i++) list.push([entries.ts[i] as number, entries.values[i] as V])
+    for (let i = entries.head; i < entries.end; i++) list.push([entries.ts[i] as number, entries.values[i] as V])
     return { key: entries.key, list }
   }
+}
+
+/** Moves a key's live records to the front of its arrays. */
+function compact<K, V>(entries: KeyEntries<K, V>): void {
+  const { ts: times, values, head, end } = entries
+  for (let k = head; k < end; k++) {
+    times[k - head] = times[k] as number
+    values[k - head] = values[k]
+    values[k] = undefined
+  }
+  entries.head = 0
+  entries.end = end - head
 }
 
 /** Records of one key, side and timestamp that found no partner yet. */
