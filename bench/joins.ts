@@ -7,7 +7,7 @@ import { median } from './stats.js'
 /** Departures from an airport and flights heading to it are joined when within a minute of each other. */
 const WITHIN_MS = 60_000
 const MINUTE = 60_000
-const PAIRS = 3
+const PAIRS = 5
 
 export interface StreamStreamJoinResult {
   /** Input records: two per flight (its departure at its origin, and at its destination as a flight heading there). */
@@ -22,6 +22,40 @@ export interface StreamStreamJoinResult {
 }
 
 type Output = string[]
+
+interface Pair {
+  readonly punctualMs: number
+  readonly handMs: number
+  readonly results: number
+  readonly same: boolean
+}
+
+/**
+ * One warm-up of each, then PAIRS pairs, each after a full collection. A pair's outputs are compared
+ * and dropped before the next pair: outputs kept alive would make every later run's collections mark
+ * them, slowing whichever run allocates more for reasons outside it.
+ */
+async function pairs(runPunctual: () => Promise<Output>, runHand: () => Output): Promise<Pair[]> {
+  const gc = (globalThis as { gc?: () => void }).gc
+  await runPunctual()
+  runHand()
+  const out: Pair[] = []
+  for (let i = 0; i < PAIRS; i++) {
+    gc?.()
+    let t0 = performance.now()
+    const p = await runPunctual()
+    const punctualMs = performance.now() - t0
+    gc?.()
+    t0 = performance.now()
+    const h = runHand()
+    const handMs = performance.now() - t0
+    const same = p.length === h.length && p.every((line, k) => line === h[k])
+    out.push({ punctualMs, handMs, results: h.length, same })
+  }
+  return out
+}
+
+const ratio = (x: Pair): number => x.punctualMs / x.handMs
 
 /**
  * The events, in actual-departure order: for each flight, at its actual departure time, one event at
@@ -122,31 +156,16 @@ export function handWritten(f: Flights): Output {
 /** The flights as airport events joined stream-stream (6 M records), punctual against the hand-written loop, in pairs. */
 export async function streamStreamJoin(limit = Infinity): Promise<StreamStreamJoinResult> {
   const f = await loadFlights(limit)
-  const gc = (globalThis as { gc?: () => void }).gc
-  await punctual(f)
-  handWritten(f)
-  const pairs: Array<{ p: Output; punctualMs: number; h: Output; handMs: number }> = []
-  for (let i = 0; i < PAIRS; i++) {
-    gc?.()
-    let t0 = performance.now()
-    const p = await punctual(f)
-    const punctualMs = performance.now() - t0
-    gc?.()
-    t0 = performance.now()
-    const h = handWritten(f)
-    pairs.push({ p, punctualMs, h, handMs: performance.now() - t0 })
-  }
-  const ratio = (x: (typeof pairs)[number]): number => x.punctualMs / x.handMs
-  const m = median(pairs, ratio)
-  const same = (a: Output, b: Output): boolean => a.length === b.length && a.every((line, i) => line === b[i])
+  const runs = await pairs(() => punctual(f), () => handWritten(f))
+  const m = median(runs, ratio)
   return {
     records: 2 * f.count,
-    results: m.h.length,
+    results: m.results,
     punctualRecordsPerSecond: (2 * f.count) / (m.punctualMs / 1000),
     handWrittenRecordsPerSecond: (2 * f.count) / (m.handMs / 1000),
     ratio: ratio(m),
-    ratios: pairs.map(ratio),
-    identicalOutput: pairs.every((x) => same(x.p, x.h)),
+    ratios: runs.map(ratio),
+    identicalOutput: runs.every((x) => x.same),
   }
 }
 
@@ -211,30 +230,15 @@ export function handWrittenEnrich(f: Flights, airports: readonly Airport[]): Out
 export async function streamTableJoin(limit = Infinity): Promise<StreamTableJoinResult> {
   const f = await loadFlights(limit)
   const airports = loadAirports()
-  const gc = (globalThis as { gc?: () => void }).gc
-  await punctualEnrich(f, airports)
-  handWrittenEnrich(f, airports)
-  const pairs: Array<{ p: Output; punctualMs: number; h: Output; handMs: number }> = []
-  for (let i = 0; i < PAIRS; i++) {
-    gc?.()
-    let t0 = performance.now()
-    const p = await punctualEnrich(f, airports)
-    const punctualMs = performance.now() - t0
-    gc?.()
-    t0 = performance.now()
-    const h = handWrittenEnrich(f, airports)
-    pairs.push({ p, punctualMs, h, handMs: performance.now() - t0 })
-  }
-  const ratio = (x: (typeof pairs)[number]): number => x.punctualMs / x.handMs
-  const m = median(pairs, ratio)
-  const same = (a: Output, b: Output): boolean => a.length === b.length && a.every((line, i) => line === b[i])
+  const runs = await pairs(() => punctualEnrich(f, airports), () => handWrittenEnrich(f, airports))
+  const m = median(runs, ratio)
   return {
     records: f.count,
     airports: airports.length,
     punctualRecordsPerSecond: f.count / (m.punctualMs / 1000),
     handWrittenRecordsPerSecond: f.count / (m.handMs / 1000),
     ratio: ratio(m),
-    ratios: pairs.map(ratio),
-    identicalOutput: pairs.every((x) => same(x.p, x.h)),
+    ratios: runs.map(ratio),
+    identicalOutput: runs.every((x) => x.same),
   }
 }
