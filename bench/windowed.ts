@@ -148,10 +148,14 @@ export async function windowedFinal(): Promise<WindowedFinalResult> {
   const gc = (globalThis as { gc?: () => void }).gc
   // A warm-up pair (both sides get compiled), then PAIRS measured pairs, each side right after the
   // other: the machine's speed drifts between runs, and a ratio within a pair is steadier than one
-  // across separate runs. The reported pair is the one with the median ratio.
+  // across separate runs. The reported pair is the one with the median ratio. Each run's output is
+  // compared with the warm-up loop's and dropped: outputs kept alive would make every later run's
+  // collections mark them, slowing whichever run allocates more for reasons outside it.
   await punctual(flights)
-  handWritten(flights)
-  const pairs: Array<{ p: { out: Output; peakHeap: number }; punctualMs: number; h: { out: Output; peakHeap: number }; handMs: number }> = []
+  const reference = handWritten(flights).out
+  // Emission order of windows closing at the same moment is (window end, key bytes) on both sides.
+  const same = (out: Output): boolean => out.length === reference.length && out.every((line, i) => line === reference[i])
+  const pairs: Array<{ punctualMs: number; punctualPeakHeap: number; handMs: number; handPeakHeap: number; same: boolean }> = []
   let t0: number
   for (let i = 0; i < PAIRS; i++) {
     gc?.()
@@ -161,16 +165,15 @@ export async function windowedFinal(): Promise<WindowedFinalResult> {
     gc?.()
     t0 = performance.now()
     const h = handWritten(flights)
-    pairs.push({ p, punctualMs, h, handMs: performance.now() - t0 })
+    const handMs = performance.now() - t0
+    pairs.push({ punctualMs, punctualPeakHeap: p.peakHeap, handMs, handPeakHeap: h.peakHeap, same: same(p.out) && same(h.out) })
   }
   const ratio = (x: (typeof pairs)[number]): number => x.punctualMs / x.handMs
-  const { p, punctualMs, h, handMs } = median(pairs, ratio)
-  // Emission order of windows closing at the same moment is (window end, key bytes) on both sides.
-  const same = (out: Output): boolean => out.length === h.out.length && out.every((line, i) => line === h.out[i])
-  const identicalOutput = pairs.every((x) => same(x.p.out))
+  const { punctualMs, punctualPeakHeap, handMs, handPeakHeap } = median(pairs, ratio)
+  const identicalOutput = pairs.every((x) => x.same)
   // Durable against in-memory, in pairs too: a single durable run compared with another run's in-memory
   // figure moved with the machine's speed (42% to 74% in one session).
-  const durablePairs: Array<{ out: Output; durableMs: number; memoryMs: number }> = []
+  const durablePairs: Array<{ same: boolean; durableMs: number; memoryMs: number }> = []
   for (let i = 0; i < PAIRS; i++) {
     const dir = mkdtempSync(join(tmpdir(), 'punctual-bench-'))
     gc?.()
@@ -180,8 +183,9 @@ export async function windowedFinal(): Promise<WindowedFinalResult> {
     rmSync(dir, { recursive: true, force: true })
     gc?.()
     t0 = performance.now()
-    await punctual(flights)
-    durablePairs.push({ out: d.out, durableMs, memoryMs: performance.now() - t0 })
+    const m = await punctual(flights)
+    const memoryMs = performance.now() - t0
+    durablePairs.push({ same: same(d.out) && same(m.out), durableMs, memoryMs })
   }
   const share = (x: (typeof durablePairs)[number]): number => x.memoryMs / x.durableMs
   const d = median(durablePairs, share)
@@ -197,12 +201,13 @@ export async function windowedFinal(): Promise<WindowedFinalResult> {
   const scraper = spawn(process.execPath, ['-e', scraperCode], { stdio: ['ignore', 'pipe', 'ignore'] })
   let scrapes = 0
   scraper.stdout.on('data', (d: Buffer) => (scrapes = Number(d.toString().trim().split('\n').at(-1))))
-  const metricsPairs: Array<{ out: Output; onMs: number; offMs: number }> = []
-  const timed = async (metricsPort?: number): Promise<{ out: Output; ms: number }> => {
+  const metricsPairs: Array<{ same: boolean; onMs: number; offMs: number }> = []
+  const timed = async (metricsPort?: number): Promise<{ same: boolean; ms: number }> => {
     gc?.()
     const start = performance.now()
     const { out } = await punctual(flights, undefined, metricsPort)
-    return { out, ms: performance.now() - start }
+    const ms = performance.now() - start
+    return { same: same(out), ms }
   }
   try {
     // The first run of a pair is the slower one (about 7-10% here with both sides alike), so half the
@@ -212,7 +217,7 @@ export async function windowedFinal(): Promise<WindowedFinalResult> {
       const first = await timed(onFirst ? port : undefined)
       const second = await timed(onFirst ? undefined : port)
       const [on, off] = onFirst ? [first, second] : [second, first]
-      metricsPairs.push({ out: on.out, onMs: on.ms, offMs: off.ms })
+      metricsPairs.push({ same: on.same && off.same, onMs: on.ms, offMs: off.ms })
     }
   } finally {
     scraper.kill()
@@ -221,23 +226,23 @@ export async function windowedFinal(): Promise<WindowedFinalResult> {
   const cost = (x: (typeof metricsPairs)[number]): number => x.onMs / x.offMs - 1
   return {
     records: flights.count,
-    finalResults: p.out.length,
+    finalResults: reference.length,
     punctualRecordsPerSecond: (flights.count / punctualMs) * 1000,
     handWrittenRecordsPerSecond: (flights.count / handMs) * 1000,
     ratio: punctualMs / handMs,
     ratios: pairs.map(ratio),
-    punctualPeakHeapMb: p.peakHeap / 2 ** 20,
-    handWrittenPeakHeapMb: h.peakHeap / 2 ** 20,
+    punctualPeakHeapMb: punctualPeakHeap / 2 ** 20,
+    handWrittenPeakHeapMb: handPeakHeap / 2 ** 20,
     identicalOutput,
     durableRecordsPerSecond: (flights.count / d.durableMs) * 1000,
     durableShare: share(d),
     durableShares: durablePairs.map(share),
-    durableIdenticalOutput: durablePairs.every((x) => same(x.out)),
+    durableIdenticalOutput: durablePairs.every((x) => x.same),
     metricsCost: cost(median(metricsPairs, cost)),
     metricsCostMean: metricsPairs.reduce((sum, x) => sum + cost(x), 0) / metricsPairs.length,
     metricsCosts: metricsPairs.map(cost),
     metricsScrapes: scrapes,
-    metricsIdenticalOutput: metricsPairs.every((x) => same(x.out)),
+    metricsIdenticalOutput: metricsPairs.every((x) => x.same),
     metricsScrapeMs: serving.scrapeMs,
     metricsEventMs: serving.eventMs,
   }
