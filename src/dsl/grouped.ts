@@ -197,14 +197,16 @@ export class CogroupedKStream<K, VOut> {
   }
 
   /**
-   * Aggregates the cogrouped streams per key and time window (Kafka Streams'
-   * `CogroupedKStream.windowedBy(TimeWindows)`): tumbling or hopping windows with grace.
+   * Aggregates the cogrouped streams per key and window (Kafka Streams' `CogroupedKStream.windowedBy`):
+   * time windows (tumbling or hopping) or session windows, with grace.
    */
-  windowedBy(windows: TimeWindows): TimeWindowedCogroupedKStream<K, VOut> {
-    if ((windows as { kind?: string } | undefined)?.kind !== 'time') {
-      throw new PunctualError('INVALID_TOPOLOGY', `cogroup windowedBy: only TimeWindows (tumbling, hopping) are supported, got ${(windows as { kind?: string } | undefined)?.kind ?? String(windows)} windows`)
-    }
-    return new TimeWindowedCogroupedKStream<K, VOut>(this.builder, this.parts, windows)
+  windowedBy(windows: TimeWindows): TimeWindowedCogroupedKStream<K, VOut>
+  windowedBy(windows: SessionWindows): SessionWindowedCogroupedKStream<K, VOut>
+  windowedBy(windows: TimeWindows | SessionWindows): TimeWindowedCogroupedKStream<K, VOut> | SessionWindowedCogroupedKStream<K, VOut> {
+    const kind = (windows as { kind?: string } | undefined)?.kind
+    if (kind === 'time') return new TimeWindowedCogroupedKStream<K, VOut>(this.builder, this.parts, windows as TimeWindows)
+    if (kind === 'session') return new SessionWindowedCogroupedKStream<K, VOut>(this.builder, this.parts, windows as SessionWindows)
+    throw new PunctualError('INVALID_TOPOLOGY', `cogroup windowedBy: TimeWindows (tumbling, hopping) or SessionWindows are supported, got ${kind ?? String(windows)} windows`)
   }
 
   /**
@@ -274,5 +276,49 @@ export class TimeWindowedCogroupedKStream<K, VOut> {
     const merge = `${name}-cogroup-merge`
     b.graph.addProcessor(merge, statelessProcessor<Windowed<K>, VOut, Windowed<K>, VOut>((r, ctx) => ctx.forward(r)), ...aggregators)
     return new KTable<Windowed<K>, VOut>(b, merge, undefined, materialized.valueSerde, { graceMs: windows.graceMs, keySerde: keySerde as Serde<unknown> })
+  }
+}
+
+/**
+ * Cogrouped streams over session windows (Kafka Streams' `SessionWindowedCogroupedKStream`): one session
+ * store shared by a session aggregation per stream, each stream's records extending or merging the key's
+ * sessions with that stream's aggregator. As in Kafka Streams, each stream judges lateness by its own
+ * stream time, and sessions leave the store by the largest stream time of all.
+ */
+export class SessionWindowedCogroupedKStream<K, VOut> {
+  /** @internal */
+  constructor(
+    private readonly builder: StreamsBuilder,
+    private readonly parts: ReadonlyArray<CogroupPart<K, VOut>>,
+    private readonly windows: SessionWindows,
+  ) {}
+
+  /**
+   * The aggregate per key and session, from `initializer()`; `merger` combines the aggregates of
+   * sessions a record bridges. Each update is forwarded with the session's end as its timestamp, and
+   * sessions merged away are retracted with a tombstone, as in a session aggregation of one stream.
+   * Processors are named `<name>-cogroup-agg-<i>` and `<name>-cogroup-merge`; the sessions live in
+   * `<name>-store` (queryable as a session store).
+   */
+  aggregate(initializer: () => VOut, merger: (key: K, left: VOut, right: VOut) => VOut, materialized: Materialized<Windowed<K>, VOut> = {}): KTable<Windowed<K>, VOut> {
+    if (typeof initializer !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `cogroup aggregate: the initializer must be a function, got ${typeof initializer}`)
+    if (typeof merger !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `cogroup aggregate: the session merger must be a function, got ${typeof merger}`)
+    const b = this.builder
+    const name = materialized.name ?? b.newName('COGROUPKSTREAM-AGGREGATE')
+    const keySerde = keySerdeOr(this.parts.find((p) => p.keySerde !== undefined)?.keySerde)
+    const keyId = keyIdFunction(keySerde)
+    const windows = this.windows
+    const storeName = `${name}-store`
+    const aggregators = this.parts.map((part, i) => {
+      const node = `${name}-cogroup-agg-${i}`
+      b.graph.addProcessor(node, () => new SessionAggregateProcessor<K, unknown, VOut>(windows, { initializer, aggregator: part.aggregator, merger }, keyId, storeName, i), part.node)
+      return node
+    })
+    b.graph.addStateStore({ name: storeName, query: sessionQuery<K, VOut>(keyId), build: () => sessionStore<K, VOut>(storeName) }, ...aggregators)
+    const merge = `${name}-cogroup-merge`
+    b.graph.addProcessor(merge, statelessProcessor<Windowed<K>, VOut | null, Windowed<K>, VOut | null>((r, ctx) => ctx.forward(r)), ...aggregators)
+    // A session closes `gap` after its end, then has its grace (as in Kafka Streams), so final results
+    // wait for both.
+    return new KTable<Windowed<K>, VOut>(b, merge, undefined, materialized.valueSerde, { graceMs: windows.graceMs + windows.gapMs, keySerde: keySerde as Serde<unknown>, sessions: true })
   }
 }

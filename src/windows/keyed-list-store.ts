@@ -12,6 +12,8 @@ export interface KeyedList<K, T> {
 const STREAM_TIME_KEY = -1
 /** The store key of the largest window start stored (sliding windows' retention counts from it). */
 const MAX_START_KEY = -2
+/** The store key of a cogroup's stream time per input. */
+const INPUT_TIMES_KEY = -3
 
 /**
  * The store of a session or sliding-window aggregation: per key id, the key's windows, plus the
@@ -22,6 +24,13 @@ export class KeyedListStore<K, T> {
   private readonly byKey = new Map<string, KeyedList<K, T>>()
   private readonly observed = new LoggedField(STREAM_TIME_KEY, -1)
   private readonly maxStart = new LoggedField(MAX_START_KEY, -1)
+  /** A cogroup's stream time per input (Kafka Streams keeps one per input's processor). */
+  private readonly inputTimes = new LoggedField<number[]>(
+    INPUT_TIMES_KEY,
+    [],
+    (times) => (times.length === 0 ? undefined : [...times]),
+    (saved) => (Array.isArray(saved) ? [...(saved as number[])] : []),
+  )
   private readonly log = new ChangeLog<string>(
     {
       saved: (id) => this.saved(id),
@@ -31,7 +40,7 @@ export class KeyedListStore<K, T> {
         this.byKey.set(id, { key: s.key, list: s.list.map((item) => this.load(s.key, item)) })
       },
     },
-    [this.observed, this.maxStart] as Array<LoggedField<unknown>>,
+    [this.observed, this.maxStart, this.inputTimes] as Array<LoggedField<unknown>>,
   )
 
   constructor(
@@ -46,6 +55,18 @@ export class KeyedListStore<K, T> {
 
   set streamTime(t: number) {
     this.observed.value = t
+  }
+
+  /** A cogroup input's stream time (-1 before its first record). */
+  inputTime(input: number): number {
+    return this.inputTimes.value[input] ?? -1
+  }
+
+  setInputTime(input: number, t: number): void {
+    const times = this.inputTimes.value
+    while (times.length <= input) times.push(-1)
+    times[input] = t
+    this.inputTimes.touch()
   }
 
   /** The largest window start stored so far (-1: none). */

@@ -21,7 +21,9 @@ export interface SessionAggregation<K, V, VA> {
  * sessions merged away are retracted with a tombstone (none when the merged session is the record's own
  * point [ts, ts], an update of the one session there, as in Kafka Streams). A record is late when the merged session ends before `observed stream
  * time - grace - gap` (as in Kafka Streams: a session stays open for its gap, then for its grace); it is
- * dropped and counted.
+ * dropped and counted. In a cogroup (Kafka Streams' CogroupedStreamAggregateBuilder: a
+ * KStreamSessionWindowAggregate per input over one session store), each input judges lateness by its
+ * own stream time, while sessions leave the shared store by the store's time (the largest of all inputs').
  */
 export class SessionAggregateProcessor<K, V, VA> implements Processor<K, V, Windowed<K>, VA | null> {
   private ctx!: ProcessorContext<Windowed<K>, VA | null>
@@ -33,6 +35,8 @@ export class SessionAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
     private readonly aggregation: SessionAggregation<K, V, VA>,
     private readonly keyId: (key: K) => string,
     private readonly storeName?: string,
+    /** This processor's input in a cogroup (see above). */
+    private readonly cogroupInput?: number,
   ) {}
 
   init(ctx: ProcessorContext<Windowed<K>, VA | null>): void {
@@ -48,6 +52,9 @@ export class SessionAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
     const goneUntil = store.streamTime - this.spec.graceMs - this.spec.gapMs
     if (ts > store.streamTime) store.streamTime = ts
     const closeTime = store.streamTime - this.spec.graceMs - this.spec.gapMs
+    const input = this.cogroupInput
+    if (input !== undefined && ts > store.inputTime(input)) store.setInputTime(input, ts)
+    const lateBefore = input === undefined ? closeTime : store.inputTime(input) - this.spec.graceMs - this.spec.gapMs
     const id = this.keyId(record.key)
     const existing = store.get(id)
     const gap = this.spec.gapMs
@@ -62,7 +69,7 @@ export class SessionAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
         if (s.end > end) end = s.end
       }
     }
-    if (end < closeTime) {
+    if (end < lateBefore) {
       this.ctx.droppedRecord('late')
       return
     }

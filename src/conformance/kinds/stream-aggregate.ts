@@ -1,5 +1,5 @@
 import { StreamsBuilder } from '../../dsl/builder.js'
-import { TimeWindows } from '../../windows/windows.js'
+import { SessionWindows, TimeWindows } from '../../windows/windows.js'
 import { malformed } from '../scenario.js'
 import type { Scenario } from '../scenario.js'
 import type { KindInstance, OutputSink, ScenarioKind } from './kind.js'
@@ -7,8 +7,9 @@ import type { KindInstance, OutputSink, ScenarioKind } from './kind.js'
 /**
  * Kind `stream-aggregate`: non-windowed aggregations of streams grouped by key. `count` and `reduce`
  * (the values joined with "+") read topic "in"; `cogroup` reads topics "left" and "right", cogrouped into
- * one aggregate from "" that appends "L<value>" or "R<value>", per key or, with `windows` (`sizeMs`,
- * `advanceMs`, `graceMs`), per key and time window (keys `k@start/end`). Results are strings.
+ * one aggregate from "" that appends "L<value>" or "R<value>", per key or, with `windows`, per key and
+ * window (keys `k@start/end`): time windows (`sizeMs`, `advanceMs`, `graceMs`) or session windows
+ * (`gapMs`, `graceMs`; merged sessions' aggregates concatenated). Results are strings.
  */
 export const streamAggregateKind: ScenarioKind = {
   build(scenario: Scenario, out: OutputSink): KindInstance {
@@ -16,6 +17,28 @@ export const streamAggregateKind: ScenarioKind = {
     if (aggregate !== 'count' && aggregate !== 'reduce' && aggregate !== 'cogroup') throw malformed('topology.aggregate', 'must be "count", "reduce" or "cogroup"')
     const builder = new StreamsBuilder()
     const w = (scenario.topology as Record<string, unknown>).windows as Record<string, unknown> | undefined
+    if (w !== undefined && w.gapMs !== undefined) {
+      // A session-windowed cogroup: gapMs and graceMs; keys "k@start/end".
+      if (aggregate !== 'cogroup') throw malformed('topology.windows', 'applies to aggregate "cogroup" only')
+      const gap = w.gapMs
+      const grace = w.graceMs ?? 0
+      for (const [field, v] of [['gapMs', gap], ['graceMs', grace]] as const) {
+        if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < (field === 'graceMs' ? 0 : 1)) throw malformed(`topology.windows.${field}`, 'must be a positive integer')
+      }
+      builder
+        .stream<string, string>('left')
+        .groupByKey()
+        .cogroup<string>((_k, v, agg) => `${agg}L${v}`)
+        .cogroup(builder.stream<string, string>('right').groupByKey(), (_k, v, agg) => `${agg}R${v}`)
+        .windowedBy(SessionWindows.ofInactivityGapAndGrace(gap as number, grace as number))
+        .aggregate(
+          () => '',
+          (_k, a, b) => a + b,
+        )
+        .toStream()
+        .addStatelessNode<string, string | null>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: `${r.key.key}@${r.key.window.start}/${r.key.window.end}`, value: r.value, ts: r.timestamp }))
+      return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }
+    }
     if (w !== undefined) {
       // A windowed cogroup: tumbling (sizeMs) or hopping (advanceMs) windows with graceMs; keys "k@start/end".
       if (aggregate !== 'cogroup') throw malformed('topology.windows', 'applies to aggregate "cogroup" only')
