@@ -101,10 +101,16 @@ function generate(random: () => number, n: number): Json {
   } else if (kind === 'table-aggregate') {
     topology = { kind, aggregate: pick(['count', 'sum', 'reduce']), ...(random() < 0.4 ? { derive: pick(['filter', 'mapValues', 'filterMapValues']) } : {}) }
   } else if (kind === 'stream-aggregate') {
-    // A cogroup is windowed now and then: tumbling or hopping, or sessions, with grace.
+    // A cogroup is windowed now and then: tumbling or hopping, sliding, or sessions, with grace.
     const size = int(1, 10)
-    const windowed = aggregate === 'cogroup' && random() < 0.6
-    const windows = random() < 0.4 ? { gapMs: int(1, 6), graceMs: int(0, 6) } : { sizeMs: size, graceMs: int(0, 6), ...(random() < 0.4 ? { advanceMs: int(1, size) } : {}) }
+    const windowed = aggregate === 'cogroup' && random() < 0.7
+    const shape = random()
+    const windows =
+      shape < 0.3
+        ? { gapMs: int(1, 6), graceMs: int(0, 6) }
+        : shape < 0.6
+          ? { timeDifferenceMs: int(1, 8), graceMs: int(0, 6) }
+          : { sizeMs: size, graceMs: int(0, 6), ...(random() < 0.4 ? { advanceMs: int(1, size) } : {}) }
     topology = { kind, aggregate, ...(windowed ? { windows } : {}) }
   } else if (kind === 'stream-table-join') {
     // Plain, versioned, or versioned with a grace period no longer than the history retention.

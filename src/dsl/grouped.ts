@@ -200,13 +200,13 @@ export class CogroupedKStream<K, VOut> {
    * Aggregates the cogrouped streams per key and window (Kafka Streams' `CogroupedKStream.windowedBy`):
    * time windows (tumbling or hopping) or session windows, with grace.
    */
-  windowedBy(windows: TimeWindows): TimeWindowedCogroupedKStream<K, VOut>
+  windowedBy(windows: TimeWindows | SlidingWindows): TimeWindowedCogroupedKStream<K, VOut>
   windowedBy(windows: SessionWindows): SessionWindowedCogroupedKStream<K, VOut>
-  windowedBy(windows: TimeWindows | SessionWindows): TimeWindowedCogroupedKStream<K, VOut> | SessionWindowedCogroupedKStream<K, VOut> {
+  windowedBy(windows: TimeWindows | SlidingWindows | SessionWindows): TimeWindowedCogroupedKStream<K, VOut> | SessionWindowedCogroupedKStream<K, VOut> {
     const kind = (windows as { kind?: string } | undefined)?.kind
-    if (kind === 'time') return new TimeWindowedCogroupedKStream<K, VOut>(this.builder, this.parts, windows as TimeWindows)
+    if (kind === 'time' || kind === 'sliding') return new TimeWindowedCogroupedKStream<K, VOut>(this.builder, this.parts, windows as TimeWindows | SlidingWindows)
     if (kind === 'session') return new SessionWindowedCogroupedKStream<K, VOut>(this.builder, this.parts, windows as SessionWindows)
-    throw new PunctualError('INVALID_TOPOLOGY', `cogroup windowedBy: TimeWindows (tumbling, hopping) or SessionWindows are supported, got ${kind ?? String(windows)} windows`)
+    throw new PunctualError('INVALID_TOPOLOGY', `cogroup windowedBy: TimeWindows, SlidingWindows or SessionWindows are supported, got ${kind ?? String(windows)}`)
   }
 
   /**
@@ -241,23 +241,25 @@ export class CogroupedKStream<K, VOut> {
 }
 
 /**
- * Cogrouped streams over time windows (Kafka Streams' `TimeWindowedCogroupedKStream`): one window store
- * shared by a window aggregation per stream, each stream's records updating the key's windows with that
- * stream's aggregator. As in Kafka Streams, each stream judges lateness by its own stream time, and a
- * window leaves the store once it is older than its size plus grace behind the latest window start.
+ * Cogrouped streams over time or sliding windows (Kafka Streams' `TimeWindowedCogroupedKStream`): one
+ * window store shared by a window aggregation per stream, each stream's records updating the key's
+ * windows with that stream's aggregator. As in Kafka Streams, each stream judges lateness by its own
+ * stream time, and a window leaves the store once it is older than the store's retention behind the
+ * latest window start (time windows: size plus grace; sliding windows: twice the difference plus grace).
  */
 export class TimeWindowedCogroupedKStream<K, VOut> {
   /** @internal */
   constructor(
     private readonly builder: StreamsBuilder,
     private readonly parts: ReadonlyArray<CogroupPart<K, VOut>>,
-    private readonly windows: TimeWindows,
+    private readonly windows: TimeWindows | SlidingWindows,
   ) {}
 
   /**
    * The aggregate per key and window, from `initializer()`, forwarded at each update with the window's
-   * largest input timestamp. Processors are named `<name>-cogroup-agg-<i>` and `<name>-cogroup-merge`;
-   * the windows live in `<name>-store` (queryable as a window store).
+   * largest input timestamp (sliding windows as a sliding aggregation of one stream makes them).
+   * Processors are named `<name>-cogroup-agg-<i>` and `<name>-cogroup-merge`; the windows live in
+   * `<name>-store` (queryable as a window store).
    */
   aggregate(initializer: () => VOut, materialized: Materialized<Windowed<K>, VOut> = {}): KTable<Windowed<K>, VOut> {
     if (typeof initializer !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `cogroup aggregate: the initializer must be a function, got ${typeof initializer}`)
@@ -269,10 +271,16 @@ export class TimeWindowedCogroupedKStream<K, VOut> {
     const storeName = `${name}-store`
     const aggregators = this.parts.map((part, i) => {
       const node = `${name}-cogroup-agg-${i}`
-      b.graph.addProcessor(node, () => new WindowAggregateProcessor<K, unknown, VOut>(windows, { initializer, aggregator: part.aggregator }, keyId, storeName, false, i), part.node)
+      const aggregation = { initializer, aggregator: part.aggregator }
+      b.graph.addProcessor(
+        node,
+        windows.kind === 'time' ? () => new WindowAggregateProcessor<K, unknown, VOut>(windows, aggregation, keyId, storeName, false, i) : () => new SlidingAggregateProcessor<K, unknown, VOut>(windows, aggregation, keyId, storeName, i),
+        part.node,
+      )
       return node
     })
-    b.graph.addStateStore({ name: storeName, query: timeWindowQuery<K, VOut>(keyId), build: () => new TimeWindowStore<K, VOut>(storeName, windows.sizeMs) }, ...aggregators)
+    if (windows.kind === 'time') b.graph.addStateStore({ name: storeName, query: timeWindowQuery<K, VOut>(keyId), build: () => new TimeWindowStore<K, VOut>(storeName, windows.sizeMs) }, ...aggregators)
+    else b.graph.addStateStore({ name: storeName, query: slidingWindowQuery<K, VOut>(keyId), build: () => slidingStore<K, VOut>(storeName, windows.timeDifferenceMs) }, ...aggregators)
     const merge = `${name}-cogroup-merge`
     b.graph.addProcessor(merge, statelessProcessor<Windowed<K>, VOut, Windowed<K>, VOut>((r, ctx) => ctx.forward(r)), ...aggregators)
     return new KTable<Windowed<K>, VOut>(b, merge, undefined, materialized.valueSerde, { graceMs: windows.graceMs, keySerde: keySerde as Serde<unknown> })

@@ -38,6 +38,13 @@ export class SlidingAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
     private readonly aggregation: Aggregation<K, V, VA>,
     private readonly keyId: (key: K) => string,
     private readonly storeName?: string,
+    /**
+     * This processor's input in a cogroup (Kafka Streams' CogroupedStreamAggregateBuilder: a
+     * KStreamSlidingWindowAggregate per input over one window store). Each input then judges lateness by
+     * its own stream time, and windows leave the shared store only by its retention (2D + grace behind
+     * the largest window start), since a slower input may still reach them.
+     */
+    private readonly cogroupInput?: number,
   ) {}
 
   init(ctx: ProcessorContext<Windowed<K>, VA>): void {
@@ -50,7 +57,9 @@ export class SlidingAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
     const ts = record.timestamp
     const store = this.store
     if (ts > store.streamTime) store.streamTime = ts
-    const closeTime = store.streamTime - this.spec.graceMs
+    const input = this.cogroupInput
+    if (input !== undefined && ts > store.inputTime(input)) store.setInputTime(input, ts)
+    const closeTime = (input === undefined ? store.streamTime : store.inputTime(input)) - this.spec.graceMs
     const d = this.spec.timeDifferenceMs
     if (ts + 1 + d <= closeTime) {
       this.ctx.droppedRecord('late')
@@ -63,7 +72,7 @@ export class SlidingAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
     this.forget(entry, store.maxWindowStart - 2 * d - this.spec.graceMs)
     if (ts < d) this.processEarly(entry, record, closeTime)
     else this.processRegular(entry, record, closeTime)
-    this.expire(entry, closeTime)
+    if (input === undefined) this.expire(entry, closeTime)
     store.touched(id)
   }
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from '../helpers/fc.js'
 import { freshStateDir } from '../helpers/durable.js'
-import { EmbeddedRuntime, QueryableStoreTypes, Serdes, SessionWindows, silentLogger, StreamsBuilder, TimeWindows } from '../../src/index.js'
+import { EmbeddedRuntime, QueryableStoreTypes, Serdes, SessionWindows, SlidingWindows, silentLogger, StreamsBuilder, TimeWindows } from '../../src/index.js'
 import type { Topology } from '../../src/index.js'
 import { runJoin } from '../helpers/join-driver.js'
 import type { SideInput } from '../helpers/join-driver.js'
@@ -192,10 +192,10 @@ describe('windowed cogroup', () => {
     )
   })
 
-  it('takes time or session windows', () => {
+  it('takes time, sliding or session windows', () => {
     const b = new StreamsBuilder()
     const cogrouped = b.stream<string, string>('a').groupByKey().cogroup<string>((_k, v, agg) => agg + v)
-    assert.throws(() => cogrouped.windowedBy({ kind: 'sliding' } as never), /cogroup windowedBy: TimeWindows \(tumbling, hopping\) or SessionWindows are supported, got sliding windows/)
+    assert.throws(() => cogrouped.windowedBy({ kind: 'hourly' } as never), /cogroup windowedBy: TimeWindows, SlidingWindows or SessionWindows are supported, got hourly/)
     assert.throws(() => cogrouped.windowedBy(SessionWindows.ofInactivityGapWithNoGrace(5)).aggregate(() => '', undefined as never), /cogroup aggregate: the session merger must be a function, got undefined/)
   })
 })
@@ -322,5 +322,85 @@ describe('non-windowed aggregations', () => {
       ],
     )
     assert.deepEqual(out, ['A=1@5', 'A=2@5', 'A=3@7'])
+  })
+})
+
+const DIFF = 5
+const SLIDING_GRACE = 2
+
+/** clicks and views cogrouped per user over sliding windows (5 ms difference, 2 ms of grace). */
+function slidingTopology(out: (line: string) => void): Topology {
+  const b = new StreamsBuilder()
+  const str = { keySerde: Serdes.String(), valueSerde: Serdes.String() }
+  const views = b.stream<string, string>('views', str).groupByKey()
+  b.stream<string, string>('clicks', str)
+    .groupByKey()
+    .cogroup<string>((_user, click, agg) => `${agg}c${click}`)
+    .cogroup(views, (_user, view, agg) => `${agg}v${view}`)
+    .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(DIFF, SLIDING_GRACE))
+    .aggregate(() => '', { name: 'per-sliding-window' })
+    .toStream()
+    .process(() => ({ process: (r) => out(`${r.key.key}@${r.key.window.start}/${r.key.window.end}=${r.value}@${r.timestamp}`) }))
+  return b.build()
+}
+
+/** The same windows over one stream carrying both kinds of record ("c<value>" or "v<value>"). */
+function slidingUnionTopology(out: (line: string) => void): Topology {
+  const b = new StreamsBuilder()
+  b.stream<string, string>('clicks', { keySerde: Serdes.String(), valueSerde: Serdes.String() })
+    .groupByKey()
+    .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(DIFF, SLIDING_GRACE))
+    .aggregate(
+      () => '',
+      (_user, v, agg) => agg + v,
+    )
+    .toStream()
+    .process(() => ({ process: (r) => out(`${r.key.key}@${r.key.window.start}/${r.key.window.end}=${r.value}@${r.timestamp}`) }))
+  return b.build()
+}
+
+describe('sliding-windowed cogroup', () => {
+  it('judges lateness by each stream’s own stream time, as Kafka Streams does', () => {
+    const out = runJoin(slidingTopology, [
+      { side: 'clicks', key: 'u1', value: '1', ts: 10 },
+      { side: 'views', key: 'u1', value: '2', ts: 12 },
+      { side: 'clicks', key: 'u1', value: '3', ts: 40 },
+      // Late for the clicks (its right window ends 20 < 40 - 2) but not for the views (time 14); the
+      // windows it would have reached start 23 or more before the latest start (35): gone.
+      { side: 'views', key: 'u1', value: '4', ts: 14 },
+      { side: 'clicks', key: 'u1', value: '5', ts: 13 },
+    ])
+    assert.deepEqual(out, ['u1@5/10=c1@10', 'u1@11/16=v2@12', 'u1@7/12=c1v2@12', 'u1@35/40=c3@40', 'u1@9/14=v4@14'])
+  })
+
+  it('with records in timestamp order, equals the sliding aggregation of both streams as one (property)', () => {
+    const ordered = inputs(40).map((records) => [...records].sort((a, b) => a.ts - b.ts))
+    fc.assert(
+      fc.property(ordered, (records) => {
+        const union = records.map((r) => ({ side: 'clicks' as const, key: r.key, value: r.value === null ? null : `${r.side === 'clicks' ? 'c' : 'v'}${r.value}`, ts: r.ts }))
+        assert.deepEqual(runJoin(slidingTopology, records), runJoin(slidingUnionTopology, union))
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  it('restarts exactly from a state directory: the streams’ own times and the windows come back', async () => {
+    await fc.assert(
+      fc.asyncProperty(inputs(30), async (records) => {
+        const dir = freshStateDir()
+        const out: string[] = []
+        for (const part of [records.slice(0, 10), records.slice(10, 20), records.slice(20)]) {
+          const rt = new EmbeddedRuntime(slidingTopology((l) => out.push(l)), { applicationId: 'cogroup-sliding', stateDir: dir, commitMaxRecords: 3, logger: silentLogger })
+          rt.start()
+          for (const r of part) {
+            rt.producer<string, string | null>(r.side).send(r.key, r.value, r.ts)
+            await rt.idle()
+          }
+          await rt.stop()
+        }
+        assert.deepEqual(out, runJoin(slidingTopology, records))
+      }),
+      { numRuns: 15 },
+    )
   })
 })

@@ -1,5 +1,5 @@
 import { StreamsBuilder } from '../../dsl/builder.js'
-import { SessionWindows, TimeWindows } from '../../windows/windows.js'
+import { SessionWindows, SlidingWindows, TimeWindows } from '../../windows/windows.js'
 import { malformed } from '../scenario.js'
 import type { Scenario } from '../scenario.js'
 import type { KindInstance, OutputSink, ScenarioKind } from './kind.js'
@@ -8,8 +8,9 @@ import type { KindInstance, OutputSink, ScenarioKind } from './kind.js'
  * Kind `stream-aggregate`: non-windowed aggregations of streams grouped by key. `count` and `reduce`
  * (the values joined with "+") read topic "in"; `cogroup` reads topics "left" and "right", cogrouped into
  * one aggregate from "" that appends "L<value>" or "R<value>", per key or, with `windows`, per key and
- * window (keys `k@start/end`): time windows (`sizeMs`, `advanceMs`, `graceMs`) or session windows
- * (`gapMs`, `graceMs`; merged sessions' aggregates concatenated). Results are strings.
+ * window (keys `k@start/end`): time windows (`sizeMs`, `advanceMs`, `graceMs`), sliding windows
+ * (`timeDifferenceMs`, `graceMs`) or session windows (`gapMs`, `graceMs`; merged sessions' aggregates
+ * concatenated). Results are strings.
  */
 export const streamAggregateKind: ScenarioKind = {
   build(scenario: Scenario, out: OutputSink): KindInstance {
@@ -35,6 +36,25 @@ export const streamAggregateKind: ScenarioKind = {
           () => '',
           (_k, a, b) => a + b,
         )
+        .toStream()
+        .addStatelessNode<string, string | null>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: `${r.key.key}@${r.key.window.start}/${r.key.window.end}`, value: r.value, ts: r.timestamp }))
+      return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }
+    }
+    if (w !== undefined && w.timeDifferenceMs !== undefined) {
+      // A sliding-window cogroup: timeDifferenceMs and graceMs; keys "k@start/end".
+      if (aggregate !== 'cogroup') throw malformed('topology.windows', 'applies to aggregate "cogroup" only')
+      const diff = w.timeDifferenceMs
+      const grace = w.graceMs ?? 0
+      for (const [field, v] of [['timeDifferenceMs', diff], ['graceMs', grace]] as const) {
+        if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < (field === 'graceMs' ? 0 : 1)) throw malformed(`topology.windows.${field}`, 'must be a positive integer')
+      }
+      builder
+        .stream<string, string>('left')
+        .groupByKey()
+        .cogroup<string>((_k, v, agg) => `${agg}L${v}`)
+        .cogroup(builder.stream<string, string>('right').groupByKey(), (_k, v, agg) => `${agg}R${v}`)
+        .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(diff as number, grace as number))
+        .aggregate(() => '')
         .toStream()
         .addStatelessNode<string, string | null>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: `${r.key.key}@${r.key.window.start}/${r.key.window.end}`, value: r.value, ts: r.timestamp }))
       return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }

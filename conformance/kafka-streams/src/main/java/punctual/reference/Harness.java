@@ -405,6 +405,18 @@ public final class Harness {
     private Topology streamAggregate() {
       StreamsBuilder b = new StreamsBuilder();
       JsonNode w = scenario.path("topology").path("windows");
+      if (w.has("timeDifferenceMs")) {
+        SlidingWindows sliding = SlidingWindows.ofTimeDifferenceAndGrace(Duration.ofMillis(w.get("timeDifferenceMs").asLong()), Duration.ofMillis(w.path("graceMs").asLong(0)));
+        b.stream("left", Consumed.with(Serdes.String(), Serdes.String())).groupByKey()
+            .<String>cogroup((k, v, agg) -> agg + "L" + v)
+            .cogroup(b.stream("right", Consumed.with(Serdes.String(), Serdes.String())).groupByKey(), (k, v, agg) -> agg + "R" + v)
+            .windowedBy(sliding)
+            .aggregate(() -> "", Materialized.<String, String, WindowStore<Bytes, byte[]>>with(Serdes.String(), Serdes.String()).withCachingDisabled())
+            .toStream()
+            .map((wk, v) -> KeyValue.pair(wk.key() + "@" + wk.window().start() + "/" + wk.window().end(), v))
+            .to(OUT, Produced.with(Serdes.String(), Serdes.String()));
+        return b.build();
+      }
       if (w.has("gapMs")) {
         SessionWindows sessions = SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(w.get("gapMs").asLong()), Duration.ofMillis(w.path("graceMs").asLong(0)));
         b.stream("left", Consumed.with(Serdes.String(), Serdes.String())).groupByKey()
