@@ -121,7 +121,9 @@ export class KafkaCommitBackend implements CommitBackend {
     return undefined
   }
 
-  close(): void {}
+  close(): Promise<void> {
+    return Promise.resolve()
+  }
 }
 
 /** `<sub-topology>_<partition>` into its numbers. */

@@ -1003,7 +1003,7 @@ export class KafkaRuntime {
       await purging.purger.close()
       await purging.admin.disconnect()
     }
-    this.committer?.close()
+    await this.committer?.close()
     await this.metricsServer.close()
     await this.checkpoints?.written()
     this.stateDirectory?.release()

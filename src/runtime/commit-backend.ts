@@ -71,5 +71,6 @@ export interface CommitBackend {
    * left them there (undefined: it holds none of the state's entries).
    */
   keyedStateDisk(taskId: string, state: string): KeyedStateOnDisk | undefined
-  close(): void
+  /** Closes it; settles once writes in flight have ended and its files are closed. */
+  close(): Promise<void>
 }

@@ -159,10 +159,11 @@ export class Committer {
     this.checkpoints.delete(taskId)
   }
 
-  /** Closes the backend; later commits only take in-memory checkpoints. */
-  close(): void {
-    this.backend?.close()
+  /** Closes the backend (settled once its writes in flight have ended); later commits only take in-memory checkpoints. */
+  close(): Promise<void> | undefined {
+    const closed = this.backend?.close()
     this.backend = undefined
+    return closed
   }
 }
 

@@ -286,7 +286,7 @@ export class EmbeddedRuntime {
       } catch (err) {
         this.fail(err)
       }
-      this.closeStateDirectory()
+      await this.closeStateDirectory()
     } else if (this.currentState === 'CREATED') {
       this.setState('NOT_RUNNING')
     }
@@ -441,22 +441,38 @@ export class EmbeddedRuntime {
     return written.then(release)
   }
 
-  private closeStateDirectory(): void {
-    this.committer.close()
-    this.stateDirectory?.release()
-    this.stateDirectory = undefined
-    if (this.ownsStateDir) rmSync(this.config.stateDir, { recursive: true, force: true })
+  /**
+   * Closes the checkpoint store and releases the state directory once the store has closed (its writes
+   * in flight ended): until then the directory stays locked, so that no runtime opens it meanwhile.
+   * Undefined when there is nothing to wait for.
+   */
+  private closeStateDirectory(): Promise<void> | undefined {
+    const closed = this.committer.close()
+    const release = (): void => {
+      this.stateDirectory?.release()
+      this.stateDirectory = undefined
+      if (this.ownsStateDir) rmSync(this.config.stateDir, { recursive: true, force: true })
+    }
+    if (closed === undefined) {
+      release()
+      return undefined
+    }
+    return closed.then(release, release)
   }
 
-  /** Stops on a failure while running: tells the `'error'` listeners, or logs it when there are none. */
+  /**
+   * Stops on a failure while running: tells the `'error'` listeners (or logs it when there are none)
+   * once the state directory is released, so a listener may open it again at once.
+   */
   private fail(err: unknown): void {
-    const error = this.shutDownOnFailure(err)
+    const { error, closed } = this.shutDownOnFailure(err)
     this.failure = error
-    this.events.failed(error)
+    if (closed === undefined) this.events.failed(error)
+    else void closed.then(() => this.events.failed(error))
   }
 
-  /** Closes tasks and releases the state directory after a failure; the first failure is the one reported. */
-  private shutDownOnFailure(err: unknown): Error {
+  /** Closes tasks and the state directory after a failure; the first failure is the one reported. */
+  private shutDownOnFailure(err: unknown): { error: Error; closed: Promise<void> | undefined } {
     const error = err instanceof Error ? err : new Error(String(err))
     this.setState('ERROR')
     this.loop.disarm()
@@ -467,7 +483,6 @@ export class EmbeddedRuntime {
         // Close errors after the failure add nothing.
       }
     }
-    this.closeStateDirectory()
-    return error
+    return { error, closed: this.closeStateDirectory() }
   }
 }

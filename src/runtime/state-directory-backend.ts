@@ -73,7 +73,7 @@ export class StateDirectoryBackend implements CommitBackend {
     return out
   }
 
-  close(): void {
-    this.store.close()
+  close(): Promise<void> {
+    return this.store.close()
   }
 }

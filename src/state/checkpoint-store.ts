@@ -468,9 +468,15 @@ export class CheckpointStore {
 
   private closed = false
 
-  close(): void {
+  /**
+   * Closes the store; settles once lmdb has ended the writes in flight and closed its files. Until then
+   * lmdb's writer may hold the file's write lock, waiting for this thread to end its batch: a store
+   * opened on the same directory meanwhile (whose recovery writes synchronously) would wait for that lock
+   * forever, blocking the thread the writer waits for.
+   */
+  close(): Promise<void> {
     this.closed = true
-    this.env.close()
+    return this.env.close()
   }
 }
 
