@@ -121,8 +121,8 @@ export class KafkaCommitBackend implements CommitBackend {
     return undefined
   }
 
-  close(): Promise<void> {
-    return Promise.resolve()
+  close(): undefined {
+    return undefined
   }
 }
 

@@ -71,6 +71,9 @@ export interface CommitBackend {
    * left them there (undefined: it holds none of the state's entries).
    */
   keyedStateDisk(taskId: string, state: string): KeyedStateOnDisk | undefined
-  /** Closes it; settles once writes in flight have ended and its files are closed. */
-  close(): Promise<void>
+  /**
+   * Closes it. Returns a promise when writes are in flight, settled once they have ended and its files
+   * are closed; undefined when it closed at once.
+   */
+  close(): Promise<void> | undefined
 }

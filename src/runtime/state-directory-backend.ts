@@ -73,7 +73,7 @@ export class StateDirectoryBackend implements CommitBackend {
     return out
   }
 
-  close(): Promise<void> {
+  close(): Promise<void> | undefined {
     return this.store.close()
   }
 }

@@ -469,14 +469,16 @@ export class CheckpointStore {
   private closed = false
 
   /**
-   * Closes the store; settles once lmdb has ended the writes in flight and closed its files. Until then
-   * lmdb's writer may hold the file's write lock, waiting for this thread to end its batch: a store
-   * opened on the same directory meanwhile (whose recovery writes synchronously) would wait for that lock
-   * forever, blocking the thread the writer waits for.
+   * Closes the store. With writes in flight, returns a promise settled once lmdb has ended them and
+   * closed its files (undefined when it closed at once). Until then lmdb's writer may hold the file's
+   * write lock, waiting for this thread to end its batch: a store opened on the same directory meanwhile
+   * (whose recovery writes synchronously) would wait for that lock forever, blocking the thread the
+   * writer waits for.
    */
-  close(): Promise<void> {
+  close(): Promise<void> | undefined {
     this.closed = true
-    return this.env.close()
+    const closed = this.env.close()
+    return (this.env as { status?: string }).status === 'closed' ? undefined : closed
   }
 }
 
