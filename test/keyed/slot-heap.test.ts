@@ -101,3 +101,28 @@ describe('SlotHeap (the timer queue heap)', () => {
     assert.deepEqual(head(h), { t: 1, o: 1, id: 1 })
   })
 })
+
+describe('SlotHeap growth', () => {
+  it('keeps every slot through its growths: 200,000 appends and pushes, popped in order', () => {
+    const h = new SlotHeap()
+    let seed = 7
+    const random = (): number => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % 1_000_000)
+    const model: Slot[] = []
+    for (let i = 0; i < 200_000; i++) {
+      const s = { t: random(), o: i, id: i }
+      if (i % 2 === 0) h.append(s.t, s.o, s.id)
+      else {
+        h.ensureHeap()
+        h.push(s.t, s.o, s.id)
+      }
+      model.push(s)
+    }
+    model.sort(byFiring)
+    h.ensureHeap()
+    for (const expected of model) {
+      assert.deepEqual(head(h), expected)
+      h.removeHead()
+    }
+    assert.equal(h.size, 0)
+  })
+})
