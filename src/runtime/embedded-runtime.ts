@@ -462,12 +462,15 @@ export class EmbeddedRuntime {
 
   /**
    * Stops on a failure while running: tells the `'error'` listeners (or logs it when there are none)
-   * once the state directory is released, so a listener may open it again at once.
+   * once the state directory is released, so a listener may open it again at once. A state directory
+   * that failed to write is not waited for: lmdb's close after failed writes has crashed the process
+   * (a double free), and a listener that exits at once leaves the close to the exit.
    */
   private fail(err: unknown): void {
     const { error, closed } = this.shutDownOnFailure(err)
     this.failure = error
-    if (closed === undefined) this.events.failed(error)
+    const writeFailed = error instanceof PunctualError && error.code === 'STATE_DIR'
+    if (closed === undefined || writeFailed) this.events.failed(error)
     else void closed.then(() => this.events.failed(error))
   }
 
