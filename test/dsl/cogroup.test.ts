@@ -34,6 +34,30 @@ const inputs = (max: number): fc.Arbitrary<Input[]> =>
     { maxLength: max },
   )
 
+/**
+ * Property: `records` fed to three runs in turn on one state directory (a commit every 3 records) give
+ * `expected(records)`.
+ */
+async function restartsExactly(applicationId: string, build: (out: (line: string) => void) => Topology, expected: (records: Input[]) => string[]): Promise<void> {
+  await fc.assert(
+    fc.asyncProperty(inputs(30), async (records) => {
+      const dir = freshStateDir()
+      const out: string[] = []
+      for (const part of [records.slice(0, 10), records.slice(10, 20), records.slice(20)]) {
+        const rt = new EmbeddedRuntime(build((l) => out.push(l)), { applicationId, stateDir: dir, commitMaxRecords: 3, logger: silentLogger })
+        rt.start()
+        for (const r of part) {
+          rt.producer<string, string | null>(r.side).send(r.key, r.value, r.ts)
+          await rt.idle()
+        }
+        await rt.stop()
+      }
+      assert.deepEqual(out, expected(records))
+    }),
+    { numRuns: 15 },
+  )
+}
+
 /** Kafka Streams' KStreamAggregate per stream on one store: append, at the later of the timestamps. */
 function model(records: readonly Input[]): string[] {
   const aggs = new Map<string, { agg: string; ts: number }>()
@@ -173,23 +197,7 @@ describe('windowed cogroup', () => {
   })
 
   it('restarts exactly from a state directory: the streams’ own times and the windows come back', async () => {
-    await fc.assert(
-      fc.asyncProperty(inputs(30), async (records) => {
-        const dir = freshStateDir()
-        const out: string[] = []
-        for (const part of [records.slice(0, 10), records.slice(10, 20), records.slice(20)]) {
-          const rt = new EmbeddedRuntime(windowedTopology((l) => out.push(l)), { applicationId: 'cogroup-windowed', stateDir: dir, commitMaxRecords: 3, logger: silentLogger })
-          rt.start()
-          for (const r of part) {
-            rt.producer<string, string | null>(r.side).send(r.key, r.value, r.ts)
-            await rt.idle()
-          }
-          await rt.stop()
-        }
-        assert.deepEqual(out, windowedModel(records))
-      }),
-      { numRuns: 15 },
-    )
+    await restartsExactly('cogroup-windowed', windowedTopology, (records) => windowedModel(records))
   })
 
   it('takes time, sliding or session windows', () => {
@@ -284,23 +292,7 @@ describe('session-windowed cogroup', () => {
   })
 
   it('restarts exactly from a state directory: the streams’ own times and the sessions come back', async () => {
-    await fc.assert(
-      fc.asyncProperty(inputs(30), async (records) => {
-        const dir = freshStateDir()
-        const out: string[] = []
-        for (const part of [records.slice(0, 10), records.slice(10, 20), records.slice(20)]) {
-          const rt = new EmbeddedRuntime(sessionTopology((l) => out.push(l)), { applicationId: 'cogroup-sessions', stateDir: dir, commitMaxRecords: 3, logger: silentLogger })
-          rt.start()
-          for (const r of part) {
-            rt.producer<string, string | null>(r.side).send(r.key, r.value, r.ts)
-            await rt.idle()
-          }
-          await rt.stop()
-        }
-        assert.deepEqual(out, sessionModel(records))
-      }),
-      { numRuns: 15 },
-    )
+    await restartsExactly('cogroup-sessions', sessionTopology, (records) => sessionModel(records))
   })
 })
 
@@ -385,22 +377,6 @@ describe('sliding-windowed cogroup', () => {
   })
 
   it('restarts exactly from a state directory: the streams’ own times and the windows come back', async () => {
-    await fc.assert(
-      fc.asyncProperty(inputs(30), async (records) => {
-        const dir = freshStateDir()
-        const out: string[] = []
-        for (const part of [records.slice(0, 10), records.slice(10, 20), records.slice(20)]) {
-          const rt = new EmbeddedRuntime(slidingTopology((l) => out.push(l)), { applicationId: 'cogroup-sliding', stateDir: dir, commitMaxRecords: 3, logger: silentLogger })
-          rt.start()
-          for (const r of part) {
-            rt.producer<string, string | null>(r.side).send(r.key, r.value, r.ts)
-            await rt.idle()
-          }
-          await rt.stop()
-        }
-        assert.deepEqual(out, runJoin(slidingTopology, records))
-      }),
-      { numRuns: 15 },
-    )
+    await restartsExactly('cogroup-sliding', slidingTopology, (records) => runJoin(slidingTopology, records))
   })
 })

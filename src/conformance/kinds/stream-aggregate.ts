@@ -18,76 +18,40 @@ export const streamAggregateKind: ScenarioKind = {
     if (aggregate !== 'count' && aggregate !== 'reduce' && aggregate !== 'cogroup') throw malformed('topology.aggregate', 'must be "count", "reduce" or "cogroup"')
     const builder = new StreamsBuilder()
     const w = (scenario.topology as Record<string, unknown>).windows as Record<string, unknown> | undefined
-    if (w !== undefined && w.gapMs !== undefined) {
-      // A session-windowed cogroup: gapMs and graceMs; keys "k@start/end".
-      if (aggregate !== 'cogroup') throw malformed('topology.windows', 'applies to aggregate "cogroup" only')
-      const gap = w.gapMs
-      const grace = w.graceMs ?? 0
-      for (const [field, v] of [['gapMs', gap], ['graceMs', grace]] as const) {
-        if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < (field === 'graceMs' ? 0 : 1)) throw malformed(`topology.windows.${field}`, 'must be a positive integer')
-      }
+    // Topics "left" and "right" cogrouped, appending "L<value>" / "R<value>".
+    const cogrouped = () =>
       builder
         .stream<string, string>('left')
         .groupByKey()
         .cogroup<string>((_k, v, agg) => `${agg}L${v}`)
         .cogroup(builder.stream<string, string>('right').groupByKey(), (_k, v, agg) => `${agg}R${v}`)
-        .windowedBy(SessionWindows.ofInactivityGapAndGrace(gap as number, grace as number))
-        .aggregate(
-          () => '',
-          (_k, a, b) => a + b,
-        )
-        .toStream()
-        .addStatelessNode<string, string | null>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: `${r.key.key}@${r.key.window.start}/${r.key.window.end}`, value: r.value, ts: r.timestamp }))
-      return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }
-    }
-    if (w !== undefined && w.timeDifferenceMs !== undefined) {
-      // A sliding-window cogroup: timeDifferenceMs and graceMs; keys "k@start/end".
-      if (aggregate !== 'cogroup') throw malformed('topology.windows', 'applies to aggregate "cogroup" only')
-      const diff = w.timeDifferenceMs
-      const grace = w.graceMs ?? 0
-      for (const [field, v] of [['timeDifferenceMs', diff], ['graceMs', grace]] as const) {
-        if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < (field === 'graceMs' ? 0 : 1)) throw malformed(`topology.windows.${field}`, 'must be a positive integer')
-      }
-      builder
-        .stream<string, string>('left')
-        .groupByKey()
-        .cogroup<string>((_k, v, agg) => `${agg}L${v}`)
-        .cogroup(builder.stream<string, string>('right').groupByKey(), (_k, v, agg) => `${agg}R${v}`)
-        .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(diff as number, grace as number))
-        .aggregate(() => '')
-        .toStream()
-        .addStatelessNode<string, string | null>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: `${r.key.key}@${r.key.window.start}/${r.key.window.end}`, value: r.value, ts: r.timestamp }))
-      return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }
-    }
     if (w !== undefined) {
-      // A windowed cogroup: tumbling (sizeMs) or hopping (advanceMs) windows with graceMs; keys "k@start/end".
+      // Windowed: sessions (gapMs), sliding (timeDifferenceMs) or time windows (sizeMs, advanceMs), with graceMs; keys "k@start/end".
       if (aggregate !== 'cogroup') throw malformed('topology.windows', 'applies to aggregate "cogroup" only')
-      const size = w.sizeMs
-      const grace = w.graceMs ?? 0
-      const advance = w.advanceMs ?? size
-      for (const [field, v] of [['sizeMs', size], ['graceMs', grace], ['advanceMs', advance]] as const) {
-        if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < (field === 'graceMs' ? 0 : 1)) throw malformed(`topology.windows.${field}`, 'must be a positive integer')
+      const shape = w.gapMs !== undefined ? 'gapMs' : w.timeDifferenceMs !== undefined ? 'timeDifferenceMs' : 'sizeMs'
+      const fields: Array<[string, unknown, number]> = [[shape, w[shape], 1], ['graceMs', w.graceMs ?? 0, 0]]
+      if (shape === 'sizeMs') fields.push(['advanceMs', w.advanceMs ?? w.sizeMs, 1])
+      for (const [field, v, min] of fields) {
+        if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw malformed(`topology.windows.${field}`, 'must be a positive integer')
       }
-      const windows = TimeWindows.ofSizeAndGrace(size as number, grace as number).advanceBy(advance as number)
-      builder
-        .stream<string, string>('left')
-        .groupByKey()
-        .cogroup<string>((_k, v, agg) => `${agg}L${v}`)
-        .cogroup(builder.stream<string, string>('right').groupByKey(), (_k, v, agg) => `${agg}R${v}`)
-        .windowedBy(windows)
-        .aggregate(() => '')
-        .toStream()
-        .addStatelessNode<string, string | null>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: `${r.key.key}@${r.key.window.start}/${r.key.window.end}`, value: r.value, ts: r.timestamp }))
+      const n = (field: string): number => (w[field] ?? (field === 'advanceMs' ? w.sizeMs : 0)) as number
+      const table =
+        shape === 'gapMs'
+          ? cogrouped()
+              .windowedBy(SessionWindows.ofInactivityGapAndGrace(n('gapMs'), n('graceMs')))
+              .aggregate(
+                () => '',
+                (_k, a, b) => a + b,
+              )
+          : cogrouped()
+              .windowedBy(shape === 'timeDifferenceMs' ? SlidingWindows.ofTimeDifferenceAndGrace(n('timeDifferenceMs'), n('graceMs')) : TimeWindows.ofSizeAndGrace(n('sizeMs'), n('graceMs')).advanceBy(n('advanceMs')))
+              .aggregate(() => '')
+      table.toStream().addStatelessNode<string, string | null>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: `${r.key.key}@${r.key.window.start}/${r.key.window.end}`, value: r.value, ts: r.timestamp }))
       return { topology: builder.build(), inputTopic: 'left', inputTopics: ['left', 'right'] }
     }
     const result =
       aggregate === 'cogroup'
-        ? builder
-            .stream<string, string>('left')
-            .groupByKey()
-            .cogroup<string>((_k, v, agg) => `${agg}L${v}`)
-            .cogroup(builder.stream<string, string>('right').groupByKey(), (_k, v, agg) => `${agg}R${v}`)
-            .aggregate(() => '')
+        ? cogrouped().aggregate(() => '')
         : aggregate === 'count'
           ? builder
               .stream<string, string>('in')
