@@ -126,7 +126,9 @@ export class StreamStreamJoinProcessor<K, VThis, VOther, VR> implements Processo
       if (p.ts + (p.left ? windows.afterMs : windows.beforeMs) + windows.graceMs >= streamTime) {
         if (p.left) leftOpen = true
         else rightOpen = true
-        return true
+        // Kafka Streams visits each value of an entry on its own: a second value of the entry that
+        // opened the second side stops the pass with the smallest time at this entry's, not the next one's.
+        return !(leftOpen && rightOpen && p.values.length > 1)
       }
       parked.remove(p)
       for (const v of p.values) {
