@@ -2,7 +2,6 @@ import { DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
 import { ChangeLog, LoggedField } from '../state/change-log.js'
 import { bigEndian64 } from '../windows/key-id.js'
-import { BucketQueue } from './bucket-queue.js'
 
 /**
  * One key's stored records: timestamps and values in parallel arrays, in timestamp order (equal
@@ -16,36 +15,30 @@ interface KeyEntries<K, V> {
   values: Array<V | undefined>
   head: number
   end: number
-  /** The newest bucket the key is indexed in: a key's records mostly land in the bucket of its last one. */
-  bucket: number
 }
 
 /** The store key of the side's largest timestamp (key ids are strings, so it cannot clash). */
 const SIDE_TIME_KEY = -1
-/** Emptied key entries are swept from the map when there are more than this many and more than live ones. */
+/**
+ * A sweep of every key comes after this many puts, or as many as there are keys if more: a put costs
+ * about one key visited. Emptied key entries leave the map in a sweep when there are more than this many
+ * and more than live ones.
+ */
 const MIN_SWEEP = 1024
-/** Entries are dropped a bucket at a time: a bucket holds the keys with records in one stretch of time. */
-const MIN_BUCKET_MS = 1000
 
 /**
  * One side of a stream-stream join: every record of the side by key, kept while the side's largest
  * timestamp is less than the retention (before + after + grace) past it, as Kafka Streams' join window
- * stores keep them (a fetch sees only records newer than `sideTime - retention`). Records are dropped a
- * bucket of time at a time as the side's time moves on, so no per-record timer or scan is needed. As a
- * task store it records the keys whose records changed, so commits write those lists.
+ * stores keep them (a fetch sees only records newer than `sideTime - retention`). A put drops its own
+ * key's expired records, as a hand-written join would, and a sweep every so many puts drops those of
+ * the keys no record came for: no timer, queue or index per record, and records out of reach stay in
+ * memory at most until the next sweep. As a task store it records the keys whose records changed, so
+ * commits write those lists.
  */
 export class JoinWindowStore<K, V> {
   private readonly byKey = new Map<string, KeyEntries<K, V>>()
   private readonly sideTime = new LoggedField(SIDE_TIME_KEY, -1)
-  /**
-   * Keys in the order they entered a newer bucket of time (floor(ts / bucketMs)): a queue of (bucket,
-   * key id). A key is queued again only when its records reach a newer bucket, so the
-   * queue holds about one entry per key and bucket, and expiry pops from its front. An out-of-order
-   * record does not queue its key for its older bucket: the key leaves with its newer one, which only
-   * keeps such records a little longer (a fetch never sees them: it reads back only the retention).
-   */
-  private readonly queue = new BucketQueue()
-  private readonly bucketMs: number
+  private putsSinceSweep = 0
   /**
    * Keys whose records all expired stay in `byKey`, empty, until they outnumber the others: a key that
    * comes back reuses its entry and arrays. In a join whose window is short next to the gaps between a
@@ -59,11 +52,10 @@ export class JoinWindowStore<K, V> {
       savedEntries: () => [...this.byKey.keys()].filter((id) => this.holds(id)).map((id) => [id, this.saved(id)]),
       load: (id, saved) => {
         const s = saved as { key: K; list: Array<[number, V]> }
-        const entries: KeyEntries<K, V> = { key: s.key, ts: s.list.map((e) => e[0]), values: s.list.map((e) => e[1]), head: 0, end: s.list.length, bucket: NaN }
+        const entries: KeyEntries<K, V> = { key: s.key, ts: s.list.map((e) => e[0]), values: s.list.map((e) => e[1]), head: 0, end: s.list.length }
         const before = this.byKey.get(id)
         if (before !== undefined && before.head === before.end) this.emptied--
         this.byKey.set(id, entries)
-        for (const t of entries.ts) this.index(id, entries, t)
       },
     },
     [this.sideTime] as Array<LoggedField<unknown>>,
@@ -74,9 +66,7 @@ export class JoinWindowStore<K, V> {
   constructor(
     readonly name: string,
     private readonly retentionMs: number,
-  ) {
-    this.bucketMs = Math.max(MIN_BUCKET_MS, retentionMs)
-  }
+  ) {}
 
   /** The largest timestamp put so far (-1: none). */
   get time(): number {
@@ -87,13 +77,13 @@ export class JoinWindowStore<K, V> {
   put(id: string, key: K, ts: number, value: V): void {
     if (ts > this.sideTime.value) this.sideTime.value = ts
     const cutoff = this.sideTime.value - this.retentionMs
-    this.expire(cutoff)
     // A record no fetch can see any more is not kept.
     if (ts <= cutoff) return
     this.noteChange(id)
     let entries = this.byKey.get(id)
-    if (entries === undefined) this.byKey.set(id, (entries = { key, ts: [], values: [], head: 0, end: 0, bucket: NaN }))
+    if (entries === undefined) this.byKey.set(id, (entries = { key, ts: [], values: [], head: 0, end: 0 }))
     else if (entries.head === entries.end) this.emptied--
+    else dropExpired(entries, cutoff)
     const { ts: times, values } = entries
     if (entries.end === times.length && entries.head * 2 >= times.length && entries.head > 0) compact(entries)
     const end = entries.end
@@ -111,7 +101,7 @@ export class JoinWindowStore<K, V> {
     times[i] = ts
     values[i] = value
     entries.end = end + 1
-    this.index(id, entries, ts)
+    if (++this.putsSinceSweep >= this.byKey.size && this.putsSinceSweep >= MIN_SWEEP) this.sweep(cutoff)
   }
 
   /**
@@ -135,61 +125,44 @@ export class JoinWindowStore<K, V> {
     return n
   }
 
-  /** Number of keys with records (tests). */
+  /** Number of keys with records a fetch can still see (tests). */
   keyCount(): number {
-    return this.byKey.size - this.emptied
+    const cutoff = this.cutoff()
+    let n = 0
+    for (const e of this.byKey.values()) if (e.end > e.head && (e.ts[e.end - 1] as number) > cutoff) n++
+    return n
   }
 
-  /** Number of records held (tests, metrics). */
+  /** Number of records a fetch can still see (tests, metrics); some out of reach may wait for a sweep. */
   size(): number {
+    const cutoff = this.cutoff()
     let n = 0
-    for (const e of this.byKey.values()) n += e.end - e.head
+    for (const e of this.byKey.values()) for (let i = e.head; i < e.end; i++) if ((e.ts[i] as number) > cutoff) n++
     return n
+  }
+
+  private cutoff(): number {
+    return this.sideTime.value - this.retentionMs
   }
 
   close(): void {}
 
-  private index(id: string, entries: KeyEntries<K, V>, ts: number): void {
-    const b = Math.floor(ts / this.bucketMs)
-    if (b <= entries.bucket) return
-    entries.bucket = b
-    this.queue.push(b, id)
-  }
-
-  /** Drops the records at or before `cutoff` of the keys queued for buckets that end by then. */
-  private expire(cutoff: number): void {
-    const queue = this.queue
-    while (queue.size > 0 && (queue.frontBucket() + 1) * this.bucketMs - 1 <= cutoff) this.dropThrough(queue.pop(), cutoff)
-  }
-
-  private dropThrough(id: string, cutoff: number): void {
-    const entries = this.byKey.get(id)
-    if (entries === undefined) return
-    const { ts: times, values } = entries
-    const end = entries.end
-    let head = entries.head
-    // Dropped values are let go (the slots are reused later).
-    while (head < end && (times[head] as number) <= cutoff) values[head++] = undefined
-    if (head === entries.head) return
-    this.noteChange(id)
-    if (head < end) {
-      entries.head = head
-      return
+  /**
+   * Drops the expired records of every key, and forgets emptied keys once they outnumber the live ones.
+   * A key's own put drops its expired records first; this catches the keys no record came for since.
+   */
+  private sweep(cutoff: number): void {
+    this.putsSinceSweep = 0
+    for (const [id, entries] of this.byKey) {
+      if (entries.head === entries.end || (entries.ts[entries.head] as number) > cutoff) continue
+      this.noteChange(id)
+      dropExpired(entries, cutoff)
+      if (entries.head === entries.end) this.emptied++
     }
-    // All dropped: the entry stays, empty (see `emptied`); long arrays are let go.
-    if (times.length > 64) {
-      entries.ts = []
-      entries.values = []
+    if (this.emptied > MIN_SWEEP && this.emptied * 2 > this.byKey.size) {
+      for (const [id, entries] of this.byKey) if (entries.head === entries.end) this.byKey.delete(id)
+      this.emptied = 0
     }
-    entries.head = entries.end = 0
-    this.emptied++
-    if (this.emptied > MIN_SWEEP && this.emptied * 2 > this.byKey.size) this.sweep()
-  }
-
-  /** Removes the emptied entries from the map. */
-  private sweep(): void {
-    for (const [id, entries] of this.byKey) if (entries.head === entries.end) this.byKey.delete(id)
-    this.emptied = 0
   }
 
   private noteChange(id: string): void {
@@ -210,6 +183,23 @@ export class JoinWindowStore<K, V> {
     for (let i = entries.head; i < entries.end; i++) list.push([entries.ts[i] as number, entries.values[i] as V])
     return { key: entries.key, list }
   }
+}
+
+/** Drops a key's records at or before `cutoff` (an emptied key keeps its arrays unless they are long). */
+function dropExpired<K, V>(entries: KeyEntries<K, V>, cutoff: number): void {
+  const { ts: times, values, end } = entries
+  let head = entries.head
+  // Dropped values are let go (the slots are reused later).
+  while (head < end && (times[head] as number) <= cutoff) values[head++] = undefined
+  if (head < end) {
+    entries.head = head
+    return
+  }
+  if (times.length > 64) {
+    entries.ts = []
+    entries.values = []
+  }
+  entries.head = entries.end = 0
 }
 
 /** Moves a key's live records to the front of its arrays. */

@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import fc from '../helpers/fc.js'
-import { BucketQueue } from '../../src/joins/bucket-queue.js'
 import { JoinWindowStore } from '../../src/joins/join-stores.js'
 import { DURABLE } from '../../src/state/stores.js'
 
@@ -42,22 +40,22 @@ describe('JoinWindowStore', () => {
   it('forgets emptied keys once they outnumber the live ones, and keeps the live ones', () => {
     const store = new JoinWindowStore<string, string>('s', 1000)
     for (let i = 0; i < 3000; i++) store.put(`k${i}`, `k${i}`, i * 10, `v${i}`)
-    // Side time 29,990, so records at or before 28,990 are out of reach; they leave a 1 s bucket at a
-    // time, and the bucket [28,000, 29,000) ends after that: the keys put from 28,000 on are held.
-    assert.equal(store.keyCount(), 200)
-    assert.equal(store.size(), 200)
-    // Emptied keys stay until they are more than 1,024 and more than the others: not all 2,800.
+    // Side time 29,990, so records at or before 28,990 are out of reach: the keys put after it are held.
+    assert.equal(store.keyCount(), 100)
+    assert.equal(store.size(), 100)
+    // Sweeps drop the others; emptied keys stay until they are more than 1,024 and more than the
+    // others: not all 2,900.
     const entries = (store as unknown as { byKey: Map<string, unknown> }).byKey.size
-    assert.ok(entries <= 200 + 1025 * 2, `${entries} entries`)
+    assert.ok(entries <= 2 * 1025 + 1024, `${entries} entries`)
     assert.deepEqual(visible(store, 'k2999'), ['29990:v2999'])
     assert.deepEqual(visible(store, 'k2899'), [])
-    assert.deepEqual(visible(store, 'k2900'), ['29000:v2900'])
+    assert.deepEqual(visible(store, 'k2991'), ['29910:v2991'])
     // A forgotten key comes back like a new one.
     store.put('k5', 'k5', 30_000, 'again')
     assert.deepEqual(visible(store, 'k5'), ['30000:again'])
   })
 
-  it('logs an emptied key as deleted, leaves it out of a snapshot, and restores what it holds', () => {
+  it('a put drops its own key\'s expired records; a sweep those of keys no record came for', () => {
     const store = new JoinWindowStore<string, string>('s', 1000)
     const log = store[DURABLE]
     log.trackChanges()
@@ -65,18 +63,38 @@ describe('JoinWindowStore', () => {
     store.put('kept', 'kept', 1500, 'b')
     assert.deepEqual(log.takeChanges().map(([k]) => k).sort(), [-1, 'gone', 'kept'])
     store.put('kept', 'kept', 3500, 'c')
-    const changes = new Map(log.takeChanges())
-    assert.equal(changes.get('gone'), undefined)
-    assert.ok(changes.has('gone'), 'the emptied key is logged as a deletion')
+    // Out of reach at once; 'gone' leaves memory and the changelog with the next sweep.
+    assert.deepEqual(visible(store, 'gone'), [])
+    let changes = new Map(log.takeChanges())
     assert.deepEqual(changes.get('kept'), { key: 'kept', list: [[3500, 'c']] })
-    const snapshot = log.entries()
-    assert.deepEqual(snapshot.map(([k]) => k).sort(), [-1, 'kept'])
+    assert.equal(changes.has('gone'), false)
+    for (let i = 0; i < 1024; i++) store.put('kept', 'kept', 3500 + i, `c${i}`)
+    changes = new Map(log.takeChanges())
+    assert.ok(changes.has('gone'), 'the emptied key is logged as a deletion')
+    assert.equal(changes.get('gone'), undefined)
+    // Only 'kept' records within the second before its newest are held.
+    assert.equal(store.keyCount(), 1)
+    assert.equal(store.size(), 1000)
+    const kept = (store as unknown as { byKey: Map<string, { end: number; head: number }> }).byKey.get('kept')
+    assert.equal(kept !== undefined && kept.end - kept.head, 1000)
+  })
 
+  it('a snapshot leaves emptied keys out and restores what a fetch sees', () => {
+    const store = new JoinWindowStore<string, string>('s', 1000)
+    const log = store[DURABLE]
+    log.trackChanges()
+    store.put('gone', 'gone', 1000, 'a')
+    store.put('kept', 'kept', 1500, 'b')
+    store.put('kept', 'kept', 3500, 'c')
+    for (let i = 0; i < 1024; i++) store.put(`x${i}`, `x${i}`, 3500, 'x')
+    const snapshot = log.entries()
+    assert.ok(!snapshot.some(([k]) => k === 'gone'))
     const restored = new JoinWindowStore<string, string>('s', 1000)
     restored[DURABLE].restore(snapshot)
     assert.deepEqual(visible(restored, 'kept'), ['3500:c'])
     assert.deepEqual(visible(restored, 'gone'), [])
     assert.equal(restored.time, 3500)
+    assert.equal(restored.keyCount(), 1025)
   })
 
   it('a key emptied and filled again between two commits is logged with its new records', () => {
@@ -88,28 +106,5 @@ describe('JoinWindowStore', () => {
     store.put('x', 'x', 4000, 'x')
     store.put('k', 'k', 4100, 'b')
     assert.deepEqual(new Map(log.takeChanges()).get('k'), { key: 'k', list: [[4100, 'b']] })
-  })
-})
-
-describe('BucketQueue', () => {
-  it('is a FIFO across growth and wrap-around', () => {
-    fc.assert(
-      fc.property(fc.array(fc.oneof(fc.nat(1000), fc.constant(-1)), { maxLength: 600 }), (ops) => {
-        const queue = new BucketQueue()
-        const model: Array<[number, string]> = []
-        for (const op of ops) {
-          if (op === -1) {
-            if (model.length === 0) continue
-            const [bucket, id] = model.shift() as [number, string]
-            assert.equal(queue.frontBucket(), bucket)
-            assert.equal(queue.pop(), id)
-          } else {
-            queue.push(op, `id${op}`)
-            model.push([op, `id${op}`])
-          }
-          assert.equal(queue.size, model.length)
-        }
-      }),
-    )
   })
 })
