@@ -153,12 +153,13 @@ export class JoinWindowStore<K, V> {
    */
   private sweep(cutoff: number): void {
     this.putsSinceSweep = 0
-    for (const [id, entries] of this.byKey) {
-      if (entries.head === entries.end || (entries.ts[entries.head] as number) > cutoff) continue
+    // forEach, not for-of: for-of allocates an [id, entries] pair per key, a sweep's whole allocation.
+    this.byKey.forEach((entries, id) => {
+      if (entries.head === entries.end || (entries.ts[entries.head] as number) > cutoff) return
       this.noteChange(id)
       dropExpired(entries, cutoff)
       if (entries.head === entries.end) this.emptied++
-    }
+    })
     if (this.emptied > MIN_SWEEP && this.emptied * 2 > this.byKey.size) {
       for (const [id, entries] of this.byKey) if (entries.head === entries.end) this.byKey.delete(id)
       this.emptied = 0
