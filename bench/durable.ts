@@ -13,7 +13,7 @@ export interface RestoreResult {
   readonly firstRunSeconds: number
   readonly commitMeanMs: number
   readonly commitMaxMs: number
-  /** The part of a commit on the event loop (collecting changes, queuing the lmdb writes). */
+  /** The part of a commit on the event loop (collecting changes, queuing the lmdb writes): per commit in all (mean), and the longest single hold. */
   readonly commitBlockingMeanMs: number
   readonly commitBlockingMaxMs: number
   readonly commits: number
