@@ -1,6 +1,7 @@
 import { DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
 import { ChangeLog, LoggedField } from '../state/change-log.js'
+import { InputTimes } from './input-times.js'
 
 /** One key's windows (sessions, sliding windows) in a `KeyedListStore`. */
 export interface KeyedList<K, T> {
@@ -24,13 +25,7 @@ export class KeyedListStore<K, T> {
   private readonly byKey = new Map<string, KeyedList<K, T>>()
   private readonly observed = new LoggedField(STREAM_TIME_KEY, -1)
   private readonly maxStart = new LoggedField(MAX_START_KEY, -1)
-  /** A cogroup's stream time per input (Kafka Streams keeps one per input's processor). */
-  private readonly inputTimes = new LoggedField<number[]>(
-    INPUT_TIMES_KEY,
-    [],
-    (times) => (times.length === 0 ? undefined : [...times]),
-    (saved) => (Array.isArray(saved) ? [...(saved as number[])] : []),
-  )
+  private readonly inputTimes = new InputTimes(INPUT_TIMES_KEY)
   private readonly log = new ChangeLog<string>(
     {
       saved: (id) => this.saved(id),
@@ -59,14 +54,11 @@ export class KeyedListStore<K, T> {
 
   /** A cogroup input's stream time (-1 before its first record). */
   inputTime(input: number): number {
-    return this.inputTimes.value[input] ?? -1
+    return this.inputTimes.of(input)
   }
 
   setInputTime(input: number, t: number): void {
-    const times = this.inputTimes.value
-    while (times.length <= input) times.push(-1)
-    times[input] = t
-    this.inputTimes.touch()
+    this.inputTimes.setTime(input, t)
   }
 
   /** The largest window start stored so far (-1: none). */

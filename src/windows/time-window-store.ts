@@ -2,6 +2,7 @@ import type { StoreKey } from '../processor/api.js'
 import { DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
 import { ChangeLog, LoggedField } from '../state/change-log.js'
+import { InputTimes } from './input-times.js'
 import { parseWindowedKeyId, stampedKeyId, stampKeyId, windowedKeyId } from './key-id.js'
 import type { Windowed } from './windows.js'
 
@@ -63,13 +64,7 @@ export class TimeWindowStore<K, VA> {
     (on) => (on ? true : undefined),
     (saved) => saved === true,
   )
-  /** A cogroup's stream time per input (Kafka Streams keeps one per input's processor). */
-  private readonly inputTimes = new LoggedField<number[]>(
-    INPUT_TIMES_KEY,
-    [],
-    (times) => (times.length === 0 ? undefined : [...times]),
-    (saved) => (Array.isArray(saved) ? [...(saved as number[])] : []),
-  )
+  private readonly inputTimes = new InputTimes(INPUT_TIMES_KEY)
   /** The largest window start put (Kafka Streams' window store measures its retention from it). */
   private readonly maxStart = new LoggedField(MAX_START_KEY, -1, (t) => (t < 0 ? undefined : t), (saved) => (typeof saved === 'number' ? saved : -1))
   /** The cells of the last start looked up: consecutive records mostly fall in the same window. */
@@ -103,14 +98,11 @@ export class TimeWindowStore<K, VA> {
 
   /** A cogroup input's stream time (-1 before its first record). */
   inputTime(input: number): number {
-    return this.inputTimes.value[input] ?? -1
+    return this.inputTimes.of(input)
   }
 
   setInputTime(input: number, t: number): void {
-    const times = this.inputTimes.value
-    while (times.length <= input) times.push(-1)
-    times[input] = t
-    this.inputTimes.touch()
+    this.inputTimes.setTime(input, t)
   }
 
   /** The largest window start put so far (-1: none). */
