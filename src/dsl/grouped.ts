@@ -11,6 +11,8 @@ import { sessionQuery, slidingWindowQuery, timeWindowQuery } from '../windows/qu
 import { keyIdQuery } from './queryable.js'
 import type { SessionWindows, SlidingWindows, TimeWindows, Windowed } from '../windows/windows.js'
 import type { StreamsBuilder } from './builder.js'
+import type { ProcessorSupplier, StateStore } from '../processor/api.js'
+import type { StoreBuilder } from '../state/stores.js'
 import { KTable } from './ktable.js'
 import type { FinalResultsHook } from './ktable.js'
 import type { KeyValueMaterialized, Materialized } from './options.js'
@@ -176,6 +178,29 @@ interface CogroupPart<K, VOut> {
 }
 
 /**
+ * Adds a cogroup's nodes, as Kafka Streams lays them out: one aggregation processor per stream
+ * (`<name>-cogroup-agg-<i>`, below that stream's node), the store they share, and the merge node
+ * (`<name>-cogroup-merge`) that passes on what any of them forwards. Returns the merge node's name.
+ */
+function addCogroupNodes<K, VOut, KOut, VNode>(
+  b: StreamsBuilder,
+  name: string,
+  parts: ReadonlyArray<CogroupPart<K, VOut>>,
+  processorFor: (part: CogroupPart<K, VOut>, i: number) => ProcessorSupplier<K, unknown, KOut, VNode>,
+  store: StoreBuilder<StateStore>,
+): string {
+  const aggregators = parts.map((part, i) => {
+    const node = `${name}-cogroup-agg-${i}`
+    b.graph.addProcessor(node, processorFor(part, i), part.node)
+    return node
+  })
+  b.graph.addStateStore(store, ...aggregators)
+  const merge = `${name}-cogroup-merge`
+  b.graph.addProcessor(merge, statelessProcessor<KOut, VNode, KOut, VNode>((r, ctx) => ctx.forward(r)), ...aggregators)
+  return merge
+}
+
+/**
  * Grouped streams of one key aggregated together (Kafka Streams' `CogroupedKStream`, KIP-150): each
  * stream's records update one shared aggregate per key with that stream's aggregator, in the order the
  * task reads them. The streams must be co-partitioned (grouped streams that changed keys went through
@@ -227,15 +252,11 @@ export class CogroupedKStream<K, VOut> {
     const keySerde = keySerdeOr(materialized.keySerde ?? this.parts.find((p) => p.keySerde !== undefined)?.keySerde)
     const keyId = keyIdFunction(keySerde)
     const storeName = `${name}-store`
-    const aggregators = this.parts.map((part, i) => {
-      const node = `${name}-cogroup-agg-${i}`
-      b.graph.addProcessor(node, aggregateProcessor(initializer, part.aggregator, keyId, storeName), part.node)
-      return node
-    })
     const store = storeType === 'persistent' ? Stores.persistentKeyValueStore<string, StoredAggregate<VOut>>(storeName) : Stores.inMemoryKeyValueStore<string, StoredAggregate<VOut>>(storeName)
-    b.graph.addStateStore({ ...store, query: keyIdQuery(keyId, keySerde, (stored: StoredAggregate<VOut>) => stored.agg) }, ...aggregators)
-    const merge = `${name}-cogroup-merge`
-    b.graph.addProcessor(merge, statelessProcessor<K, VOut, K, VOut>((r, ctx) => ctx.forward(r)), ...aggregators)
+    const merge = addCogroupNodes(b, name, this.parts, (part) => aggregateProcessor(initializer, part.aggregator, keyId, storeName), {
+      ...store,
+      query: keyIdQuery(keyId, keySerde, (stored: StoredAggregate<VOut>) => stored.agg),
+    })
     return new KTable<K, VOut>(b, merge, materialized.keySerde ?? keySerde, materialized.valueSerde, undefined)
   }
 }
@@ -269,20 +290,14 @@ export class TimeWindowedCogroupedKStream<K, VOut> {
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
     const storeName = `${name}-store`
-    const aggregators = this.parts.map((part, i) => {
-      const node = `${name}-cogroup-agg-${i}`
+    const processorFor = (part: CogroupPart<K, VOut>, i: number): ProcessorSupplier<K, unknown, Windowed<K>, VOut> => {
       const aggregation = { initializer, aggregator: part.aggregator }
-      b.graph.addProcessor(
-        node,
-        windows.kind === 'time' ? () => new WindowAggregateProcessor<K, unknown, VOut>(windows, aggregation, keyId, storeName, false, i) : () => new SlidingAggregateProcessor<K, unknown, VOut>(windows, aggregation, keyId, storeName, i),
-        part.node,
-      )
-      return node
-    })
-    if (windows.kind === 'time') b.graph.addStateStore({ name: storeName, query: timeWindowQuery<K, VOut>(keyId), build: () => new TimeWindowStore<K, VOut>(storeName, windows.sizeMs) }, ...aggregators)
-    else b.graph.addStateStore({ name: storeName, query: slidingWindowQuery<K, VOut>(keyId), build: () => slidingStore<K, VOut>(storeName, windows.timeDifferenceMs) }, ...aggregators)
-    const merge = `${name}-cogroup-merge`
-    b.graph.addProcessor(merge, statelessProcessor<Windowed<K>, VOut, Windowed<K>, VOut>((r, ctx) => ctx.forward(r)), ...aggregators)
+      return windows.kind === 'time' ? () => new WindowAggregateProcessor<K, unknown, VOut>(windows, aggregation, keyId, storeName, false, i) : () => new SlidingAggregateProcessor<K, unknown, VOut>(windows, aggregation, keyId, storeName, i)
+    }
+    const merge =
+      windows.kind === 'time'
+        ? addCogroupNodes(b, name, this.parts, processorFor, { name: storeName, query: timeWindowQuery<K, VOut>(keyId), build: () => new TimeWindowStore<K, VOut>(storeName, windows.sizeMs) })
+        : addCogroupNodes(b, name, this.parts, processorFor, { name: storeName, query: slidingWindowQuery<K, VOut>(keyId), build: () => slidingStore<K, VOut>(storeName, windows.timeDifferenceMs) })
     return new KTable<Windowed<K>, VOut>(b, merge, undefined, materialized.valueSerde, { graceMs: windows.graceMs, keySerde: keySerde as Serde<unknown> })
   }
 }
@@ -317,14 +332,13 @@ export class SessionWindowedCogroupedKStream<K, VOut> {
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
     const storeName = `${name}-store`
-    const aggregators = this.parts.map((part, i) => {
-      const node = `${name}-cogroup-agg-${i}`
-      b.graph.addProcessor(node, () => new SessionAggregateProcessor<K, unknown, VOut>(windows, { initializer, aggregator: part.aggregator, merger }, keyId, storeName, i), part.node)
-      return node
-    })
-    b.graph.addStateStore({ name: storeName, query: sessionQuery<K, VOut>(keyId), build: () => sessionStore<K, VOut>(storeName) }, ...aggregators)
-    const merge = `${name}-cogroup-merge`
-    b.graph.addProcessor(merge, statelessProcessor<Windowed<K>, VOut | null, Windowed<K>, VOut | null>((r, ctx) => ctx.forward(r)), ...aggregators)
+    const merge = addCogroupNodes(
+      b,
+      name,
+      this.parts,
+      (part, i) => () => new SessionAggregateProcessor<K, unknown, VOut>(windows, { initializer, aggregator: part.aggregator, merger }, keyId, storeName, i),
+      { name: storeName, query: sessionQuery<K, VOut>(keyId), build: () => sessionStore<K, VOut>(storeName) },
+    )
     // A session closes `gap` after its end, then has its grace (as in Kafka Streams), so final results
     // wait for both.
     return new KTable<Windowed<K>, VOut>(b, merge, undefined, materialized.valueSerde, { graceMs: windows.graceMs + windows.gapMs, keySerde: keySerde as Serde<unknown>, sessions: true })
