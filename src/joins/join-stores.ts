@@ -133,7 +133,7 @@ export class JoinWindowStore<K, V> {
     return n
   }
 
-  /** Number of records a fetch can still see (tests, metrics); some out of reach may wait for a sweep. */
+  /** Number of records a fetch can still see (tests); some out of reach may wait for a sweep. */
   size(): number {
     const cutoff = this.cutoff()
     let n = 0
@@ -153,7 +153,7 @@ export class JoinWindowStore<K, V> {
    */
   private sweep(cutoff: number): void {
     this.putsSinceSweep = 0
-    // forEach, not for-of: for-of allocates an [id, entries] pair per key, a sweep's whole allocation.
+    // forEach, not for-of: for-of allocates an [id, entries] pair per key, which was a sweep's whole allocation.
     this.byKey.forEach((entries, id) => {
       if (entries.head === entries.end || (entries.ts[entries.head] as number) > cutoff) return
       this.noteChange(id)
@@ -161,7 +161,9 @@ export class JoinWindowStore<K, V> {
       if (entries.head === entries.end) this.emptied++
     })
     if (this.emptied > MIN_SWEEP && this.emptied * 2 > this.byKey.size) {
-      for (const [id, entries] of this.byKey) if (entries.head === entries.end) this.byKey.delete(id)
+      this.byKey.forEach((entries, id) => {
+        if (entries.head === entries.end) this.byKey.delete(id)
+      })
       this.emptied = 0
     }
   }
