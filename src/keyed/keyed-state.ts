@@ -1,6 +1,7 @@
 import type { StoreKey } from '../processor/api.js'
 import type { ExpiredEntry, ListState, MapState, StateKind, ValueState } from './api.js'
 import type { TtlPolicy } from './ttl.js'
+import { ShardedMap } from '../util/sharded-map.js'
 
 /** A stored value with its last access time (used only when the state has a TTL). */
 interface Cell<T> {
@@ -236,7 +237,7 @@ export abstract class StateTable {
 }
 
 export class ValueStateTable<T> extends StateTable implements ValueState<T> {
-  private readonly cells = new Map<StoreKey, Cell<T>>()
+  private readonly cells = new ShardedMap<StoreKey, Cell<T>>()
 
   /** The key's cell, loaded from the disk when it is there and not in memory yet. */
   private cell(key: StoreKey): Cell<T> | undefined {
@@ -310,7 +311,7 @@ export class ValueStateTable<T> extends StateTable implements ValueState<T> {
 }
 
 export class MapStateTable<UK extends StoreKey, UV> extends StateTable implements MapState<UK, UV> {
-  private readonly maps = new Map<StoreKey, Map<UK, Cell<UV>>>()
+  private readonly maps = new ShardedMap<StoreKey, Map<UK, Cell<UV>>>()
 
   /** The key's map, loaded from the disk when it is there and not in memory yet. */
   private map(key: StoreKey): Map<UK, Cell<UV>> | undefined {
@@ -416,7 +417,7 @@ function loadMap<UK, UV>(saved: unknown): Map<UK, Cell<UV>> {
 }
 
 export class ListStateTable<T> extends StateTable implements ListState<T> {
-  private readonly lists = new Map<StoreKey, Array<Cell<T>>>()
+  private readonly lists = new ShardedMap<StoreKey, Array<Cell<T>>>()
 
   /** The key's list, loaded from the disk when it is there and not in memory yet. */
   private list(key: StoreKey): Array<Cell<T>> | undefined {

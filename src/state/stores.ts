@@ -6,6 +6,7 @@ import { PersistentKeyValueStore } from './persistent-store.js'
 import { DURABLE } from './durable.js'
 import type { DurableStore } from './durable.js'
 import { ChangeLog } from './change-log.js'
+import { ShardedMap } from '../util/sharded-map.js'
 
 export { DURABLE, durableStore } from './durable.js'
 export type { DurableStore } from './durable.js'
@@ -47,7 +48,7 @@ export interface StoreSerdes<K, V> {
 
 /** A key-value store in memory, iterated in key order. */
 export class InMemoryKeyValueStore<K extends StoreKey, V> implements KeyValueStore<K, V> {
-  private readonly map = new Map<K, V>()
+  private readonly map = new ShardedMap<K, V>()
   private readonly log = new ChangeLog<K>({
     saved: (k) => this.map.get(k),
     savedEntries: () => this.map,
