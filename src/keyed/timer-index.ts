@@ -7,7 +7,7 @@ const EMPTY = 0
 const INITIAL_BITS = 6
 /**
  * A rebuild into a table of at least 2^16 entries (512 KB) is done a step at a time. Done at once, the
- * first writes to the fresh table's memory held the event loop for 50-90 ms at a million timers.
+ * first writes to the fresh table's memory hold the event loop for 50-90 ms at a million timers.
  */
 const STEPWISE_BITS = 16
 /** At least this many entries (or ids) of a stepwise rebuild move per entry made room for. */

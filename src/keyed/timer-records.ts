@@ -28,14 +28,14 @@ export const DEAD = 2
  * cache miss, and firing reads the much smaller key and owner arrays instead (8 and 2 bytes an id).
  *
  * The arrays are paged (id >>> PAGE_BITS picks the page): growing adds a page and copies nothing. One
- * buffer grown by copying stalled the event loop for over 100 ms at a million timers, most of it the
+ * buffer grown by copying holds the event loop for over 100 ms at a million timers, most of it the
  * first writes to the fresh memory; a page's fresh memory is written a record at a time instead. Only
  * the first page grows by copying, up to a full page, so that a queue of few timers stays small.
  */
 export class TimerRecords {
-  private num: Float64Array[] = []
-  private int: Int32Array[] = []
-  private owners: Uint16Array[] = []
+  private readonly num: Float64Array[] = []
+  private readonly int: Int32Array[] = []
+  private readonly owners: Uint16Array[] = []
   /**
    * A page's keys are pushed as its ids are first handed out (ids are handed out in order): an array
    * grown by push stays packed, and a page costs nothing before its first timer. Never grown by setting

@@ -12,7 +12,7 @@ const SHARD_BITS = 8
  * A Map that becomes 256 Maps, chosen by a hash of the key, once it holds more than 65,536 entries.
  *
  * A JavaScript Map grows by copying every entry into a table twice as large, in one go. At a million
- * keys that held the event loop for about 150 ms on a 2-core VM (most of it the first writes to the new
+ * keys that holds the event loop for about 150 ms on a 2-core VM (most of it the first writes to the new
  * table's memory), delaying wall-clock punctuations and timers by as much. A shard grows alone, with a
  * 256th of the entries, and the shards reach their sizes at different moments. Below the split a key
  * costs nothing more than a Map lookup; above it, a hash of the key too.
