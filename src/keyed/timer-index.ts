@@ -1,5 +1,5 @@
 import type { StoreKey } from '../processor/api.js'
-import { HASH_SEED, fmix32, mixString, mixStrings2, mixWord } from '../util/hash.js'
+import { HASH_SEED, fmix32, mixKey, mixStrings2, mixWord } from '../util/hash.js'
 import type { TimerRecords } from './timer-records.js'
 
 /** An entry never used since the last rebuild. Entries hold id + 1, so that a new table needs no fill. */
@@ -199,11 +199,7 @@ function place(table: Int32Array, h: number, entry: number, shift: number): void
 
 /** A hash of the owner, the key and the timestamp, finalized so that every bit of the result spreads well. */
 export function timerHash(owner: number, key: StoreKey, timestamp: number): number {
-  let h = mixWord(HASH_SEED, owner)
-  if (typeof key === 'string') h = mixString(h, key)
-  else if (typeof key === 'number' && Number.isInteger(key) && Math.abs(key) <= 0x7fffffff) h = mixWord(h, key)
-  else h = mixString(h, typeof key + String(key))
-  return finishTimerHash(h, timestamp)
+  return finishTimerHash(mixKey(mixWord(HASH_SEED, owner), key), timestamp)
 }
 
 function finishTimerHash(h: number, timestamp: number): number {

@@ -40,6 +40,16 @@ export function mixStrings2(ha: number, a: string, hb: number, b: string, out: I
 }
 
 /**
+ * Mixes a store key into a hash `h`: a string by its code units, a 32-bit integer as one word, anything
+ * else (a double, a bigint, a boolean) by its type and its text, so that 1 and '1' differ.
+ */
+export function mixKey(h: number, key: string | number | bigint | boolean): number {
+  if (typeof key === 'string') return mixString(h, key)
+  if (typeof key === 'number' && Number.isInteger(key) && Math.abs(key) <= 0x7fffffff) return mixWord(h, key)
+  return mixString(h, typeof key + String(key))
+}
+
+/**
  * murmur3's 32-bit finalizer: every input bit affects every output bit. The mixes above alone leave
  * the top bits weak, and the hash tables here take their slots from the top bits.
  */

@@ -1,4 +1,4 @@
-import { HASH_SEED, fmix32, mixString, mixWord } from './hash.js'
+import { HASH_SEED, fmix32, mixKey } from './hash.js'
 
 /** Keys a `ShardedMap` can hash (a store's keys). */
 export type ShardableKey = string | number | bigint | boolean
@@ -90,7 +90,5 @@ export class ShardedMap<K extends ShardableKey, V> implements Iterable<[K, V]> {
 
 /** A hash of a key whose top bits spread well. */
 function keyHash(key: ShardableKey): number {
-  if (typeof key === 'string') return fmix32(mixString(HASH_SEED, key))
-  if (typeof key === 'number' && (key | 0) === key) return fmix32(mixWord(HASH_SEED, key))
-  return fmix32(mixString(HASH_SEED, typeof key + String(key)))
+  return fmix32(mixKey(HASH_SEED, key))
 }
