@@ -34,7 +34,11 @@ export interface KafkaRuntimeConfig {
   commitIntervalMs?: number
   /** Commit also after this many records, so one transaction never holds too much. @default 10000 */
   commitMaxRecords?: number
-  /** How long a task waits for an empty input partition before processing the others. @default 0 */
+  /**
+   * How long a task of several input partitions waits for an empty one that is fetched to its end before
+   * processing the others (Kafka Streams' `max.task.idle.ms`). An empty partition with records on the
+   * broker not yet fetched is waited for in any case, unless this is -1, which never waits. @default 0
+   */
   maxTaskIdleMs?: number
   /**
    * How often what commits passed is deleted from the application's repartition topics (Kafka Streams'
@@ -125,7 +129,7 @@ export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKaf
     processingGuarantee: guarantee,
     commitIntervalMs: int('commitIntervalMs', config.commitIntervalMs, guarantee === 'exactly_once_v2' ? 100 : 30_000, 1),
     commitMaxRecords: int('commitMaxRecords', config.commitMaxRecords, 10_000, 1),
-    maxTaskIdleMs: int('maxTaskIdleMs', config.maxTaskIdleMs, 0, 0),
+    maxTaskIdleMs: int('maxTaskIdleMs', config.maxTaskIdleMs, 0, -1),
     repartitionPurgeIntervalMs: int('repartitionPurgeIntervalMs', config.repartitionPurgeIntervalMs, 30_000, 0),
     stateDir: config.stateDir ?? temporaryStateDir(config.applicationId),
     client: settings('client'),

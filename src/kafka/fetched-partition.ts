@@ -23,6 +23,11 @@ export class FetchedPartition implements InputPartition {
   private cursor = 0
   /** Where reading starts with nothing fetched: the committed position the consumer fetches from. */
   private nextOffset: number
+  /**
+   * The partition's end as the consumer last reached it (-1: not yet): the offset of a partition-EOF
+   * event, under read_committed the last stable offset. Records fetched later lie beyond it.
+   */
+  private reachedEndAt = -1
 
   constructor(
     readonly topic: string,
@@ -61,6 +66,24 @@ export class FetchedPartition implements InputPartition {
     const high = this.highWatermark?.()
     // Not told yet: what has been fetched is the least the partition holds.
     return high === undefined ? this.nextOffset : Math.max(high, this.nextOffset)
+  }
+
+  /**
+   * The consumer fetched to the partition's end, `offset` (its partition-EOF event). librdkafka raises it
+   * when a fetch finds nothing past its position, before handing out the messages fetched ahead of it.
+   */
+  reachedEnd(offset: number): void {
+    if (offset > this.reachedEndAt) this.reachedEndAt = offset
+  }
+
+  caughtUp(): boolean {
+    if (this.reachedEndAt >= this.nextOffset) return true
+    // The high watermark of the last fetch says so too when nothing follows the records fetched (it
+    // counts transaction markers, so under read_committed the end event is what usually tells).
+    const high = this.highWatermark?.()
+    if (high === undefined || high > this.nextOffset) return false
+    this.reachedEndAt = this.nextOffset
+    return true
   }
 
   read(offset: number, into: MutableLogRecord): boolean {

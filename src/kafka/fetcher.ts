@@ -23,6 +23,8 @@ export interface FetchingConsumer {
   consume(max: number, callback: (err: { message: string; code: number } | null | undefined, messages: ConsumedMessage[]) => void): void
   pause(partitions: TopicPartitionRef[]): unknown
   resume(partitions: TopicPartitionRef[]): unknown
+  /** Partition-EOF events (`enable.partition.eof`): a fetch found nothing past the partition's position. */
+  on?(event: 'partition.eof', listener: (eof: TopicPartitionRef & { offset: number }) => void): unknown
   /** The offsets librdkafka last learnt from fetches (no request); throws when it knows none. */
   getWatermarkOffsets?(topic: string, partition: number): { highOffset: number; lowOffset: number }
 }
@@ -35,7 +37,8 @@ const FETCH_BATCH = 2000
  * call at a time, each taking what librdkafka has ready (it waits only for the first message, on its
  * own thread), appended to the partition's `FetchedPartition`. A partition holding `maxHeld` messages
  * not yet read is paused until its task has read half of them, so memory stays bounded however far
- * processing falls behind (or while a task restores).
+ * processing falls behind (or while a task restores). Partition-EOF events mark a partition fetched
+ * to its end, which tells a task of several partitions whether an empty one is worth waiting for.
  */
 export class Fetcher {
   private readonly partitions = new Map<string, FetchedPartition>()
@@ -50,7 +53,9 @@ export class Fetcher {
     private readonly onMessages: () => void,
     private readonly onError: (err: { message: string; code: number }) => void,
     private readonly maxHeld = 50_000,
-  ) {}
+  ) {
+    consumer.on?.('partition.eof', (eof) => this.reachedEnd(eof.topic, eof.partition, eof.offset))
+  }
 
   /** Starts reading a partition assigned to this instance; `position` is where its task reads first. */
   add(topic: string, partition: number, position: number): FetchedPartition {
@@ -120,6 +125,19 @@ export class Fetcher {
       }
     }
     if (resume.length > 0) this.consumer.resume(resume)
+  }
+
+  /**
+   * A partition is fetched to its end. A task waiting for it (it had records not yet fetched) may now
+   * process its other partitions. The client emits this before handing out the messages fetched ahead of
+   * it in the same `consume` call; the task loop runs after that call's messages are appended.
+   */
+  private reachedEnd(topic: string, partition: number, offset: number): void {
+    const p = this.partitions.get(key(topic, partition))
+    if (p === undefined) return
+    const was = p.caughtUp()
+    p.reachedEnd(offset)
+    if (!was) this.onMessages()
   }
 
   private fetch(): void {

@@ -530,6 +530,8 @@ export class KafkaRuntime {
       'enable.auto.commit': false,
       'auto.offset.reset': 'earliest',
       'isolation.level': config.processingGuarantee === 'exactly_once_v2' ? 'read_committed' : 'read_uncommitted',
+      // A partition fetched to its end is known caught up: a task of several partitions waits only for ones that are not (KIP-695).
+      'enable.partition.eof': true,
       rebalance_cb: (err: Client.LibrdKafkaError, partitions: Client.TopicPartition[]) => this.onRebalance(err.code, partitions),
       // Reports each offset commit's result as an 'offset.commit' event (at_least_once waits for it).
       offset_commit_cb: true,

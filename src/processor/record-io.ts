@@ -40,6 +40,12 @@ export interface InputPartition {
    * available to read (on Kafka: the high watermark of the last fetch). Without it, `endOffset()`.
    */
   latestOffset?(): number | undefined
+  /**
+   * False while the source knows of records beyond `endOffset()` not yet available to read (on Kafka: a
+   * partition not yet fetched to its end), so a task of several partitions waits for them (KIP-695).
+   * Without it, a partition holds all there is: always caught up.
+   */
+  caughtUp?(): boolean
   /** Copies the record at `offset` into `into`; false when the partition no longer holds it. */
   read(offset: number, into: MutableLogRecord): boolean
 }

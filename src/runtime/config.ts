@@ -29,7 +29,11 @@ export interface EmbeddedRuntimeConfig {
   defaultPartitions?: number
   /** Topics to create up front, with their partition counts. */
   topics?: Record<string, TopicConfig>
-  /** How long a task waits for an empty input partition before processing the others. @default 0 */
+  /**
+   * How long a task of several input partitions waits for an empty one before processing the others
+   * (Kafka Streams' `max.task.idle.ms`); -1, as in Kafka Streams, never waits (here the same as 0: every
+   * record appended is there to read). @default 0
+   */
   maxTaskIdleMs?: number
   /** How often processed positions are committed. @default 100 */
   commitIntervalMs?: number
@@ -111,7 +115,7 @@ export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): ValidRunti
   return {
     applicationId: config.applicationId,
     defaultPartitions: int('defaultPartitions', config.defaultPartitions, 1, 1),
-    maxTaskIdleMs: int('maxTaskIdleMs', config.maxTaskIdleMs, 0, 0),
+    maxTaskIdleMs: int('maxTaskIdleMs', config.maxTaskIdleMs, 0, -1),
     commitIntervalMs: int('commitIntervalMs', config.commitIntervalMs, 100, 1),
     commitMaxRecords: int('commitMaxRecords', config.commitMaxRecords, 10_000, 1),
     sliceCommitsAbove: int('sliceCommitsAbove', config.sliceCommitsAbove, SLICE_COMMITS_ABOVE, 0),

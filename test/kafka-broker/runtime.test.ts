@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { QueryableStoreTypes, silentLogger } from '../../src/index.js'
+import { QueryableStoreTypes, Serdes, silentLogger, Topology } from '../../src/index.js'
+import type { ProcessorContext } from '../../src/index.js'
 import type { Logger } from '../../src/util/logger.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import type { ProcessingGuarantee } from '../../src/kafka/config.js'
@@ -96,6 +97,45 @@ describe('KafkaRuntime on a real broker', () => {
     await b.stop()
     assert.deepEqual(lines(await broker.cluster.readAll(`${name}-out`, PARTITIONS)), expected)
   })
+
+  for (const guarantee of ['exactly_once_v2', 'at_least_once'] as const) {
+    it(`${guarantee}: a task of two partitions waits for the one not yet fetched, so records are processed in timestamp order from the start (KIP-695)`, async () => {
+      const name = `${run}-lag-${guarantee === 'exactly_once_v2' ? 'eos' : 'alos'}`
+      for (const t of ['a', 'b', 'out']) await broker.cluster.createTopic(`${name}-${t}`, 1)
+      // Interleaved in time, each topic written whole: whichever partition a fetch brings first holds
+      // records later than the other's. b is written in transactions: its end lies past a commit marker.
+      const n = 20_000
+      const at = (i: number): number => 1_700_000_000_000 + i
+      await broker.cluster.produce(`${name}-a`, 1, Array.from({ length: n }, (_, i) => ({ key: 'k', value: `a${2 * i}`, timestamp: at(2 * i) })))
+      await broker.cluster.produce(`${name}-b`, 1, Array.from({ length: n }, (_, i) => ({ key: 'k', value: `b${2 * i + 1}`, timestamp: at(2 * i + 1) })), { transactional: true })
+      const serdes = { keySerde: Serdes.String(), valueSerde: Serdes.String() }
+      const topology = new Topology()
+        .addSource('in', [`${name}-a`, `${name}-b`], serdes)
+        .addProcessor<string, string, string, string>(
+          'pass',
+          () => {
+            let ctx: ProcessorContext<string, string> | undefined
+            return {
+              init: (c) => (ctx = c),
+              process: (r) => ctx?.forward(r),
+            }
+          },
+          'in',
+        )
+        .addSink('out', `${name}-out`, serdes, 'pass')
+      const rt = broker.track(new KafkaRuntime(topology, { applicationId: `${name}-app`, bootstrapServers: bootstrapServers(), processingGuarantee: guarantee, commitIntervalMs: 100, logger: silentLogger }))
+      await rt.start()
+      await until('every record is processed', () => rt.metrics().processedRecords >= 2 * n)
+      // Later records of a alone: b, drained to its commit marker, is caught up and not waited for.
+      await broker.cluster.produce(`${name}-a`, 1, Array.from({ length: 10 }, (_, i) => ({ key: 'k', value: `a${2 * n + i}`, timestamp: at(2 * n + i) })))
+      await until('the later records are processed', () => rt.metrics().processedRecords >= 2 * n + 10)
+      await rt.stop()
+      const values = (await broker.cluster.readAll(`${name}-out`, 1)).flat().map((r) => r.value)
+      assert.equal(values.length, 2 * n + 10)
+      const outOfOrder = values.findIndex((v, i) => Number(v.slice(1)) !== i)
+      assert.equal(outOfOrder, -1, `in timestamp order; first out of order at ${outOfOrder}: ${values.slice(Math.max(0, outOfOrder - 2), outOfOrder + 3).join(' ')}`)
+    })
+  }
 
   it('queryMetadataForKey names the instance whose task holds a key, by the applicationServer each instance set', async () => {
     const name = `${run}-meta`

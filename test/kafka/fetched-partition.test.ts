@@ -45,6 +45,38 @@ describe('a fetched partition, as a task reads it', () => {
     )
   })
 
+  it('is caught up once fetched to the end the consumer reached, which may lie past its last record (transaction markers)', () => {
+    const p = new FetchedPartition('t', 0, 0)
+    assert.equal(p.caughtUp(), false, 'not until told')
+    p.append([message(0), message(1), message(2)])
+    // The partition-EOF event of a fetch that found only a commit marker after offset 2.
+    p.reachedEnd(4)
+    assert.equal(p.caughtUp(), true)
+    p.append([message(4)])
+    assert.equal(p.caughtUp(), false, 'a record past that end: the end is further now')
+    p.reachedEnd(3)
+    assert.equal(p.caughtUp(), false, 'an older end changes nothing')
+    p.reachedEnd(5)
+    assert.equal(p.caughtUp(), true)
+  })
+
+  it('is caught up when the high watermark of the last fetch is no further than its records', () => {
+    let high: number | undefined
+    const p = new FetchedPartition('t', 0, 0, () => high)
+    p.append([message(0), message(1)])
+    assert.equal(p.caughtUp(), false, 'no watermark known')
+    high = 5
+    assert.equal(p.caughtUp(), false, 'records 2 to 4 wait on the broker')
+    high = 2
+    assert.equal(p.caughtUp(), true)
+    // A later fetch brings a record and tells of another.
+    p.append([message(2)])
+    high = 4
+    assert.equal(p.caughtUp(), false)
+    high = 3
+    assert.equal(p.caughtUp(), true)
+  })
+
   it('refuses a batch that goes back, and starts at the position with nothing fetched', () => {
     const p = new FetchedPartition('t', 3, 10)
     assert.equal(p.startOffset(), 10)

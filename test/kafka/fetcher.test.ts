@@ -14,18 +14,26 @@ function fakeConsumer() {
   const resumed: string[] = []
   const pausedNow = new Set<string>()
   let pending: ((err: null, m: ConsumedMessage[]) => void) | undefined
+  let eofListener: ((eof: TopicPartitionRef & { offset: number }) => void) | undefined
   const name = (p: TopicPartitionRef): string => `${p.topic}-${p.partition}`
   return {
     paused,
     resumed,
-    /** Answers the consume call in flight with `batch`, less the messages of paused partitions. */
-    deliver(batch: ConsumedMessage[]) {
+    /**
+     * Answers the consume call in flight with `batch`, less the messages of paused partitions. Its
+     * partition-EOF events come first, as the client emits them before calling back with the messages.
+     */
+    deliver(batch: ConsumedMessage[], eofs: Array<TopicPartitionRef & { offset: number }> = []) {
       batches.push(batch.filter((m) => !pausedNow.has(name(m))))
       const p = pending
       pending = undefined
+      for (const eof of eofs) eofListener?.(eof)
       p?.(null, batches.shift() as ConsumedMessage[])
     },
     consumer: {
+      on(_event: 'partition.eof', listener: (eof: TopicPartitionRef & { offset: number }) => void) {
+        eofListener = listener
+      },
       consume(_max: number, cb: (err: null, m: ConsumedMessage[]) => void) {
         pending = cb
       },
@@ -66,6 +74,28 @@ describe('Fetcher', () => {
     fake.deliver([msg('in', 1, 6)])
     assert.equal(p1.endOffset(), 6)
     assert.equal(fetcher.get('in', 1), undefined)
+    await fetcherStop(fetcher, fake)
+  })
+
+  it("marks a partition caught up on the client's partition-EOF event, and wakes the task loop when that is news", async () => {
+    const fake = fakeConsumer()
+    let woken = 0
+    const fetcher = new Fetcher(fake.consumer, () => woken++, (err) => assert.fail(err.message))
+    const p0 = fetcher.add('in', 0, 0)
+    const p1 = fetcher.add('in', 1, 0)
+    fetcher.start()
+    // The EOF of partition 0 (its end past a transaction marker) is emitted before the messages fetched ahead of it are appended.
+    fake.deliver([msg('in', 0, 0), msg('in', 0, 1), msg('in', 1, 0)], [{ topic: 'in', partition: 0, offset: 3 }, { topic: 'gone', partition: 0, offset: 9 }])
+    assert.equal(p0.endOffset(), 2)
+    assert.equal(p0.caughtUp(), true)
+    assert.equal(p1.caughtUp(), false)
+    assert.equal(woken, 2, 'one wake for the EOF, one for the batch')
+    await tick()
+    fake.deliver([], [{ topic: 'in', partition: 0, offset: 3 }])
+    assert.equal(woken, 2, 'no news: no wake')
+    await tick()
+    fake.deliver([msg('in', 0, 3)])
+    assert.equal(p0.caughtUp(), false, 'a record past the end it reached')
     await fetcherStop(fetcher, fake)
   })
 

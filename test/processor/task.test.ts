@@ -5,13 +5,19 @@ import type { ErrorContext, ErrorHandler, ProcessorContext, StreamRecord } from 
 import { TopicRegistry } from '../../src/log/topics.js'
 import { StreamTask } from '../../src/processor/internal/task.js'
 import type { TaskCheckpoint } from '../../src/processor/internal/task-config.js'
+import type { InputPartition } from '../../src/processor/record-io.js'
 import { ManualClock } from '../../src/time/clock.js'
 import { silentLogger } from '../../src/util/logger.js'
 
 const enc = (s: string): Uint8Array => Buffer.from(s)
 
-/** One task over topics "a" and "b" (read by one source, so co-partitioned), recording what it processes. */
+/**
+ * One task over topics "a" and "b" (read by one source, so co-partitioned), recording what it processes.
+ * `behind` holds the topics whose partition says records wait at its source (not caught up, as a Kafka
+ * partition not yet fetched to its end does).
+ */
 function twoInputTask(options: { maxTaskIdleMs?: number; errorHandler?: ErrorHandler; checkpoint?: TaskCheckpoint; throwOn?: string } = {}) {
+  const behind = new Set<string>()
   const seen: Array<StreamRecord<string, string>> = []
   const streamTimes: Array<number | undefined> = []
   let ctx: ProcessorContext | undefined
@@ -34,10 +40,24 @@ function twoInputTask(options: { maxTaskIdleMs?: number; errorHandler?: ErrorHan
   topics.create('b', 1)
   const clock = new ManualClock(1000)
   const [sub] = topology.subtopologies()
+  const io = topics.taskIo()
+  const inputs = (topic: string, partition: number): InputPartition | undefined => {
+    const input = io.inputs(topic, partition)
+    if (input === undefined) return undefined
+    return {
+      topic,
+      partition,
+      startOffset: () => input.startOffset(),
+      endOffset: () => input.endOffset(),
+      read: (offset, into) => input.read(offset, into),
+      caughtUp: () => !behind.has(topic),
+    }
+  }
   const task = new StreamTask({
     subtopology: sub!,
     partition: 0,
-    ...topics.taskIo(),
+    inputs,
+    collector: io.collector,
     clock,
     maxTaskIdleMs: options.maxTaskIdleMs ?? 0,
     stateDir: '/tmp/punctual-test',
@@ -48,7 +68,7 @@ function twoInputTask(options: { maxTaskIdleMs?: number; errorHandler?: ErrorHan
   const put = (topic: string, value: string, ts: number): void => {
     topics.sendBytes(topic, 0, enc('k'), enc(value), ts, NO_HEADERS)
   }
-  return { task, seen, streamTimes, put, clock, topics, values: () => seen.map((r) => r.value) }
+  return { task, seen, streamTimes, put, clock, topics, behind, values: () => seen.map((r) => r.value) }
 }
 
 describe('record choice across the partitions of a task (SEMANTICS 1)', () => {
@@ -110,6 +130,44 @@ describe('maxTaskIdleMs', () => {
     t.clock.advance(1)
     assert.equal(t.task.process(Infinity), 1)
     assert.deepEqual(t.values(), ['a1'])
+  })
+
+  it('0: waits for an empty partition whose source holds records not yet fetched, until they come (KIP-695)', () => {
+    const t = twoInputTask()
+    t.behind.add('b')
+    t.put('a', 'a5', 5)
+    t.put('a', 'a6', 6)
+    assert.equal(t.task.process(Infinity), 0)
+    assert.equal(t.task.nextWallClockDue(), Infinity, 'no deadline: the fetch that brings them wakes the task')
+    t.clock.advance(60_000)
+    assert.equal(t.task.process(Infinity), 0, 'however long it takes')
+    t.put('b', 'b2', 2)
+    // b's record comes first; then b is empty and still behind: the task waits again.
+    assert.equal(t.task.process(Infinity), 1)
+    t.behind.delete('b')
+    assert.equal(t.task.process(Infinity), 2, 'caught up: the others are processed at once')
+    assert.deepEqual(t.values(), ['b2', 'a5', 'a6'])
+  })
+
+  it('above 0: waits for a partition behind as for one caught up, then maxTaskIdleMs once it is caught up', () => {
+    const t = twoInputTask({ maxTaskIdleMs: 100 })
+    t.behind.add('b')
+    t.put('a', 'a1', 1)
+    assert.equal(t.task.process(Infinity), 0)
+    t.clock.advance(500)
+    assert.equal(t.task.process(Infinity), 0, 'maxTaskIdleMs does not count while the partition is behind')
+    t.behind.delete('b')
+    assert.equal(t.task.process(Infinity), 0, 'the idle wait starts now')
+    assert.equal(t.task.nextWallClockDue(), 1600)
+    t.clock.advance(100)
+    assert.equal(t.task.process(Infinity), 1)
+  })
+
+  it('-1: never waits, not even for records known to wait at the source', () => {
+    const t = twoInputTask({ maxTaskIdleMs: -1 })
+    t.behind.add('b')
+    t.put('a', 'a1', 1)
+    assert.equal(t.task.process(Infinity), 1)
   })
 
   it('stops waiting as soon as the empty partition gets data, and orders by timestamp', () => {

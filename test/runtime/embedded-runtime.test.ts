@@ -249,6 +249,6 @@ describe('EmbeddedRuntime', () => {
   it('validates its configuration, naming the option and value', () => {
     assert.throws(() => new EmbeddedRuntime(passThrough(), { applicationId: '' }), /applicationId must be a non-empty string/)
     assert.throws(() => new EmbeddedRuntime(passThrough(), { applicationId: 'x', commitIntervalMs: 0 }), /commitIntervalMs must be an integer >= 1, got 0/)
-    assert.throws(() => new EmbeddedRuntime(passThrough(), { applicationId: 'x', maxTaskIdleMs: -1 }), /maxTaskIdleMs must be an integer >= 0, got -1/)
+    assert.throws(() => new EmbeddedRuntime(passThrough(), { applicationId: 'x', maxTaskIdleMs: -2 }), /maxTaskIdleMs must be an integer >= -1, got -2/)
   })
 })

@@ -4,8 +4,11 @@ import type { PartitionQueue } from './partition-queue.js'
 /**
  * Picks which of a task's input partitions supplies the next record: the one whose head has the
  * smallest timestamp (ties to the earlier queue: lower partition, then source order), as Kafka Streams'
- * PartitionGroup does. While some partition is empty, the task waits up to `maxTaskIdleMs` for it before
- * processing the others, so a lagging partition does not see its records arrive after later ones.
+ * PartitionGroup does. While some partition is empty the task may wait for it, so a lagging partition
+ * does not see its records arrive after later ones (KIP-695):
+ * - an empty partition whose source knows of records not yet fetched (`caughtUp()` false) is waited
+ *   for, however long, unless `maxTaskIdleMs` is negative;
+ * - an empty partition that is caught up is waited for up to `maxTaskIdleMs` (0: not at all).
  */
 export class InputChooser {
   constructor(
@@ -40,17 +43,34 @@ export class InputChooser {
         bestTs = h.timestamp
       }
     }
-    if (best === undefined || !anyEmpty || this.maxTaskIdleMs <= 0) return best
-    // Some partition is empty: wait up to maxTaskIdleMs for it before processing the others.
-    const now = this.clock.now()
+    if (best === undefined || !anyEmpty || this.maxTaskIdleMs < 0) return best
+    return this.readyDespiteEmpty() ? best : undefined
+  }
+
+  /** Some partition is empty: whether the task may process the others now. */
+  private readyDespiteEmpty(): boolean {
+    let now = -1
     let ready = true
-    for (const q of queues) {
+    let deadlineSet = false
+    for (const q of this.queues) {
       if (q.head() !== undefined) continue
-      if (q.idleDeadline < 0) q.idleDeadline = now + this.maxTaskIdleMs
+      if (q.input.caughtUp?.() === false) {
+        // Records are known to wait at the source: the fetch that brings them (or says the partition
+        // is caught up) wakes the task.
+        q.idleDeadline = -1
+        ready = false
+        continue
+      }
+      if (this.maxTaskIdleMs === 0) continue
+      if (now < 0) now = this.clock.now()
+      if (q.idleDeadline < 0) {
+        q.idleDeadline = now + this.maxTaskIdleMs
+        deadlineSet = true
+      }
       if (q.idleDeadline > now) ready = false
     }
-    if (!ready) this.onWait()
-    return ready ? best : undefined
+    if (deadlineSet) this.onWait()
+    return ready
   }
 
   /** Earliest end of a wait for an empty partition, or Infinity. */
