@@ -94,7 +94,7 @@ export type ValidKafkaRuntimeConfig = Required<Omit<KafkaRuntimeConfig, 'client'
 }
 
 /** Settings punctual sets itself: passing them would break the runtime's guarantees. */
-const OWNED = ['bootstrap.servers', 'group.id', 'enable.auto.commit', 'isolation.level', 'transactional.id', 'rebalance_cb', 'offset_commit_cb', 'group.protocol']
+const OWNED = ['bootstrap.servers', 'group.id', 'enable.auto.commit', 'isolation.level', 'transactional.id', 'rebalance_cb', 'offset_commit_cb', 'group.protocol', 'enable.partition.eof']
 
 export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKafkaRuntimeConfig {
   const where = 'KafkaRuntime config'

@@ -109,6 +109,15 @@ const CALL_TIMEOUT_MS = 60_000
  * consumer that dropped its brokers never finds its group coordinator again.
  */
 const PRODUCER_DEFAULTS = { 'metadata.recovery.strategy': 'none' } as const
+/**
+ * librdkafka settings of the consumers (main, restore, global), before the user's. A partition whose prefetch queue holds
+ * `queued.min.messages` is not fetched again for `fetch.queue.backoff.ms` (1 s by default): reading
+ * small records faster than that refills, the queue runs dry in well under a second and the consumer
+ * then waits out the rest, capping throughput at about queued.min.messages per partition per second.
+ * A short backoff only wakes the fetcher more often to look at the queue (no request is sent while it
+ * is full); `queued.max.messages.kbytes` still bounds the memory held.
+ */
+const CONSUMER_DEFAULTS = { 'fetch.queue.backoff.ms': 10 } as const
 
 /**
  * How long tasks may wait for the group's offsets of their inputs before the runtime fails (Kafka
@@ -517,6 +526,7 @@ export class KafkaRuntime {
   private createConsumer(client: typeof Client): Consumer {
     const { config } = this
     const consumer = new client.RdKafka.KafkaConsumer({
+      ...CONSUMER_DEFAULTS,
       ...config.client,
       ...config.consumer,
       'bootstrap.servers': config.bootstrapServers,
@@ -790,6 +800,7 @@ export class KafkaRuntime {
     let reader: GlobalTopicsReader | undefined
     if (topics.size > 0) {
       const consumer = new client.RdKafka.KafkaConsumer({
+        ...CONSUMER_DEFAULTS,
         ...config.client,
         ...config.consumer,
         'bootstrap.servers': config.bootstrapServers,
@@ -828,6 +839,7 @@ export class KafkaRuntime {
     const client = this.client as typeof Client
     const def = this.definitions.find((d) => d.id === taskId) as TaskDefinition
     const consumer = new client.RdKafka.KafkaConsumer({
+      ...CONSUMER_DEFAULTS,
       ...this.config.client,
       ...this.config.consumer,
       'bootstrap.servers': this.config.bootstrapServers,

@@ -24,6 +24,7 @@ describe('KafkaRuntime config', () => {
     ['bootstrap servers without a port', { bootstrapServers: 'localhost' }, 'bootstrapServers must be host:port'],
     ['an application id with a space', { applicationId: 'my app' }, 'applicationId must be'],
     ['a setting punctual owns', { consumer: { 'isolation.level': 'read_uncommitted' } }, 'consumer["isolation.level"]: punctual sets this itself'],
+    ['the partition-EOF events the KIP-695 wait relies on', { consumer: { 'enable.partition.eof': false } }, 'consumer["enable.partition.eof"]: punctual sets this itself'],
     ['a setting that is not a scalar', { producer: { 'linger.ms': [5] } }, 'producer["linger.ms"] must be a string, number or boolean'],
     ['a commit interval of 0', { commitIntervalMs: 0 }, 'commitIntervalMs must be an integer >= 1, got 0'],
     ['a negative purge interval', { repartitionPurgeIntervalMs: -1 }, 'repartitionPurgeIntervalMs must be an integer >= 0, got -1'],
