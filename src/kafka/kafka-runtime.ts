@@ -110,12 +110,11 @@ const CALL_TIMEOUT_MS = 60_000
  */
 const PRODUCER_DEFAULTS = { 'metadata.recovery.strategy': 'none' } as const
 /**
- * librdkafka settings of the consumers (main, restore, global), before the user's. A partition whose prefetch queue holds
- * `queued.min.messages` is not fetched again for `fetch.queue.backoff.ms` (1 s by default): reading
- * small records faster than that refills, the queue runs dry in well under a second and the consumer
- * then waits out the rest, capping throughput at about queued.min.messages per partition per second.
- * A short backoff only wakes the fetcher more often to look at the queue (no request is sent while it
- * is full); `queued.max.messages.kbytes` still bounds the memory held.
+ * librdkafka settings of the consumers (main, restore, global), before the user's. librdkafka does not
+ * fetch a partition again for `fetch.queue.backoff.ms` (1 s by default) once its prefetch queue holds
+ * `queued.min.messages`; a consumer that empties the queue faster than that waits out the rest of the
+ * second. A short backoff only has the fetcher look at the queue more often (no request goes out while
+ * it is full); `queued.max.messages.kbytes` still bounds the memory held.
  */
 const CONSUMER_DEFAULTS = { 'fetch.queue.backoff.ms': 10 } as const
 
