@@ -163,26 +163,30 @@ export class Fetcher {
 
   private append(messages: readonly ConsumedMessage[]): void {
     let appended = false
+    // Messages come in runs of one partition: each run is appended at once.
     let run: FetchedMessage[] = []
-    let runKey = ''
+    let runTopic = ''
+    let runPartition = -1
     const flush = (): void => {
-      const p = this.partitions.get(runKey)
-      if (p !== undefined && run.length > 0) {
+      if (run.length === 0) return
+      const k = key(runTopic, runPartition)
+      const p = this.partitions.get(k)
+      if (p !== undefined) {
         p.append(run)
         appended = true
-        if (p.size >= this.maxHeld && !this.paused.has(runKey)) {
+        if (p.size >= this.maxHeld && !this.paused.has(k)) {
           const ref = { topic: p.topic, partition: p.partition }
-          this.paused.set(runKey, ref)
+          this.paused.set(k, ref)
           this.consumer.pause([ref])
         }
       }
       run = []
     }
     for (const m of messages) {
-      const k = key(m.topic, m.partition)
-      if (k !== runKey) {
+      if (m.partition !== runPartition || m.topic !== runTopic) {
         flush()
-        runKey = k
+        runTopic = m.topic
+        runPartition = m.partition
       }
       run.push({ offset: m.offset, key: toBytes(m.key), value: m.value, timestamp: m.timestamp ?? 0, headers: toHeaders(m.headers) })
     }
