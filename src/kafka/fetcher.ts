@@ -35,7 +35,8 @@ const FETCH_BATCH = 2000
 /**
  * Keeps the consumer fetching into the input partitions of the tasks this instance owns: one `consume`
  * call at a time, each taking what librdkafka has ready (it waits only for the first message, on its
- * own thread), appended to the partition's `FetchedPartition`. A partition holding `maxHeld` messages
+ * own thread), appended to the partition's `FetchedPartition`; the next call starts as soon as one
+ * returns, so a batch is gathered while the last is processed. A partition holding `maxHeld` messages
  * not yet read is paused until its task has read half of them, so memory stays bounded however far
  * processing falls behind (or while a task restores). Partition-EOF events mark a partition fetched
  * to its end, which tells a task of several partitions whether an empty one is worth waiting for.
@@ -156,7 +157,9 @@ export class Fetcher {
           this.onError({ message: (e as Error).message, code: 0 })
           return
         }
-        if (this.running) setImmediate(() => this.fetch())
+        // The next call starts now, not after the task loop's run (scheduled by the append): the client
+        // gathers a batch on a worker thread, so it collects the next while this one is processed.
+        if (this.running) this.fetch()
       })
     })
   }
