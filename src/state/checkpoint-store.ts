@@ -420,12 +420,19 @@ export class CheckpointStore {
     // Each slice's writes are a transaction of their own: every one's outcome is awaited (a failure
     // that nobody awaits is an unhandled rejection in lmdb-js).
     const applied: Array<Promise<void>> = []
+    let failed = false
     await holds.sliced((deadline) => {
+      // No more transactions once one failed (a full disk): the commit fails anyway, the sealed
+      // journal applies it at the next open, and a run of failed writes can corrupt lmdb-js's
+      // memory (glibc then aborts the process before the error is reported).
+      if (failed) return true
       const done = journal.apply(deadline)
       const written = this.written()
       // Handled now, reported by Promise.all below: a slice that fails before the last one is queued
       // must not be an unhandled rejection meanwhile.
-      written.catch(ignore)
+      written.catch(() => {
+        failed = true
+      })
       applied.push(written)
       return done
     })
