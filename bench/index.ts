@@ -3,7 +3,7 @@
  * Options: --only NAME[,NAME] (timer-memory, lateness-idle, lateness-load, pass-through, timers,
  * windowed-final, spill, buffer-memory, restore, restore-changelog, lateness-commits, count-keys, side-by-side,
  * stream-join, table-join, and
- * kafka, which runs only when named: it needs Java and a broker, and takes minutes),
+ * kafka, which runs only when named: it needs Java and a broker, and takes about 10 minutes),
  * --seconds N (lateness run length). Run with --expose-gc (npm run bench does) for memory figures.
  * A run of one benchmark updates its entries in bench/results.json and keeps the others.
  * Each benchmark runs in a process of its own, so that none measures the heap another one left (the
@@ -22,6 +22,7 @@ import { changelogRestoreTime, countKeys, latenessDuringCommits, restoreTime } f
 import { sideBySide } from './side-by-side.js'
 import { streamStreamJoin, streamTableJoin } from './joins.js'
 import { kafkaBench } from './kafka.js'
+import type { KafkaRun } from './kafka.js'
 import { median } from './stats.js'
 
 const ALL = ['timer-memory', 'lateness-idle', 'lateness-load', 'pass-through', 'timers', 'windowed-final', 'spill', 'buffer-memory', 'restore', 'restore-changelog', 'lateness-commits', 'count-keys', 'side-by-side', 'stream-join', 'table-join']
@@ -270,16 +271,40 @@ if (want('table-join')) {
 
 if (want('kafka') && only !== undefined) {
   const r = await kafkaBench()
-  const run = (engine: string, instances: number, guarantee: string) => r.runs.find((x) => x.engine === engine && x.instances === instances && x.guarantee === guarantee)
-  const ks = run('kafka-streams', 1, 'exactly_once_v2')
-  const p = run('punctual', 1, 'exactly_once_v2')
-  results.kafka = { ...environment(), ...r, punctualRecordsPerSec: p?.recordsPerSecond, kafkaStreamsRecordsPerSec: ks?.recordsPerSecond }
-  rows.push([`on a Kafka broker: flights windowed final (${(r.records / 1e6).toFixed(1)} M records, ${r.partitions} partitions), end to end`, '', 'each engine from its start until every record is processed', 'punctual >= Kafka Streams'])
-  for (const x of r.runs) {
-    const base = run('kafka-streams', 1, x.guarantee)
-    const same = base === undefined || (x.finalResults === base.finalResults && x.hash === base.hash) ? 'same output' : 'OUTPUT DIFFERS'
-    const who = x.engine === 'punctual' ? `punctual, ${x.instances} instance${x.instances > 1 ? 's' : ''}` : 'Kafka Streams 4.4, 1 stream thread'
-    rows.push([`  ${who}, ${x.guarantee}`, `${Math.round(x.recordsPerSecond).toLocaleString('en-US')} records/s`, `${f(x.seconds, 1)} s; ${x.finalResults.toLocaleString('en-US')} final results, ${same}${base === undefined || x === base ? '' : `; ${(x.recordsPerSecond / base.recordsPerSecond).toFixed(2)}x Kafka Streams`}`, ''])
+  const runsOf = (engine: string, instances: number, guarantee: string) => r.runs.filter((x) => x.engine === engine && x.instances === instances && x.guarantee === guarantee)
+  const rate = (x: { recordsPerSecond: number }): number => x.recordsPerSecond
+  /** Each round's ratio to Kafka Streams' run of the same round, and their median. */
+  const ratios = (engine: string, instances: number, guarantee: string): { each: number[]; median: number } => {
+    const each = runsOf(engine, instances, guarantee).map((x) => x.recordsPerSecond / (runsOf('kafka-streams', 1, guarantee).find((k) => k.round === x.round) as KafkaRun).recordsPerSecond)
+    return { each, median: median(each, (v) => v) }
+  }
+  const ks = median(runsOf('kafka-streams', 1, 'exactly_once_v2'), rate)
+  const p = median(runsOf('punctual', 1, 'exactly_once_v2'), rate)
+  results.kafka = {
+    ...environment(),
+    ...r,
+    punctualRecordsPerSec: p?.recordsPerSecond,
+    kafkaStreamsRecordsPerSec: ks?.recordsPerSecond,
+    punctualToKafkaStreams: ratios('punctual', 1, 'exactly_once_v2').median,
+  }
+  const rounds = Math.max(...r.runs.map((x) => x.round))
+  rows.push([`on a Kafka broker: flights windowed final (${(r.records / 1e6).toFixed(1)} M records, ${r.partitions} partitions), end to end, median of ${rounds} rounds`, '', 'each engine from its start until every record is processed', 'punctual >= Kafka Streams'])
+  for (const guarantee of ['exactly_once_v2', 'at_least_once'] as const) {
+    const reference = runsOf('kafka-streams', 1, guarantee)[0]
+    for (const [engine, instances] of [['kafka-streams', 1], ['punctual', 1], ['punctual', 2]] as const) {
+      const all = runsOf(engine, instances, guarantee)
+      if (all.length === 0) continue
+      const m = median(all, rate)
+      const same = all.every((x) => reference === undefined || (x.finalResults === reference.finalResults && x.hash === reference.hash)) ? 'same output' : 'OUTPUT DIFFERS'
+      const who = engine === 'punctual' ? `punctual, ${instances} instance${instances > 1 ? 's' : ''}` : 'Kafka Streams 4.4, 1 stream thread'
+      const k = (n: number): string => Math.round(n).toLocaleString('en-US')
+      let ratio = ''
+      if (engine === 'punctual') {
+        const q = ratios(engine, instances, guarantee)
+        ratio = `; ${q.median.toFixed(2)}x Kafka Streams (rounds: ${q.each.map((x) => `${x.toFixed(2)}x`).join(', ')})`
+      }
+      rows.push([`  ${who}, ${guarantee}`, `${k(m.recordsPerSecond)} records/s`, `rounds: ${all.map((x) => k(x.recordsPerSecond)).join(', ')}; ${m.finalResults.toLocaleString('en-US')} final results, ${same}${ratio}`, ''])
+    }
   }
   for (const [who, l] of [['Kafka Streams', r.lateness.kafkaStreams], ['punctual', r.lateness.punctual]] as const) {
     rows.push([`  wall-clock punctuation lateness on the broker, idle input (1 s schedule): ${who}`, `p50 ${f(l.p50Ms)} ms, p99 ${f(l.p99Ms)} ms, max ${f(l.maxMs)} ms`, `${l.calls} calls`, ''])

@@ -16,6 +16,8 @@ import { javaHash, percentiles } from './stats.js'
 // idle input in each. The broker is PUNCTUAL_KAFKA_BOOTSTRAP's, or one this starts and stops.
 
 export interface KafkaRun {
+  /** Rounds run every setup once, one after the other, so that each engine meets the machine's drift. */
+  readonly round: number
   readonly engine: 'punctual' | 'kafka-streams'
   readonly instances: number
   readonly guarantee: 'exactly_once_v2' | 'at_least_once'
@@ -42,6 +44,11 @@ export interface KafkaBenchResult {
 }
 
 const PARTITIONS = 4
+/**
+ * Rounds of every setup (PUNCTUAL_KAFKA_BENCH_ROUNDS): the machine's speed drifts between minutes by more
+ * than the engines differ, so the figures are the medians over rounds.
+ */
+const ROUNDS = Number(process.env.PUNCTUAL_KAFKA_BENCH_ROUNDS ?? 3)
 const LATENESS_SECONDS = 20
 /** Calls dropped from each lateness sample: the first ones fall while the instance joins its group. */
 const WARM_UP_CALLS = 3
@@ -119,20 +126,22 @@ export async function kafkaBench(): Promise<KafkaBenchResult> {
     await cluster.produce(`${name}-flights`, PARTITIONS, records)
 
     const runs: KafkaRun[] = []
-    for (const guarantee of ['exactly_once_v2', 'at_least_once'] as const) {
-      const setups: Array<[KafkaRun['engine'], number]> = [['kafka-streams', 1], ['punctual', 1], ['punctual', 2]]
-      for (const [engine, instances] of setups) {
-        const app = `${name}-${engine}-${instances}-${guarantee}`
-        const output = `${app}-out`
-        await cluster.createTopic(output, PARTITIONS)
-        const args = [bootstrap, app, `${name}-flights`, output, guarantee]
-        const engines = Array.from({ length: instances }, () => (engine === 'punctual' ? EngineProcess.punctual(['windowed', ...args]) : EngineProcess.kafkaStreams(['windowed', ...args])))
-        const total = (): number => engines.reduce((n, e) => n + e.processed, 0)
-        await waitFor(`${app} processed ${records.length} records`, () => total() >= records.length, 20 * 60_000)
-        const seconds = (Math.max(...engines.map((e) => e.at)) - Math.min(...engines.map((e) => e.started))) / 1000
-        for (const e of engines) await e.stop()
-        const lines = (await cluster.readAll(output, PARTITIONS)).flat().map((r) => `${r.key} ${r.value}`)
-        runs.push({ engine, instances, guarantee, seconds, recordsPerSecond: records.length / seconds, finalResults: lines.length, hash: javaHash(lines) })
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const guarantee of ['exactly_once_v2', 'at_least_once'] as const) {
+        const setups: Array<[KafkaRun['engine'], number]> = [['kafka-streams', 1], ['punctual', 1], ['punctual', 2]]
+        for (const [engine, instances] of setups) {
+          const app = `${name}-${engine}-${instances}-${guarantee}-${round}`
+          const output = `${app}-out`
+          await cluster.createTopic(output, PARTITIONS)
+          const args = [bootstrap, app, `${name}-flights`, output, guarantee]
+          const engines = Array.from({ length: instances }, () => (engine === 'punctual' ? EngineProcess.punctual(['windowed', ...args]) : EngineProcess.kafkaStreams(['windowed', ...args])))
+          const total = (): number => engines.reduce((n, e) => n + e.processed, 0)
+          await waitFor(`${app} processed ${records.length} records`, () => total() >= records.length, 20 * 60_000)
+          const seconds = (Math.max(...engines.map((e) => e.at)) - Math.min(...engines.map((e) => e.started))) / 1000
+          for (const e of engines) await e.stop()
+          const lines = (await cluster.readAll(output, PARTITIONS)).flat().map((r) => `${r.key} ${r.value}`)
+          runs.push({ round, engine, instances, guarantee, seconds, recordsPerSecond: records.length / seconds, finalResults: lines.length, hash: javaHash(lines) })
+        }
       }
     }
 
