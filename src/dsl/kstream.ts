@@ -2,7 +2,7 @@ import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
 import { PunctualError } from '../errors.js'
 import type { ProcessorContext, ProcessorSupplier, StoreKey, StreamRecord } from '../processor/api.js'
-import type { KeyedProcessorSupplier } from '../keyed/api.js'
+import type { ExpiredEntry, KeyedProcessorSupplier, Timer } from '../keyed/api.js'
 import type { StreamsBuilder } from './builder.js'
 import { KGroupedStream } from './grouped.js'
 import type { Grouped, KeyValue, Produced } from './options.js'
@@ -129,7 +129,7 @@ export class KStream<K, V> {
   processValues<VOut>(supplier: ProcessorSupplier<K, V, K, VOut>, named: Named, ...stores: string[]): KStream<K, VOut>
   processValues<VOut>(supplier: ProcessorSupplier<K, V, K, VOut>, ...rest: Array<Named | string>): KStream<K, VOut> {
     const { name, stores } = this.processArguments('processValues', rest)
-    this.builder.graph.addProcessor(name, fixedKey(name, supplier), this.node)
+    this.builder.graph.addProcessor(name, fixedKey('processValues', name, supplier), this.node)
     this.connect(name, stores)
     return new KStream<K, VOut>(this.builder, name, this.keySerde, undefined, this.repartitionRequired)
   }
@@ -153,7 +153,7 @@ export class KStream<K, V> {
   processValuesKeyed<VOut>(supplier: KeyedProcessorSupplier<K & StoreKey, V, K, VOut>, named: Named, ...stores: string[]): KStream<K, VOut>
   processValuesKeyed<VOut>(supplier: KeyedProcessorSupplier<K & StoreKey, V, K, VOut>, ...rest: Array<Named | string>): KStream<K, VOut> {
     const { name, stores } = this.processArguments('processValuesKeyed', rest)
-    this.builder.graph.addKeyedProcessor(name, fixedKey(name, supplier as unknown as ProcessorSupplier<K, V, K, VOut>) as unknown as KeyedProcessorSupplier<StoreKey, V, K, VOut>, this.node)
+    this.builder.graph.addKeyedProcessor(name, fixedKey('processValuesKeyed', name, supplier as unknown as () => FixedKeyCallbacks<K, V, VOut>) as unknown as KeyedProcessorSupplier<StoreKey, V, K, VOut>, this.node)
     this.connect(name, stores)
     return new KStream<K, VOut>(this.builder, name, this.keySerde, undefined, this.repartitionRequired)
   }
@@ -471,21 +471,22 @@ export interface Named {
 }
 
 /**
- * A processor of `processValues`: what it forwards while processing a record must keep that record's
- * key (the same value, ===), as Kafka Streams' fixed-key records guarantee by type. Checked per forward;
- * the check costs a comparison.
+ * A processor of `processValues` or `processValuesKeyed`: what it forwards while handling a record, a
+ * timer or an expiry must keep that key (the same value, ===), as Kafka Streams' fixed-key records
+ * guarantee by type. Checked per forward; the check costs a comparison. Every callback of the user's
+ * processor is passed on: one left out would run nothing and say nothing.
  */
-function fixedKey<K, V, VOut>(name: string, supplier: ProcessorSupplier<K, V, K, VOut>): ProcessorSupplier<K, V, K, VOut> {
+function fixedKey<K, V, VOut>(operation: string, name: string, supplier: () => FixedKeyCallbacks<K, V, VOut>): () => FixedKeyCallbacks<K, V, VOut> {
   return () => {
     const inner = supplier()
-    let processing = false
+    let handling = false
     let key: K
-    return {
+    const wrapped: FixedKeyCallbacks<K, V, VOut> = {
       init(context) {
-        const checked: ProcessorContext<K, VOut> = Object.create(context) as ProcessorContext<K, VOut>
+        const checked = Object.create(context) as ProcessorContext<K, VOut>
         checked.forward = (record, childName) => {
-          if (processing && record.key !== key) {
-            throw new PunctualError('PROCESSING', `processValues processor "${name}" forwarded key ${JSON.stringify(record.key)} while processing key ${JSON.stringify(key)}: it must keep the key (use process() to change it)`)
+          if (handling && record.key !== key) {
+            throw new PunctualError('PROCESSING', `${operation} processor "${name}" forwarded key ${JSON.stringify(record.key)} while processing key ${JSON.stringify(key)}: it must keep the key (use ${operation === 'processValues' ? 'process' : 'processKeyed'}() to change it)`)
           }
           context.forward(record, childName)
         }
@@ -493,16 +494,51 @@ function fixedKey<K, V, VOut>(name: string, supplier: ProcessorSupplier<K, V, K,
       },
       process(record) {
         key = record.key
-        processing = true
+        handling = true
         try {
           inner.process(record)
         } finally {
-          processing = false
+          handling = false
         }
       },
       close() {
         inner.close?.()
       },
     }
+    // Defined only when the user's processor has them: a keyed node skips a callback that is absent.
+    const onTimer = inner.onTimer
+    if (onTimer !== undefined) {
+      wrapped.onTimer = (timer) => {
+        key = timer.key
+        handling = true
+        try {
+          onTimer.call(inner, timer)
+        } finally {
+          handling = false
+        }
+      }
+    }
+    const onExpire = inner.onExpire
+    if (onExpire !== undefined) {
+      wrapped.onExpire = (entry) => {
+        key = entry.key
+        handling = true
+        try {
+          onExpire.call(inner, entry)
+        } finally {
+          handling = false
+        }
+      }
+    }
+    return wrapped
   }
+}
+
+/** The callbacks of a plain or keyed processor, as `fixedKey` passes them on. */
+interface FixedKeyCallbacks<K, V, VOut> {
+  init?(context: ProcessorContext<K, VOut>): void
+  process(record: StreamRecord<K, V>): void
+  onTimer?(timer: Timer<K>): void
+  onExpire?(entry: ExpiredEntry<K>): void
+  close?(): void
 }

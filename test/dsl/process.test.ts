@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { PunctualError, Serdes, StateDescriptors, Stores, StreamsBuilder } from '../../src/index.js'
-import type { KeyedProcessorContext, KeyValueStore, ProcessorContext, StreamRecord, Timer } from '../../src/index.js'
+import type { KeyedProcessor, KeyedProcessorContext, KeyValueStore, ProcessorContext, StreamRecord, Timer } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
 
 const str = { keySerde: Serdes.String(), valueSerde: Serdes.String() }
@@ -130,6 +130,76 @@ describe('KStream.process, processValues and their keyed forms', () => {
       { key: 'ann', value: 'ENDED AT 15' },
       { key: 'bob', value: 'ENDED AT 17' },
     ])
+  })
+
+  it('processValuesKeyed passes on onTimer and onExpire: what they forward reaches the stream', () => {
+    // Per customer: an event-time timer 30 after each order and state with a 10 ms event-time TTL.
+    const inactivity = (): KeyedProcessor<string, string, string, string> => {
+      let ctx: KeyedProcessorContext<string, string, string>
+      return {
+        init(c) {
+          ctx = c
+        },
+        process(r) {
+          ctx.getState(StateDescriptors.value<string>('last', { ttl: { ttlMs: 10, timeDomain: 'event' } })).update(r.value)
+          ctx.timers.registerEventTimeTimer(r.timestamp + 30)
+        },
+        onTimer(t) {
+          ctx.forward({ key: t.key, value: 'inactive for 30', timestamp: t.timestamp, headers: [] })
+        },
+        onExpire(e) {
+          ctx.forward({ key: e.key, value: `state expired: ${String(e.value)}`, timestamp: e.now, headers: [] })
+        },
+      }
+    }
+    const run = (keyed: 'processKeyed' | 'processValuesKeyed') => {
+      const b = new StreamsBuilder()
+      const orders = b.stream<string, string>('orders', str)
+      const out = keyed === 'processKeyed' ? orders.processKeyed(inactivity) : orders.processValuesKeyed(inactivity)
+      out.to('alerts', str)
+      const driver = new TopologyTestDriver(b.build())
+      const input = driver.createInputTopic('orders', Serdes.String(), Serdes.String())
+      input.pipeInput('c1', 'book', 0)
+      input.pipeInput('c2', 'pen', 40)
+      return driver.createOutputTopic('alerts', Serdes.String(), Serdes.String()).readKeyValuesToList()
+    }
+    // User timers fire before TTL timers due at the same advance.
+    const expected = [
+      { key: 'c1', value: 'inactive for 30' },
+      { key: 'c1', value: 'state expired: book' },
+    ]
+    assert.deepEqual(run('processKeyed'), expected)
+    assert.deepEqual(run('processValuesKeyed'), expected)
+  })
+
+  it('processValuesKeyed refuses a timer that forwards another key than the timer\'s, naming the processor', () => {
+    const b = new StreamsBuilder()
+    b.stream<string, string>('in', str)
+      .processValuesKeyed<string>(
+        () => {
+          let ctx: KeyedProcessorContext<string, string, string>
+          return {
+            init(c) {
+              ctx = c
+            },
+            process(r) {
+              ctx.timers.registerEventTimeTimer(r.timestamp + 1)
+            },
+            onTimer(t) {
+              ctx.forward({ key: `${t.key}!`, value: 'x', timestamp: t.timestamp, headers: [] })
+            },
+          }
+        },
+        { name: 'rekeying-timer' },
+      )
+      .to('out', str)
+    const driver = new TopologyTestDriver(b.build())
+    const input = driver.createInputTopic('in', Serdes.String(), Serdes.String())
+    input.pipeInput('a', 'v', 0)
+    assert.throws(
+      () => input.pipeInput('b', 'v', 5),
+      (err: unknown) => err instanceof PunctualError && /processValuesKeyed processor "rekeying-timer" forwarded key "a!" while processing key "a": it must keep the key \(use processKeyed\(\) to change it\)/.test(err.message),
+    )
   })
 
   it('a store not added to the builder is refused, naming the processor and the store', () => {
