@@ -29,6 +29,11 @@ export const ERROR_CODES = [
   'UNSUPPORTED',
   /** An optional dependency a feature needs is not installed (the error names the install command). */
   'DEPENDENCY_MISSING',
+  /**
+   * A queried store is not ready on this instance: a task holding it is still restoring (Kafka Streams'
+   * `InvalidStateStoreException`). Retriable: the same query succeeds once the task runs.
+   */
+  'STORE_NOT_READY',
 ] as const
 
 export type ErrorCode = (typeof ERROR_CODES)[number]

@@ -377,16 +377,32 @@ export class KafkaRuntime {
    * A read-only view of store `name` for interactive queries, over the tasks this instance runs now (as
    * `EmbeddedRuntime.store`; Kafka Streams' `KafkaStreams.store` with local stores): a key whose task
    * another instance runs is not found here. Calls while the runtime is not running fail with
-   * ILLEGAL_STATE.
+   * ILLEGAL_STATE. While a task of this instance that holds the store restores (or waits for the group's
+   * offsets of its inputs to be stable first), a lookup that finds nothing, and every range or scan,
+   * fails with STORE_NOT_READY (retriable): `queryMetadataForKey` names this instance for the task's keys
+   * already, and "absent" would be wrong for a key its changelog holds.
    */
   store<T>(name: string, type: QueryableStoreType<T>): T {
-    return queryableStore(this.topology, name, type, (storeName) => {
-      if (this.currentState !== 'RUNNING') {
-        throw new PunctualError('ILLEGAL_STATE', `store "${storeName}": the runtime is ${this.currentState}; stores can be queried while it runs`)
-      }
-      const global = this.globals?.get(storeName)
-      return global === undefined ? localStores(this.tasks, storeName) : [global]
-    })
+    return queryableStore(
+      this.topology,
+      name,
+      type,
+      (storeName) => {
+        if (this.currentState !== 'RUNNING') {
+          throw new PunctualError('ILLEGAL_STATE', `store "${storeName}": the runtime is ${this.currentState}; stores can be queried while it runs`)
+        }
+        const global = this.globals?.get(storeName)
+        return global === undefined ? localStores(this.tasks, storeName) : [global]
+      },
+      (storeName) => this.tasksNotReady(storeName),
+    )
+  }
+
+  /** The tasks assigned here that hold store `storeName` and do not run yet (waiting for stable offsets, or restoring). */
+  private tasksNotReady(storeName: string): string[] {
+    const running = new Set(this.taskIds())
+    const holding = new Set(this.definitions.filter((d) => d.subtopology.stores.some((b) => b.name === storeName)).map((d) => d.id))
+    return this.completeTasks().filter((id) => holding.has(id) && !running.has(id))
   }
 
   /**

@@ -36,8 +36,20 @@ const TYPE_CALL: Readonly<Record<QueryableStoreKind, string>> = {
  * Streams' composite stores do: a key is looked up in each task until one has it; ranges and scans
  * give each task's entries in turn. Refuses a store the topology does not have, one that cannot be
  * queried, and a type that is not the store's, naming the store.
+ *
+ * `notReady(name)` names the tasks of this instance that hold the store but do not run yet (restoring,
+ * or waiting to): their keys are missing from `local`, so a lookup that finds nothing, and every range
+ * or scan, fails with STORE_NOT_READY instead of answering "absent" for a key that exists (Kafka
+ * Streams' `InvalidStateStoreException`). A key found in a running task is answered: a key lives in one
+ * task only.
  */
-export function queryableStore<T>(topology: Topology, name: string, type: QueryableStoreType<T>, local: (name: string) => readonly StateStore[]): T {
+export function queryableStore<T>(
+  topology: Topology,
+  name: string,
+  type: QueryableStoreType<T>,
+  local: (name: string) => readonly StateStore[],
+  notReady: (name: string) => readonly string[] = () => [],
+): T {
   const builder = storeBuilder(topology, name)
   const query = builder.query
   if (query === undefined) {
@@ -54,7 +66,17 @@ export function queryableStore<T>(topology: Topology, name: string, type: Querya
       if (view === undefined) views.set(store, (view = query.view(store)))
       return view as V
     })
-  return composite(query.kind, current) as T
+  const ready = (): void => {
+    const tasks = notReady(name)
+    if (tasks.length > 0) {
+      throw new PunctualError(
+        'STORE_NOT_READY',
+        `store "${name}" is not ready on this instance: task${tasks.length === 1 ? '' : 's'} ${tasks.join(', ')} holding it ${tasks.length === 1 ? 'is' : 'are'} restoring; retry the query shortly`,
+        { retriable: true },
+      )
+    }
+  }
+  return composite(query.kind, current, ready) as T
 }
 
 /** The instances of store `name` in `tasks` (those whose sub-topology has it). */
@@ -82,24 +104,42 @@ function storeBuilder(topology: Topology, name: string): StoreBuilder {
   throw new PunctualError('INVALID_ARGUMENT', `no store named "${name}" in this topology (its stores: ${all.length === 0 ? 'none' : all.join(', ')})`)
 }
 
-/** The first answer that is not `none`, over the views in turn. */
-function first<V, R>(views: readonly V[], ask: (view: V) => R, none: R): R {
+/**
+ * The first answer that is not `none`, over the views in turn; when none has one, `ready()` decides
+ * whether "none" is the answer (it throws while a task that may hold the key is not running).
+ */
+function first<V, R>(views: readonly V[], ask: (view: V) => R, none: R, ready: () => void): R {
   for (const view of views) {
     const answer = ask(view)
     if (answer !== none) return answer
   }
+  ready()
   return none
 }
 
-function composite(kind: QueryableStoreKind, current: <V>() => V[]): object {
+/** Every view's answers in turn, for a key: a non-empty answer comes from the one task that holds the key. */
+function ofKey<V, E>(views: readonly V[], ask: (view: V) => E[], ready: () => void): E[] {
+  const out = views.flatMap(ask)
+  if (out.length === 0) ready()
+  return out
+}
+
+/** Every view's answers in turn, for a range or scan: complete only when every task holding the store runs. */
+function ofAll<V, R>(views: () => readonly V[], ask: (views: readonly V[]) => R, ready: () => void): R {
+  const current = views()
+  ready()
+  return ask(current)
+}
+
+function composite(kind: QueryableStoreKind, current: <V>() => V[], ready: () => void): object {
   switch (kind) {
     case 'keyValue': {
       const views = current<ReadOnlyKeyValueStore<unknown, unknown>>
       return {
-        get: (key) => first(views(), (v) => v.get(key), undefined),
-        range: (from, to) => views().flatMap((v) => v.range(from, to)),
-        all: () => views().flatMap((v) => v.all()),
-        approximateNumEntries: () => views().reduce((n, v) => n + v.approximateNumEntries(), 0),
+        get: (key) => first(views(), (v) => v.get(key), undefined, ready),
+        range: (from, to) => ofAll(views, (vs) => vs.flatMap((v) => v.range(from, to)), ready),
+        all: () => ofAll(views, (vs) => vs.flatMap((v) => v.all()), ready),
+        approximateNumEntries: () => ofAll(views, (vs) => vs.reduce((n, v) => n + v.approximateNumEntries(), 0), ready),
       } satisfies ReadOnlyKeyValueStore<unknown, unknown>
     }
     case 'window': {
@@ -107,24 +147,24 @@ function composite(kind: QueryableStoreKind, current: <V>() => V[]): object {
       function fetch(key: unknown, windowStart: number): unknown
       function fetch(key: unknown, timeFrom: number, timeTo: number): Array<[number, unknown]>
       function fetch(key: unknown, from: number, to?: number): unknown {
-        return to === undefined ? first(views(), (v) => v.fetch(key, from), undefined) : views().flatMap((v) => v.fetch(key, from, to))
+        return to === undefined ? first(views(), (v) => v.fetch(key, from), undefined, ready) : ofKey(views(), (v) => v.fetch(key, from, to), ready)
       }
       return {
         fetch,
-        fetchAll: (from, to) => views().flatMap((v) => v.fetchAll(from, to)),
-        all: () => views().flatMap((v) => v.all()),
+        fetchAll: (from, to) => ofAll(views, (vs) => vs.flatMap((v) => v.fetchAll(from, to)), ready),
+        all: () => ofAll(views, (vs) => vs.flatMap((v) => v.all()), ready),
       } satisfies ReadOnlyWindowStore<unknown, unknown>
     }
     case 'session': {
       const views = current<ReadOnlySessionStore<unknown, unknown>>
       return {
-        fetch: (key) => views().flatMap((v) => v.fetch(key)),
-        findSessions: (key, earliestEnd, latestStart) => views().flatMap((v) => v.findSessions(key, earliestEnd, latestStart)),
+        fetch: (key) => ofKey(views(), (v) => v.fetch(key), ready),
+        findSessions: (key, earliestEnd, latestStart) => ofKey(views(), (v) => v.findSessions(key, earliestEnd, latestStart), ready),
       } satisfies ReadOnlySessionStore<unknown, unknown>
     }
     case 'versioned': {
       const views = current<ReadOnlyVersionedKeyValueStore<unknown, unknown>>
-      return { get: (key, asOf) => first(views(), (v) => v.get(key, asOf), null) } satisfies ReadOnlyVersionedKeyValueStore<unknown, unknown>
+      return { get: (key, asOf) => first(views(), (v) => v.get(key, asOf), null, ready) } satisfies ReadOnlyVersionedKeyValueStore<unknown, unknown>
     }
   }
 }

@@ -14,8 +14,10 @@ import {
   StreamsBuilder,
   TimeWindows,
 } from '../../src/index.js'
-import type { Processor, ProcessorContext, KeyValueStore, StreamRecord, Topology } from '../../src/index.js'
+import type { Processor, ProcessorContext, KeyValueStore, PunctualError, StreamRecord, Topology } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
+import { queryableStore } from '../../src/query/queryable-stores.js'
+import type { StateStore } from '../../src/processor/api.js'
 
 const str = { keySerde: Serdes.String(), valueSerde: Serdes.String() }
 
@@ -144,6 +146,43 @@ describe('interactive queries', () => {
     for (const [i, k] of keys.entries()) assert.equal(restored.get(k), (i % 3) + 1, `${k} after the restart`)
     assert.equal(second.store('windows-store', QueryableStoreTypes.windowStore<string, number>()).fetch('key-5', 1000), 3)
     await second.stop()
+  })
+
+  it('while a task holding the store restores, fail with STORE_NOT_READY where "absent" may be wrong, and answer keys of running tasks', () => {
+    const topology = aggregations()
+    const d = new TopologyTestDriver(topology)
+    const input = d.createInputTopic('in', Serdes.String(), Serdes.String())
+    for (const [k, ts] of [['a', 1], ['b', 2], ['b', 3]] as const) input.pipeInput(k, 'x', ts)
+    // The driver's one task runs; task 0_1 of the same store is taken to be restoring on this instance.
+    let restoring: string[] = ['0_1']
+    const local = (name: string): StateStore[] => [d.getStateStore(name) as StateStore]
+    const notReady = (): string[] => restoring
+    const counts = queryableStore(topology, 'counts-store', QueryableStoreTypes.keyValueStore<string, number>(), local, notReady)
+    const windows = queryableStore(topology, 'windows-store', QueryableStoreTypes.windowStore<string, number>(), local, notReady)
+    const sessions = queryableStore(topology, 'sessions-store', QueryableStoreTypes.sessionStore<string, number>(), local, notReady)
+    const notReadyError = (err: unknown): boolean => {
+      const e = err as PunctualError
+      assert.equal(e.code, 'STORE_NOT_READY')
+      assert.equal(e.retriable, true)
+      assert.match(e.message, /store "(counts|windows|sessions)-store" is not ready on this instance: task 0_1 holding it is restoring; retry the query/)
+      return true
+    }
+    assert.equal(counts.get('b'), 2, 'a key of a running task is answered')
+    assert.equal(windows.fetch('a', 0), 1)
+    assert.deepEqual(sessions.fetch('b'), [[{ key: 'b', window: { start: 2, end: 3 } }, 2]])
+    assert.throws(() => counts.get('z'), notReadyError)
+    assert.throws(() => counts.all(), notReadyError)
+    assert.throws(() => counts.range('a', 'z'), notReadyError)
+    assert.throws(() => counts.approximateNumEntries(), notReadyError)
+    assert.throws(() => windows.fetch('z', 0), notReadyError)
+    assert.throws(() => windows.fetch('z', 0, 100), notReadyError)
+    assert.throws(() => windows.fetchAll(0, 100), notReadyError)
+    assert.throws(() => sessions.fetch('z'), notReadyError)
+    restoring = []
+    assert.equal(counts.get('z'), undefined, 'once every task runs, a missing key is absent')
+    assert.deepEqual(counts.all(), [['a', 1], ['b', 2]])
+    assert.deepEqual(windows.fetch('z', 0, 100), [])
+    d.close()
   })
 
   it('a count store answers as a model of the input does, for random keys (property)', () => {
