@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer'
+import { PunctualError } from '../errors.js'
 
 /**
  * Turns values into bytes and back, per topic. `null` is a tombstone and passes through as `null`.
@@ -17,12 +18,25 @@ export interface Serde<T> {
   deserialize(topic: string, data: Uint8Array | null): T | null
 }
 
+/**
+ * What a built-in serde can write, as a check: undefined when it takes `data`, else what it takes. A
+ * serde that keeps values typed in memory (String, Double) would otherwise hold a value it cannot
+ * serialize until a commit or a reader with bytes needs it, far from where it was written, or hand it
+ * on as a key that differs from the same key read back (`42` and `'42'`).
+ */
+const TAKES: unique symbol = Symbol('punctual.serde.takes')
+
+type Checked<T> = Serde<T> & { readonly [TAKES]: (data: unknown) => string | undefined }
+
+const isInt32 = (data: unknown): boolean => Number.isInteger(data) && (data as number) >= -0x80000000 && (data as number) <= 0x7fffffff
+
 function asBuffer(data: Uint8Array): Buffer {
   return Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength)
 }
 
-const stringSerde: Serde<string> = {
+const stringSerde: Checked<string> = {
   name: 'String',
+  [TAKES]: (data) => (typeof data === 'string' ? undefined : 'a string'),
   inMemoryIdentity: true,
   sizeOf: (data) => (data === null ? 0 : Buffer.byteLength(data, 'utf8')),
   serialize: (_topic, data) => (data === null ? null : Buffer.from(data, 'utf8')),
@@ -37,16 +51,18 @@ const stringSerde: Serde<string> = {
   },
 }
 
-const bytesSerde: Serde<Uint8Array> = {
+const bytesSerde: Checked<Uint8Array> = {
   name: 'Bytes',
+  [TAKES]: (data) => (data instanceof Uint8Array ? undefined : 'a Uint8Array'),
   sizeOf: (data) => (data === null ? 0 : data.byteLength),
   serialize: (_topic, data) => data,
   deserialize: (_topic, data) => data,
 }
 
 /** IEEE-754 double, 8 bytes big-endian (Kafka's DoubleSerde layout). */
-const doubleSerde: Serde<number> = {
+const doubleSerde: Checked<number> = {
   name: 'Double',
+  [TAKES]: (data) => (typeof data === 'number' ? undefined : 'a number'),
   inMemoryIdentity: true,
   sizeOf: (data) => (data === null ? 0 : 8),
   serialize(_topic, data) {
@@ -63,12 +79,13 @@ const doubleSerde: Serde<number> = {
 }
 
 /** Signed 32-bit integer, big-endian (Kafka's IntegerSerde layout). */
-const integerSerde: Serde<number> = {
+const integerSerde: Checked<number> = {
   name: 'Integer',
+  [TAKES]: (data) => (isInt32(data) ? undefined : 'a 32-bit integer'),
   sizeOf: (data) => (data === null ? 0 : 4),
   serialize(topic, data) {
     if (data === null) return null
-    if (!Number.isInteger(data) || data < -0x80000000 || data > 0x7fffffff) {
+    if (!isInt32(data)) {
       throw new RangeError(`Integer serde: ${data} is not a 32-bit integer (topic ${topic})`)
     }
     const buf = Buffer.allocUnsafe(4)
@@ -83,8 +100,9 @@ const integerSerde: Serde<number> = {
 }
 
 /** Signed 64-bit integer, big-endian (Kafka's LongSerde layout), limited to JavaScript's safe integers. */
-const longSerde: Serde<number> = {
+const longSerde: Checked<number> = {
   name: 'Long',
+  [TAKES]: (data) => (Number.isSafeInteger(data) ? undefined : 'a safe integer'),
   sizeOf: (data) => (data === null ? 0 : 8),
   serialize(topic, data) {
     if (data === null) return null
@@ -104,9 +122,13 @@ const longSerde: Serde<number> = {
   },
 }
 
-function jsonSerde<T>(): Serde<T> {
+/** JSON.stringify writes nothing for these (undefined, a function, a symbol) or throws (a bigint). */
+const NOT_JSON: ReadonlySet<string> = new Set(['undefined', 'function', 'symbol', 'bigint'])
+
+function jsonSerde<T>(): Checked<T> {
   return {
     name: 'JSON',
+    [TAKES]: (data) => (NOT_JSON.has(typeof data) ? 'a JSON value (not undefined, a function, a symbol or a bigint)' : undefined),
     serialize: (_topic, data) => (data === null ? null : Buffer.from(JSON.stringify(data), 'utf8')),
     deserialize: (_topic, data) => (data === null ? null : (JSON.parse(asBuffer(data).toString('utf8')) as T)),
   }
@@ -121,3 +143,53 @@ export const Serdes = {
   Long: (): Serde<number> => longSerde,
   JSON: <T>(): Serde<T> => jsonSerde<T>(),
 } as const
+
+/** @internal Where a key or value is written: a topic or a store, by name. */
+export type WriteTarget = 'topic' | 'store'
+
+/**
+ * @internal Refuses, where a record is written (a producer's send, a sink, a store's put), a key or
+ * value that a built-in serde cannot write, with an INVALID_ARGUMENT error naming the target, the
+ * record's key and the type the serde takes. `null` is a tombstone and always fits. Serdes of the
+ * application's own are not checked here: their `serialize` decides. One property read and a typeof on
+ * a value that fits: this runs once per key and value written.
+ */
+export function checkWritable(serde: Serde<unknown>, part: 'key' | 'value', data: unknown, key: unknown, target: WriteTarget, name: string, caller?: string): void {
+  if (data === null) return
+  const takes = (serde as Partial<Checked<unknown>>)[TAKES]
+  if (takes === undefined) return
+  const wanted = takes(data)
+  if (wanted === undefined) return
+  const what = part === 'key' ? `key ${describeValue(data)}` : `value ${describeValue(data)} of key ${describeValue(key)}`
+  throw new PunctualError(
+    'INVALID_ARGUMENT',
+    `${caller === undefined ? '' : `${caller}: `}${target} "${name}" cannot take ${what}: its ${part} serde Serdes.${serde.name}() takes ${wanted}`,
+  )
+}
+
+/** @internal A value as a message shows it: strings quoted, numbers and bigints as written, other things by kind. */
+export function describeValue(v: unknown): string {
+  switch (typeof v) {
+    case 'string':
+      return JSON.stringify(v.length > 60 ? `${v.slice(0, 60)}…` : v)
+    case 'number':
+    case 'boolean':
+      return String(v)
+    case 'bigint':
+      return `${v}n`
+    case 'undefined':
+      return 'undefined'
+    case 'symbol':
+      return 'a symbol'
+    case 'function':
+      return 'a function'
+    default:
+      if (v === null) return 'null'
+      if (v instanceof Uint8Array) return `(a ${v.byteLength}-byte ${v.constructor.name})`
+      if (Array.isArray(v)) return `(an array of ${v.length})`
+      {
+        const ctor = (v as { constructor?: { name?: string } }).constructor
+        return `(an object${ctor !== undefined && ctor !== Object && ctor.name !== undefined ? ` of class ${ctor.name}` : ''})`
+      }
+  }
+}

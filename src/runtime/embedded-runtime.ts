@@ -15,7 +15,7 @@ import type { ErrorHandler } from '../processor/errors.js'
 import type { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import { checkTimestamp, topicSerdes } from '../processor/topic-access.js'
-import { Serdes } from '../processor/serdes.js'
+import { checkWritable, Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
 import type { Topology } from '../processor/topology.js'
 import { CheckpointStore } from '../state/checkpoint-store.js'
@@ -134,7 +134,8 @@ export class EmbeddedRuntime {
 
   /**
    * A producer for an input topic of the topology. Serdes default to the ones its source reads with; an
-   * unknown topic or a timestamp that is not an integer epoch millisecond >= 0 is refused at the call.
+   * unknown topic, a timestamp that is not an integer epoch millisecond >= 0, and a key or value a
+   * built-in serde cannot write (a number key on a String topic) are refused at the call.
    */
   producer<K = unknown, V = unknown>(topic: string, serdes: { keySerde?: Serde<K>; valueSerde?: Serde<V> } = {}): Producer<K, V> {
     const caller = `runtime.producer("${topic}")`
@@ -145,6 +146,8 @@ export class EmbeddedRuntime {
       send: (key, value, timestamp, headers = NO_HEADERS) => {
         const ts = timestamp ?? this.clock.now()
         checkTimestamp(sendCaller, ts)
+        checkWritable(keySerde as Serde<unknown>, 'key', key, key, 'topic', topic, sendCaller)
+        checkWritable(valueSerde as Serde<unknown>, 'value', value, key, 'topic', topic, sendCaller)
         return this.topics.send(topic, undefined, key, keySerde as Serde<unknown>, value, valueSerde as Serde<unknown>, ts, headers)
       },
     }

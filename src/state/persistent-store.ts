@@ -3,6 +3,8 @@ import { ChangeLog } from './change-log.js'
 import { ReadCache } from './read-cache.js'
 import { compareStoreKeys as compareKeys } from './key-part.js'
 import { DURABLE } from './durable.js'
+import { checkStoreWrite } from './store-writes.js'
+import type { StoreWriteSerdes } from './store-writes.js'
 import type { DurableStore } from './durable.js'
 
 /** A store's committed entries on disk, as the state directory holds them. */
@@ -77,6 +79,8 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
   constructor(
     readonly name: string,
     cacheEntries: number,
+    /** The serdes its builder writes the changelog with: a put checks the entry fits them. */
+    private readonly serdes: StoreWriteSerdes = {},
   ) {
     this.cache = new ReadCache(cacheEntries)
   }
@@ -102,6 +106,7 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
   }
 
   put(key: K, value: V): void {
+    checkStoreWrite(this.name, this.serdes, key, value)
     const c = this.log.changes
     if (c !== undefined && !c.has(key)) {
       // Whether the key is on disk matters only if it is deleted again before the commit; rather than

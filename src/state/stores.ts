@@ -7,6 +7,8 @@ import { DURABLE } from './durable.js'
 import type { DurableStore } from './durable.js'
 import { ChangeLog } from './change-log.js'
 import { ShardedMap } from '../util/sharded-map.js'
+import { checkStoreWrite } from './store-writes.js'
+import type { StoreWriteSerdes } from './store-writes.js'
 
 export { DURABLE, durableStore } from './durable.js'
 export type { DurableStore } from './durable.js'
@@ -55,7 +57,11 @@ export class InMemoryKeyValueStore<K extends StoreKey, V> implements KeyValueSto
     load: (k, v) => this.map.set(k, v as V),
   })
 
-  constructor(readonly name: string) {}
+  constructor(
+    readonly name: string,
+    /** The serdes its builder writes the changelog with: a put checks the entry fits them. */
+    private readonly serdes: StoreWriteSerdes = {},
+  ) {}
 
   readonly [DURABLE]: DurableStore = this.log
 
@@ -64,6 +70,7 @@ export class InMemoryKeyValueStore<K extends StoreKey, V> implements KeyValueSto
   }
 
   put(key: K, value: V): void {
+    checkStoreWrite(this.name, this.serdes, key, value)
     this.changing(key)
     this.map.set(key, value)
   }
@@ -134,7 +141,8 @@ export const Stores = {
    * loads it back whole.
    */
   inMemoryKeyValueStore<K extends StoreKey, V>(name: string, serdes: StoreSerdes<K, V> = {}): StoreBuilder<KeyValueStore<K, V>> {
-    return { name, ...storeSerdes(name, serdes), query: KEY_VALUE_QUERY, build: () => new InMemoryKeyValueStore<K, V>(name) }
+    const checked = storeSerdes(name, serdes)
+    return { name, ...checked, query: KEY_VALUE_QUERY, build: () => new InMemoryKeyValueStore<K, V>(name, checked) }
   },
   /**
    * A key-value store on disk when the application has a state directory (state may outgrow memory; a
@@ -146,7 +154,8 @@ export const Stores = {
     if (!Number.isSafeInteger(cacheEntries) || cacheEntries < 0) {
       throw new PunctualError('INVALID_CONFIG', `store "${name}": cacheEntries must be an integer >= 0, got ${JSON.stringify(options.cacheEntries)}`)
     }
-    return { name, persistent: true, ...storeSerdes(name, options), query: KEY_VALUE_QUERY, build: () => new PersistentKeyValueStore<K, V>(name, cacheEntries) }
+    const checked = storeSerdes(name, options)
+    return { name, persistent: true, ...checked, query: KEY_VALUE_QUERY, build: () => new PersistentKeyValueStore<K, V>(name, cacheEntries, checked) }
   },
   /**
    * A versioned key-value store (Kafka Streams' `Stores.persistentVersionedKeyValueStore`, KIP-889):

@@ -10,6 +10,7 @@ import { ErrorHandlers } from '../processor/errors.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
+import { checkWritable } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
 import type { KeyValue } from '../dsl/options.js'
 import { checkTimestamp, topicSerdes } from '../processor/topic-access.js'
@@ -233,11 +234,15 @@ export class TestInputTopic<K, V> {
 
   /**
    * Pipes one record; the timestamp defaults to the driver's wall-clock time. A timestamp that is not an
-   * integer epoch millisecond >= 0 is refused at the call.
+   * integer epoch millisecond >= 0, and a key or value a built-in serde cannot write (a number key on a
+   * String topic), are refused at the call.
    */
   pipeInput(key: K | null, value: V | null, timestamp?: number, headers: Headers = NO_HEADERS): void {
     const ts = timestamp ?? this.driver.wallClockTime()
-    checkTimestamp(`pipeInput on "${this.name}"`, ts)
+    const caller = `pipeInput on "${this.name}"`
+    checkTimestamp(caller, ts)
+    checkWritable(this.keySerde as Serde<unknown>, 'key', key, key, 'topic', this.name, caller)
+    checkWritable(this.valueSerde as Serde<unknown>, 'value', value, key, 'topic', this.name, caller)
     this.driver.append(this.name, key, this.keySerde as Serde<unknown>, value, this.valueSerde as Serde<unknown>, ts, headers)
   }
 

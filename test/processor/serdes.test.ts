@@ -2,7 +2,9 @@ import assert from 'node:assert/strict'
 import { isUtf8 } from 'node:buffer'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import { Serdes } from '../../src/processor/serdes.js'
+import { PunctualError } from '../../src/errors.js'
+import { checkWritable, Serdes } from '../../src/processor/serdes.js'
+import type { Serde } from '../../src/processor/serdes.js'
 
 const string = Serdes.String()
 
@@ -32,4 +34,27 @@ test('String refuses exactly the bytes that are not UTF-8, naming the topic', ()
   )
   for (const bad of [[0xff], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xe2, 0x82], [0x80], [0x61, 0xef, 0xbf]]) assert.throws(() => string.deserialize('t', Uint8Array.from(bad)), /invalid UTF-8/)
   assert.equal(string.deserialize('t', Uint8Array.from([0xef, 0xbf, 0xbd])), '\uFFFD')
+})
+
+test('checkWritable refuses a key or value a built-in serde cannot write, naming the target, the key and the type it takes', () => {
+  const refused = (serde: Serde<unknown>, part: 'key' | 'value', data: unknown, message: RegExp): void => {
+    assert.throws(
+      () => checkWritable(serde, part, data, part === 'key' ? data : 'k1', 'topic', 'words', 'producer'),
+      (err: unknown) => err instanceof PunctualError && err.code === 'INVALID_ARGUMENT' && message.test(err.message),
+    )
+  }
+  refused(Serdes.String() as Serde<unknown>, 'key', 42, /^producer: topic "words" cannot take key 42: its key serde Serdes\.String\(\) takes a string$/)
+  refused(Serdes.String() as Serde<unknown>, 'value', undefined, /topic "words" cannot take value undefined of key "k1": its value serde Serdes\.String\(\) takes a string/)
+  refused(Serdes.Double() as Serde<unknown>, 'value', '1.5', /value "1\.5" of key "k1": its value serde Serdes\.Double\(\) takes a number/)
+  refused(Serdes.Integer() as Serde<unknown>, 'value', 2 ** 31, /Serdes\.Integer\(\) takes a 32-bit integer/)
+  refused(Serdes.Long() as Serde<unknown>, 'key', 1.5, /key 1\.5: its key serde Serdes\.Long\(\) takes a safe integer/)
+  refused(Serdes.Bytes() as Serde<unknown>, 'value', 'text', /Serdes\.Bytes\(\) takes a Uint8Array/)
+  refused(Serdes.JSON() as Serde<unknown>, 'value', 10n, /value 10n of key "k1": its value serde Serdes\.JSON\(\) takes a JSON value/)
+  // What fits passes, null (a tombstone) always, and a serde of the application's own is its own judge.
+  checkWritable(Serdes.String() as Serde<unknown>, 'key', 'a', 'a', 'topic', 'words')
+  checkWritable(Serdes.String() as Serde<unknown>, 'key', null, null, 'topic', 'words')
+  checkWritable(Serdes.Double() as Serde<unknown>, 'value', NaN, 'a', 'topic', 'words')
+  checkWritable(Serdes.Bytes() as Serde<unknown>, 'value', Buffer.from('x'), 'a', 'topic', 'words')
+  checkWritable(Serdes.JSON() as Serde<unknown>, 'value', { a: [1] }, 'a', 'topic', 'words')
+  checkWritable({ name: 'Custom', serialize: () => null, deserialize: () => null }, 'key', 42, 42, 'topic', 'words')
 })

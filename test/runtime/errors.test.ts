@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { describe, it } from 'node:test'
 import { pino } from 'pino'
-import { createConsoleLogger, EmbeddedRuntime, ErrorHandlers, PunctualError, PunctuationType, Serdes, silentLogger, Topology } from '../../src/index.js'
-import type { LogFields, Logger, ProcessorContext, Serde, StreamRecord } from '../../src/index.js'
+import { createConsoleLogger, EmbeddedRuntime, ErrorHandlers, PunctualError, PunctuationType, Serdes, silentLogger, Stores, StreamsBuilder, Topology } from '../../src/index.js'
+import type { ErrorContext, KeyValueStore, LogFields, Logger, ProcessorContext, Serde, StreamRecord } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
 
 /** src -> parse -> check: `check` throws on the value 'bad'; `parse` forwards everything. */
@@ -124,6 +127,131 @@ describe('bad input (SEMANTICS 1, 7)', () => {
     assert.equal(lines.length, 1)
     assert.equal(lines[0]!.level, 'warn')
     assert.match(lines[0]!.message ?? '', /task 0_0: invalid-timestamp error at topic in partition 0 offset 0: .*; skipped and continuing/)
+  })
+})
+
+/** src -> rekey -> sink "out" (String serdes): `rekey` forwards the key as a number when the value is 'num'. */
+function rekeying(): Topology {
+  return new Topology()
+    .addSource('src', 'in')
+    .addProcessor(
+      'rekey',
+      () => {
+        let ctx: ProcessorContext<unknown, string>
+        return {
+          init(c: ProcessorContext<unknown, string>) {
+            ctx = c
+          },
+          process(r: StreamRecord<string, string>) {
+            ctx.forward(r.value === 'num' ? { ...r, key: Number(r.key) } : r)
+          },
+        }
+      },
+      'src',
+    )
+    .addSink('sink', 'out', {}, 'rekey')
+}
+
+const refusesKey42 = (err: unknown): boolean =>
+  err instanceof PunctualError && err.code === 'INVALID_ARGUMENT' && err.message === 'runtime.producer("in").send: topic "in" cannot take key 42: its key serde Serdes.String() takes a string'
+
+describe('a key or value its serde cannot write (issue 39)', () => {
+  it('is refused at the producer, naming the topic, the key and the type; the durable run goes on and commits', async () => {
+    const b = new StreamsBuilder()
+    b.stream<string, string>('in').groupByKey().count().toStream().to('out', { valueSerde: Serdes.Long() })
+    const stateDir = mkdtempSync(join(tmpdir(), 'punctual-serde-'))
+    const rt = new EmbeddedRuntime(b.build(), { applicationId: 'wrong-key', stateDir, logger: silentLogger })
+    const counts: Array<[unknown, unknown]> = []
+    rt.subscribe<string, number>('out', (r) => counts.push([r.key, r.value]))
+    rt.start()
+    const p = rt.producer<unknown, unknown>('in')
+    assert.throws(() => p.send(42, 'hello', 1), refusesKey42)
+    assert.throws(() => p.send('42', 7, 1), /topic "in" cannot take value 7 of key "42": its value serde Serdes\.String\(\) takes a string/)
+    p.send('42', 'hello', 2)
+    await rt.stop()
+    assert.deepEqual(counts, [['42', 1]])
+  })
+
+  it('is refused by pipeInput in the test driver, so that 42 and "42" never count as two keys', () => {
+    const d = new TopologyTestDriver(chain())
+    const input = d.createInputTopic<unknown, string>('in')
+    assert.throws(
+      () => input.pipeInput(42, 'hello', 1),
+      (e: unknown) => e instanceof PunctualError && e.code === 'INVALID_ARGUMENT' && e.message === 'pipeInput on "in": topic "in" cannot take key 42: its key serde Serdes.String() takes a string',
+    )
+    assert.equal(d.metrics().processedRecords, 0)
+  })
+
+  it('forwarded to a sink goes to the error handler as that sink failing, naming the topic, key and type', () => {
+    const d = new TopologyTestDriver(rekeying())
+    const input = d.createInputTopic<string, string>('in')
+    assert.throws(
+      () => input.pipeInput('7', 'num', 1),
+      (e: unknown) =>
+        e instanceof PunctualError &&
+        e.code === 'PROCESSING' &&
+        e.message === 'task 0_0: processing error in processor "sink" at topic in partition 0 offset 0: topic "out" cannot take key 7: its key serde Serdes.String() takes a string',
+    )
+  })
+
+  it('forwarded to a sink is skipped under logAndContinue, and a durable run commits the rest', async () => {
+    const seen: ErrorContext[] = []
+    const stateDir = mkdtempSync(join(tmpdir(), 'punctual-serde-'))
+    const errorHandler = (ctx: ErrorContext): 'continue' => {
+      seen.push(ctx)
+      return 'continue'
+    }
+    const rt = new EmbeddedRuntime(rekeying(), { applicationId: 'wrong-sink-key', stateDir, errorHandler, logger: silentLogger })
+    const out: Array<[unknown, unknown]> = []
+    rt.subscribe<string, string>('out', (r) => out.push([r.key, r.value]))
+    rt.start()
+    const p = rt.producer<string, string>('in')
+    p.send('a', 'x', 1)
+    p.send('7', 'num', 2)
+    p.send('b', 'y', 3)
+    await rt.stop()
+    assert.deepEqual(out, [['a', 'x'], ['b', 'y']])
+    assert.equal(seen.length, 1)
+    assert.deepEqual([seen[0]!.reason, seen[0]!.processorName, seen[0]!.offset], ['processing', 'sink', 1])
+    assert.equal(rt.metrics().droppedRecords.processing, 1)
+  })
+
+  it('put in a store is refused at the put, naming the store, the key and the type', () => {
+    const topology = new Topology()
+      .addSource('src', 'in')
+      .addProcessor(
+        'tally',
+        () => {
+          let store: KeyValueStore<string | number, string>
+          return {
+            init(c: ProcessorContext) {
+              store = c.getStateStore('tally')
+            },
+            process(r: StreamRecord<string, string>) {
+              store.put(r.value === 'num' ? Number(r.key) : r.key, r.value)
+            },
+          }
+        },
+        'src',
+      )
+      .addStateStore(Stores.persistentKeyValueStore('tally', { keySerde: Serdes.String() as Serde<string | number>, valueSerde: Serdes.String() }), 'tally')
+    const d = new TopologyTestDriver(topology)
+    const input = d.createInputTopic<string, string>('in')
+    input.pipeInput('a', 'x', 1)
+    assert.throws(
+      () => input.pipeInput('7', 'num', 2),
+      (e: unknown) => e instanceof PunctualError && e.code === 'PROCESSING' && /in processor "tally" .*: store "tally" cannot take key 7: its key serde Serdes\.String\(\) takes a string$/.test(e.message),
+    )
+    assert.deepEqual([...d.getKeyValueStore<string, string>('tally')!.all()], [['a', 'x']])
+  })
+
+  it('put in a store without a key serde: a key that is not a string, number, bigint or boolean is refused', () => {
+    const store = Stores.inMemoryKeyValueStore<string, string>('plain').build()
+    store.put('a', 'x')
+    assert.throws(
+      () => store.put({ id: 1 } as unknown as string, 'y'),
+      (e: unknown) => e instanceof PunctualError && e.code === 'INVALID_ARGUMENT' && e.message === 'store "plain" cannot take key (an object): without a key serde a store key is a string, number, bigint or boolean',
+    )
   })
 })
 

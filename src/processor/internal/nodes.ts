@@ -1,6 +1,7 @@
 import { PunctualError } from '../../errors.js'
 import type { RecordCollector } from '../record-io.js'
 import type { Processor, ProcessorContext, StreamRecord } from '../api.js'
+import { checkWritable } from '../serdes.js'
 import type { Serde } from '../serdes.js'
 import type { StreamPartitioner } from '../topology.js'
 import { markFailedNode } from './node-failure.js'
@@ -96,6 +97,9 @@ export class SinkNode extends ProcessorNode {
     }
     const topic = this.topic
     try {
+      // Before the collector: one that keeps typed values would otherwise hold what it cannot serialize.
+      checkWritable(this.keySerde, 'key', record.key, record.key, 'topic', topic)
+      checkWritable(this.valueSerde, 'value', record.value, record.key, 'topic', topic)
       const partition =
         this.partitioner === undefined
           ? undefined
