@@ -35,6 +35,14 @@ export { Serdes } from './processor/serdes.js'
 export type { Serde } from './processor/serdes.js'
 export { Topology } from './processor/topology.js'
 export type { SinkOptions, SourceOptions, StreamPartitioner } from './processor/topology.js'
+export {
+  FailOnInvalidTimestamp,
+  LogAndSkipOnInvalidTimestamp,
+  UsePartitionTimeOnInvalidTimestamp,
+  UseWallClockOnInvalidTimestamp,
+  WallclockTimestampExtractor,
+} from './processor/timestamp-extractor.js'
+export type { ConsumerRecord, TimestampExtractor, TimestampSource } from './processor/timestamp-extractor.js'
 export { ErrorHandlers } from './processor/errors.js'
 export type { DropReason, ErrorContext, ErrorHandler, ErrorHandlerResponse } from './processor/errors.js'
 export { Stores } from './state/stores.js'

@@ -27,7 +27,7 @@ export class StreamsBuilder {
     const keySerde = consumed.keySerde ?? (Serdes.String() as unknown as Serde<K>)
     const valueSerde = consumed.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
     const name = consumed.name ?? this.newName('KSTREAM-SOURCE')
-    this.topology.addSource(name, topics, { keySerde, valueSerde })
+    this.topology.addSource(name, topics, { keySerde, valueSerde, timestampExtractor: consumed.timestampExtractor })
     return new KStream<K, V>(this, name, keySerde, valueSerde)
   }
 
@@ -42,7 +42,7 @@ export class StreamsBuilder {
     // Kafka Streams names the store first: <topic>-STATE-STORE-<n>, spending an index even if never used.
     const storeName = options.storeName ?? this.newName(`${topic}-STATE-STORE`)
     const source = this.newName('KSTREAM-SOURCE')
-    this.topology.addSource(source, topic, { keySerde, valueSerde })
+    this.topology.addSource(source, topic, { keySerde, valueSerde, timestampExtractor: consumed.timestampExtractor })
     const name = consumed.name ?? this.newName('KTABLE-SOURCE')
     const history = options.versioned?.historyRetentionMs
     if (history !== undefined && (!Number.isSafeInteger(history) || history < 0)) {
@@ -66,6 +66,10 @@ export class StreamsBuilder {
    * co-partitioning. Its store answers interactive queries.
    */
   globalTable<K = string, V = string>(topic: string, consumed: Consumed<K, V> = {}, options: { readonly storeName?: string } = {}): GlobalKTable<K, V> {
+    if (consumed.timestampExtractor !== undefined) {
+      // A global table's records keep no time (no stream time, no windows): an extractor would do nothing.
+      throw new PunctualError('INVALID_CONFIG', `globalTable "${topic}": a timestamp extractor has no effect on a global table, whose records carry no stream time; leave timestampExtractor out`)
+    }
     const keySerde = consumed.keySerde ?? (Serdes.String() as unknown as Serde<K>)
     const valueSerde = consumed.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
     const storeName = options.storeName ?? this.newName(`${topic}-STATE-STORE`)

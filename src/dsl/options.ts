@@ -1,10 +1,17 @@
 import type { Serde } from '../processor/serdes.js'
 import type { StreamPartitioner } from '../processor/topology.js'
+import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
 
 /** How a stream is read from a topic. Defaults: String keys and values. */
 export interface Consumed<K, V> {
   readonly keySerde?: Serde<K>
   readonly valueSerde?: Serde<V>
+  /**
+   * Where each record's event time comes from (Kafka Streams' `Consumed.withTimestampExtractor`), e.g.
+   * a field of the value. Default: the application's `defaultTimestampExtractor`, else the record's
+   * own timestamp.
+   */
+  readonly timestampExtractor?: TimestampExtractor<K, V>
   readonly name?: string
 }
 

@@ -1,6 +1,8 @@
 import { checkDeadLetterTopic, checkStateDir, configInt, invalidConfig } from '../errors.js'
 import { ErrorHandlers } from '../processor/errors.js'
 import type { ErrorHandler } from '../processor/errors.js'
+import { checkTimestampExtractor } from '../processor/timestamp-extractor.js'
+import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
 import { systemClock } from '../time/clock.js'
 import type { Clock } from '../time/clock.js'
 import { isScheduler, timerScheduler } from '../time/scheduler.js'
@@ -40,6 +42,11 @@ export interface KafkaRuntimeConfig {
    * broker not yet fetched is waited for in any case, unless this is -1, which never waits. @default 0
    */
   maxTaskIdleMs?: number
+  /**
+   * Where the event time of records comes from, for sources that set no `timestampExtractor` (Kafka
+   * Streams' `default.timestamp.extractor`). Default: each record's own timestamp.
+   */
+  defaultTimestampExtractor?: TimestampExtractor
   /**
    * How often what commits passed is deleted from the application's repartition topics (Kafka Streams'
    * `repartition.purge.interval.ms`); 0 purges after every commit.
@@ -84,7 +91,8 @@ export interface KafkaRuntimeConfig {
   applicationServer?: string
 }
 
-export type ValidKafkaRuntimeConfig = Required<Omit<KafkaRuntimeConfig, 'client' | 'consumer' | 'producer' | 'deadLetterTopic' | 'metrics' | 'applicationServer'>> & {
+export type ValidKafkaRuntimeConfig = Required<Omit<KafkaRuntimeConfig, 'client' | 'consumer' | 'producer' | 'deadLetterTopic' | 'metrics' | 'applicationServer' | 'defaultTimestampExtractor'>> & {
+  readonly defaultTimestampExtractor: TimestampExtractor | undefined
   readonly deadLetterTopic: string | undefined
   readonly metrics: Required<MetricsEndpoint> | undefined
   readonly applicationServer: HostInfo | undefined
@@ -130,6 +138,7 @@ export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKaf
     commitIntervalMs: int('commitIntervalMs', config.commitIntervalMs, guarantee === 'exactly_once_v2' ? 100 : 30_000, 1),
     commitMaxRecords: int('commitMaxRecords', config.commitMaxRecords, 10_000, 1),
     maxTaskIdleMs: int('maxTaskIdleMs', config.maxTaskIdleMs, 0, -1),
+    defaultTimestampExtractor: checkTimestampExtractor(config.defaultTimestampExtractor, `${where}: defaultTimestampExtractor`),
     repartitionPurgeIntervalMs: int('repartitionPurgeIntervalMs', config.repartitionPurgeIntervalMs, 30_000, 0),
     stateDir: config.stateDir ?? temporaryStateDir(config.applicationId),
     client: settings('client'),

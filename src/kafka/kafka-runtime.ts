@@ -293,6 +293,7 @@ export class KafkaRuntime {
           globalStores: (name) => globals.get(name),
           clock: config.clock,
           maxTaskIdleMs: config.maxTaskIdleMs,
+          defaultTimestampExtractor: config.defaultTimestampExtractor,
           errorHandler: config.errorHandler,
           deadLetterTopic: config.deadLetterTopic,
           stateDir: config.stateDir,

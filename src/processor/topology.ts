@@ -4,6 +4,8 @@ import type { KeyedProcessorSupplier } from '../keyed/api.js'
 import type { ProcessorSupplier, StateStore, StoreKey } from './api.js'
 import type { Serde } from './serdes.js'
 import { Serdes } from './serdes.js'
+import { checkTimestampExtractor } from './timestamp-extractor.js'
+import type { TimestampExtractor } from './timestamp-extractor.js'
 
 /** Chooses the output partition of a record; undefined falls back to the default (murmur2 of the key). */
 export type StreamPartitioner<K, V> = (topic: string, key: K, value: V, numPartitions: number) => number | undefined
@@ -13,6 +15,12 @@ export interface SourceOptions<K, V> {
   keySerde?: Serde<K>
   /** @default Serdes.String() */
   valueSerde?: Serde<V>
+  /**
+   * Where each record's event time comes from (Kafka Streams' `Consumed.withTimestampExtractor`).
+   * Undefined: the application's `defaultTimestampExtractor`, else the record's own timestamp. `null`:
+   * the record's own timestamp, whatever the default.
+   */
+  timestampExtractor?: TimestampExtractor<K, V> | null
 }
 
 export interface SinkOptions<K, V> {
@@ -31,6 +39,8 @@ export type NodeDef =
       readonly topics: readonly string[]
       readonly keySerde: Serde<unknown>
       readonly valueSerde: Serde<unknown>
+      /** Undefined: the application's default; null: the record's own timestamp. */
+      readonly timestampExtractor: TimestampExtractor | null | undefined
     }
   | {
       readonly kind: 'processor'
@@ -114,6 +124,9 @@ export class Topology {
       topics: list,
       keySerde: (options.keySerde ?? Serdes.String()) as Serde<unknown>,
       valueSerde: (options.valueSerde ?? Serdes.String()) as Serde<unknown>,
+      // The topology's own topics (repartition, foreign-key join) keep the timestamps their records
+      // were written with: a default extractor is meant for the application's input, as in Kafka Streams.
+      timestampExtractor: options.timestampExtractor === null || list.some((t) => this.internal.has(t)) ? null : checkTimestampExtractor(options.timestampExtractor, `source "${name}"`),
     })
     return this
   }

@@ -1,6 +1,8 @@
 import { checkDeadLetterTopic, checkStateDir, configInt, invalidConfig } from '../errors.js'
 import { ErrorHandlers } from '../processor/errors.js'
 import type { ErrorHandler } from '../processor/errors.js'
+import { checkTimestampExtractor } from '../processor/timestamp-extractor.js'
+import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
 import { systemClock } from '../time/clock.js'
 import type { Clock } from '../time/clock.js'
 import { isScheduler, timerScheduler } from '../time/scheduler.js'
@@ -35,6 +37,11 @@ export interface EmbeddedRuntimeConfig {
    * record appended is there to read). @default 0
    */
   maxTaskIdleMs?: number
+  /**
+   * Where the event time of records comes from, for sources that set no `timestampExtractor` (Kafka
+   * Streams' `default.timestamp.extractor`). Default: each record's own timestamp.
+   */
+  defaultTimestampExtractor?: TimestampExtractor
   /** How often processed positions are committed. @default 100 */
   commitIntervalMs?: number
   /**
@@ -90,8 +97,8 @@ export interface EmbeddedRuntimeConfig {
 
 /** Validates once, at construction, and fills in defaults. */
 /** A validated configuration: every setting filled in but the optional listener. */
-export type ValidRuntimeConfig = Required<Omit<EmbeddedRuntimeConfig, 'topics' | 'changelog' | 'deadLetterTopic' | 'metrics'>> &
-  Pick<EmbeddedRuntimeConfig, 'changelog'> & { readonly deadLetterTopic: string | undefined; readonly metrics: Required<MetricsEndpoint> | undefined }
+export type ValidRuntimeConfig = Required<Omit<EmbeddedRuntimeConfig, 'topics' | 'changelog' | 'deadLetterTopic' | 'metrics' | 'defaultTimestampExtractor'>> &
+  Pick<EmbeddedRuntimeConfig, 'changelog'> & { readonly defaultTimestampExtractor: TimestampExtractor | undefined; readonly deadLetterTopic: string | undefined; readonly metrics: Required<MetricsEndpoint> | undefined }
 
 export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): ValidRuntimeConfig {
   const where = 'EmbeddedRuntime config'
@@ -116,6 +123,7 @@ export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): ValidRunti
     applicationId: config.applicationId,
     defaultPartitions: int('defaultPartitions', config.defaultPartitions, 1, 1),
     maxTaskIdleMs: int('maxTaskIdleMs', config.maxTaskIdleMs, 0, -1),
+    defaultTimestampExtractor: checkTimestampExtractor(config.defaultTimestampExtractor, `${where}: defaultTimestampExtractor`),
     commitIntervalMs: int('commitIntervalMs', config.commitIntervalMs, 100, 1),
     commitMaxRecords: int('commitMaxRecords', config.commitMaxRecords, 10_000, 1),
     sliceCommitsAbove: int('sliceCommitsAbove', config.sliceCommitsAbove, SLICE_COMMITS_ABOVE, 0),

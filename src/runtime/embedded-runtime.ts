@@ -223,6 +223,7 @@ export class EmbeddedRuntime {
         io: this.topics.taskIo(),
         clock: this.clock,
         maxTaskIdleMs: this.config.maxTaskIdleMs,
+        defaultTimestampExtractor: this.config.defaultTimestampExtractor,
         errorHandler: this.errorHandler,
         deadLetterTopic: this.config.deadLetterTopic,
         stateDir: this.config.stateDir,

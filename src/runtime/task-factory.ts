@@ -8,6 +8,7 @@ import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import { partitionCounts } from '../processor/partition-counts.js'
 import type { Subtopology, Topology } from '../processor/topology.js'
 import type { Clock } from '../time/clock.js'
+import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
 import type { Committer } from './committer.js'
 import type { TaskEvent } from '../metrics.js'
 
@@ -22,6 +23,7 @@ export interface TaskFactoryConfig {
   readonly io: TaskIo
   readonly clock: Clock
   readonly maxTaskIdleMs: number
+  readonly defaultTimestampExtractor?: TimestampExtractor | undefined
   readonly errorHandler: ErrorHandler
   /** Where input records skipped on an error go, if anywhere. */
   readonly deadLetterTopic?: string | undefined
@@ -102,6 +104,7 @@ export function createTask(def: TaskDefinition, config: TaskFactoryConfig, check
     collector: config.io.collector,
     clock: config.clock,
     maxTaskIdleMs: config.maxTaskIdleMs,
+    defaultTimestampExtractor: config.defaultTimestampExtractor,
     errorHandler: config.errorHandler,
     deadLetterTopic: config.deadLetterTopic,
     stateDir: config.stateDir,

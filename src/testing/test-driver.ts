@@ -21,12 +21,20 @@ import { temporaryStateDir } from '../util/state-dir.js'
 import { localStores, queryableStore } from '../query/queryable-stores.js'
 import { GlobalStores } from '../processor/internal/global-stores.js'
 import type { QueryableStoreType } from '../query/queryable-stores.js'
+import { checkTimestampExtractor } from '../processor/timestamp-extractor.js'
+import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
 
 export interface TestDriverOptions {
   /** Start of the manual wall clock, epoch ms. @default 0 */
   wallClockStartMs?: number
   /** @default 0 */
   maxTaskIdleMs?: number
+  /**
+   * Where the event time of records comes from, for sources that set no `timestampExtractor`, as the
+   * runtimes' `defaultTimestampExtractor`. Its `wallClockMs` is the driver's manual clock.
+   * @default each record's own timestamp
+   */
+  defaultTimestampExtractor?: TimestampExtractor
   /** @default ErrorHandlers.failOnUserCodeErrors(): user code that throws fails the call that ran it; bad input is logged and skipped */
   errorHandler?: ErrorHandler
   /** Where tasks keep files (spilled suppression buffers). @default a new directory under the system temp dir */
@@ -90,6 +98,7 @@ export class TopologyTestDriver {
           ...this.topics.taskIo(),
           clock: this.clock,
           maxTaskIdleMs: options.maxTaskIdleMs ?? 0,
+          defaultTimestampExtractor: checkTimestampExtractor(options.defaultTimestampExtractor, 'TopologyTestDriver: defaultTimestampExtractor'),
           errorHandler,
           stateDir,
           checkpoint: withoutPositions(tasksOf(options.checkpoint)?.[`${sub.id}_0`]),
@@ -304,5 +313,10 @@ export class TestOutputTopic<K, V> {
 
   readKeyValuesToList(): Array<KeyValue<K | null, V | null>> {
     return this.readRecordsToList().map((r) => ({ key: r.key, value: r.value }))
+  }
+
+  /** Reads every record waiting, values only (Kafka Streams' `readValuesToList`). */
+  readValuesToList(): Array<V | null> {
+    return this.readRecordsToList().map((r) => r.value)
   }
 }

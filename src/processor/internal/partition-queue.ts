@@ -4,6 +4,20 @@ import type { DropReason } from '../errors.js'
 import type { InputPartitionMetrics } from '../../metrics.js'
 import type { StreamRecord } from '../api.js'
 import type { SourceNode } from './nodes.js'
+import type { ConsumerRecord, TimestampExtractor } from '../timestamp-extractor.js'
+import { PunctualError } from '../../errors.js'
+import type { Clock } from '../../time/clock.js'
+
+/** The record handed to a timestamp extractor, reused from one record to the next. */
+interface MutableConsumerRecord extends ConsumerRecord<unknown, unknown> {
+  topic: string
+  partition: number
+  offset: number
+  key: unknown
+  value: unknown
+  timestamp: number
+  headers: StreamRecord<unknown, unknown>['headers']
+}
 
 /** Reports a record that could not be read; decides whether processing goes on. */
 export type BadInputSink = (reason: DropReason, queue: PartitionQueue, offset: number, error: unknown) => void
@@ -22,14 +36,27 @@ export class PartitionQueue {
   private readonly raw: MutableLogRecord = { key: null, keySerde: undefined, value: null, valueSerde: undefined, timestamp: 0, headers: [] }
   /** Wall-clock time until which the task waits for this partition while it is empty (maxTaskIdleMs). */
   idleDeadline = -1
+  /**
+   * The largest valid timestamp read from this partition since the task started, -1 before any: what a
+   * timestamp extractor gets as partition time.
+   */
+  private partitionTime = -1
+  /** Set only with a timestamp extractor: the record it is given. */
+  private readonly consumed: MutableConsumerRecord | undefined
 
   constructor(
     readonly input: InputPartition,
     readonly source: SourceNode,
     private readonly reportBadInput: BadInputSink,
     startOffset: number,
+    /** Where event time comes from; undefined: the record's own timestamp. */
+    private readonly extractor?: TimestampExtractor | undefined,
+    private readonly clock?: Clock | undefined,
   ) {
     this.position = startOffset
+    if (extractor !== undefined) {
+      this.consumed = { topic: input.topic, partition: input.partition, offset: 0, key: null, value: null, timestamp: 0, headers: [] }
+    }
   }
 
   get topic(): string {
@@ -49,8 +76,9 @@ export class PartitionQueue {
       const offset = this.position++
       const raw = this.raw
       if (!input.read(offset, raw)) continue
-      const ts = raw.timestamp
-      if (!Number.isSafeInteger(ts) || ts < 0) {
+      let ts = raw.timestamp
+      // Without an extractor the record's own timestamp is checked before anything is deserialized.
+      if (this.consumed === undefined && (!Number.isSafeInteger(ts) || ts < 0)) {
         this.reportBadInput('invalid-timestamp', this, offset, new RangeError(`invalid timestamp ${ts}`))
         continue
       }
@@ -63,11 +91,38 @@ export class PartitionQueue {
         this.reportBadInput('deserialization', this, offset, err)
         continue
       }
+      if (this.consumed !== undefined) {
+        ts = this.extract(this.consumed, offset, key, value, raw)
+        if (!Number.isSafeInteger(ts) || ts < 0) {
+          this.reportBadInput('invalid-timestamp', this, offset, new RangeError(`the timestamp extractor returned ${ts} for the record's timestamp ${raw.timestamp}`))
+          continue
+        }
+      }
+      if (ts > this.partitionTime) this.partitionTime = ts
       this.headRecord = { key, value, timestamp: ts, headers: raw.headers }
       this.headOffset = offset
       return this.headRecord
     }
     return undefined
+  }
+
+  /** Runs the extractor on a record; what it throws stops the task, naming the record. */
+  private extract(consumed: MutableConsumerRecord, offset: number, key: unknown, value: unknown, raw: MutableLogRecord): number {
+    consumed.offset = offset
+    consumed.key = key
+    consumed.value = value
+    consumed.timestamp = raw.timestamp
+    consumed.headers = raw.headers
+    try {
+      return (this.extractor as TimestampExtractor).extract(consumed, this.partitionTime, (this.clock as Clock).now())
+    } catch (err) {
+      if (err instanceof PunctualError && err.code === 'INVALID_TIMESTAMP') throw err
+      throw new PunctualError('PROCESSING', `the timestamp extractor of source "${this.source.name}" threw on record ${this.topic}-${this.partition}@${offset}: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
+    } finally {
+      // The extractor sees the record only during the call: drop the references it held.
+      consumed.key = null
+      consumed.value = null
+    }
   }
 
   /** Takes the head (call `head()` first); its offset is then `lastOffset`. */

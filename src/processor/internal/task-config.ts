@@ -6,6 +6,7 @@ import type { StateStore, StoreKey, TaskId } from '../api.js'
 import type { InputPartition, RecordCollector } from '../record-io.js'
 import type { ErrorHandler } from '../errors.js'
 import type { Subtopology } from '../topology.js'
+import type { TimestampExtractor } from '../timestamp-extractor.js'
 
 export class TaskIdImpl implements TaskId {
   constructor(
@@ -40,6 +41,8 @@ export interface TaskConfig {
   readonly collector: RecordCollector
   readonly clock: Clock
   readonly maxTaskIdleMs: number
+  /** Where the event time of records from sources that set no extractor comes from; undefined: their own timestamps. */
+  readonly defaultTimestampExtractor?: TimestampExtractor | undefined
   readonly errorHandler: ErrorHandler
   /** Where input records skipped on an error go (KIP-1034), if anywhere. */
   readonly deadLetterTopic?: string | undefined

@@ -82,7 +82,9 @@ export class StreamTask implements TaskServices, KeyedTaskServices {
           const input = inputs(topic, partition)
           if (input === undefined) throw new PunctualError('INVALID_TOPOLOGY', `task ${this.taskId}: topic "${topic}" has no partition ${partition}`)
           const start = checkpoint?.positions[`${topic}:${partition}`] ?? input.startOffset()
-          this.queues.push(new PartitionQueue(input, source, this.reportBadInput, start))
+          // An internal topic's source (null) keeps the timestamps its records were written with.
+          const extractor = def.timestampExtractor === null ? undefined : (def.timestampExtractor ?? config.defaultTimestampExtractor)
+          this.queues.push(new PartitionQueue(input, source, this.reportBadInput, start, extractor, config.clock))
         }
       } else if (def.kind === 'processor' && def.keyed) {
         const keyed = this.keyedState()
