@@ -1,14 +1,30 @@
 import { readFileSync } from 'node:fs'
-import { Command, CommanderError } from 'commander'
+import { Command, CommanderError, InvalidArgumentError } from 'commander'
+import { describeError } from './errors.js'
 import { inspectCommand } from './inspect-command.js'
 import { topologyCommand } from './topology-command.js'
-import { runApp, runKafkaApp } from './run-command.js'
+import { DEFAULT_UI_PORT, runApp, runKafkaApp } from './run-command.js'
 import { scenarioRun } from './scenario-command.js'
 import type { Io } from './scenario-command.js'
 
-const stdio: Io = {
-  out: (line) => process.stdout.write(line + '\n'),
-  err: (line) => process.stderr.write(line + '\n'),
+let stdio: Io | undefined
+
+/**
+ * Standard output and error. A reader that goes away (`punctual inspect DIR | head`) ends what is
+ * printed there, quietly: the command goes on to its end and its exit code, with no EPIPE stack.
+ */
+function processIo(): Io {
+  const lines = (stream: NodeJS.WriteStream): ((line: string) => void) => {
+    let closed = false
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err
+      closed = true
+    })
+    return (line) => {
+      if (!closed) stream.write(line + '\n')
+    }
+  }
+  return (stdio ??= { out: lines(process.stdout), err: lines(process.stderr) })
 }
 
 /** The package's version: `src/cli/` and `dist/cli/` both sit two folders below package.json. */
@@ -17,8 +33,12 @@ function packageVersion(): string {
   return pkg.version
 }
 
-/** The `punctual` command line. Returns the exit code instead of exiting, so it is testable. */
-export async function main(argv: readonly string[], io: Io = stdio): Promise<number> {
+/**
+ * The `punctual` command line. Returns the exit code instead of exiting, so it is testable: 0, 1 when
+ * the command failed (an application stopped on an error, a state directory that cannot be read), 2
+ * when it could not begin (a wrong option, a module that is not an application or throws while loading).
+ */
+export async function main(argv: readonly string[], io: Io = processIo()): Promise<number> {
   let code = 0
   const program = new Command('punctual')
     .description('punctual: stateful stream processing for TypeScript whose strength is time')
@@ -42,12 +62,17 @@ export async function main(argv: readonly string[], io: Io = stdio): Promise<num
     .option('--state-dir <dir>', 'the state directory (created if missing; held exclusively while running); required without --kafka')
     .option('--kafka <bootstrap>', 'run on Apache Kafka (host:port[,host:port]) as one instance of the application: its consumer group shares the input partitions, its state is in changelog topics')
     .option('--guarantee <guarantee>', "with --kafka: 'at_least_once' (default) or 'exactly_once_v2'")
-    .action(async (app: string, opts: { stateDir?: string; kafka?: string; guarantee?: string }) => {
-      if (opts.kafka !== undefined) code = await runKafkaApp(app, opts.kafka, opts, io)
+    .option('--ui', 'serve the live page (and Prometheus metrics at /metrics) while it runs, and print its address')
+    .option('--port <port>', `with --ui: the live page's port (default ${DEFAULT_UI_PORT}; 0 takes a free one)`, parsePort)
+    .action(async (app: string, opts: { stateDir?: string; kafka?: string; guarantee?: string; ui?: boolean; port?: number }) => {
+      if (opts.port !== undefined && opts.ui !== true) {
+        io.err('punctual run: --port is the live page\'s port; give --ui with it')
+        code = 2
+      } else if (opts.kafka !== undefined) code = await runKafkaApp(app, opts.kafka, opts, io)
       else if (opts.stateDir === undefined) {
         io.err("punctual run: --state-dir <dir> is required (or --kafka <bootstrap> to run on Kafka)")
         code = 2
-      } else code = await runApp(app, opts.stateDir, io)
+      } else code = await runApp(app, opts.stateDir, io, opts)
     })
   program
     .command('topology')
@@ -69,7 +94,14 @@ export async function main(argv: readonly string[], io: Io = stdio): Promise<num
     await program.parseAsync([...argv])
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2
-    throw err
+    io.err(describeError(err))
+    return 2
   }
   return code
+}
+
+function parsePort(value: string): number {
+  const port = Number(value)
+  if (!/^\d+$/.test(value) || port > 65_535) throw new InvalidArgumentError('a port is an integer from 0 to 65535')
+  return port
 }

@@ -7,9 +7,10 @@ import type { ProcessingGuarantee } from '../kafka/config.js'
 import type { PunctualApp } from '../runtime/app.js'
 import { createConsoleLogger } from '../util/logger.js'
 import type { Io } from './scenario-command.js'
+import { describeError } from './errors.js'
+import type { MetricsAddress } from '../monitoring/metrics-server.js'
 
-/** Loads an app module; TypeScript files need tsx (a dev dependency of most TypeScript projects). */
-/** An application module's default export; `command` names the command in errors. */
+/** An application module's default export; `command` names the command in errors. TypeScript files need tsx (a dev dependency of most TypeScript projects). */
 export async function loadApp(path: string, command = 'run'): Promise<PunctualApp> {
   const file = resolve(path)
   if (/\.[cm]?ts$/.test(file)) {
@@ -28,48 +29,96 @@ export async function loadApp(path: string, command = 'run'): Promise<PunctualAp
   return app
 }
 
+/** What `punctual run` serves besides running: the live page (`--ui`, on `--port`). */
+export interface RunOptions {
+  readonly ui?: boolean
+  /** The live page's port; 0 takes a free one. */
+  readonly port?: number
+}
+
+/** Why a run ended. */
+type Outcome =
+  | { readonly kind: 'input ended' }
+  | { readonly kind: 'signal'; readonly signal: string }
+  | { readonly kind: 'start failed'; readonly error: unknown }
+  | { readonly kind: 'failed'; readonly error: Error }
+
 /** `punctual run APP --state-dir DIR`: runs an application durably in DIR until its input ends or a signal. */
-export async function runApp(path: string, stateDir: string, io: Io): Promise<number> {
+export async function runApp(path: string, stateDir: string, io: Io, opts: RunOptions = {}): Promise<number> {
   const app = await loadApp(path)
   // The command says when the app starts, resumes and stops; the runtime's own logger (unless the app
   // brings one) speaks only of problems, so nothing is said twice.
   const logger = app.config?.logger ?? createConsoleLogger({ level: 'warn', write: io.err })
-  const runtime = new EmbeddedRuntime(app.topology(), { ...(app.config ?? {}), logger, applicationId: app.applicationId, stateDir })
-  const failed = new Promise<Error>((resolveFailure) => runtime.on('error', resolveFailure))
-  runtime.start()
+  const runtime = new EmbeddedRuntime(app.topology(), { ...(app.config ?? {}), ...metricsSetting(opts), logger, applicationId: app.applicationId, stateDir })
+  const failed = new Promise<Outcome>((resolveFailure) => runtime.on('error', (error) => resolveFailure({ kind: 'failed', error })))
+  try {
+    runtime.start()
+  } catch (err) {
+    // Nothing runs when start throws: there is nothing to stop.
+    io.err(`punctual: ${app.applicationId} cannot start: ${describeError(err)}`)
+    return 1
+  }
   io.err(runtime.resumed ? `punctual: ${app.applicationId} resumed from its state in ${stateDir}` : `punctual: ${app.applicationId} started with fresh state in ${stateDir}`)
-  const abort = new AbortController()
   const signals = untilSignal()
-  const fed = Promise.resolve(app.start?.(runtime, { resumed: runtime.resumed, signal: abort.signal }))
-  // Without a start promise that ends, run until a signal.
-  const ended = app.start === undefined ? new Promise<void>(() => {}) : fed
-  const outcome = await Promise.race([ended.then(() => 'input ended'), signals.signalled, failed.then((e) => e)])
-  abort.abort()
-  signals.off()
+  const abort = new AbortController()
+  let outcome: Outcome
+  try {
+    if (opts.ui === true) await announcePage(runtime, io)
+    // A start that throws is a start that failed, as one whose promise rejects.
+    const fed = new Promise<void>((resolveFed) => resolveFed(app.start?.(runtime, { resumed: runtime.resumed, signal: abort.signal })))
+    // Without a start promise that ends, run until a signal.
+    const ended = app.start === undefined ? new Promise<never>(() => {}) : fed
+    outcome = await Promise.race([ended.then((): Outcome => ({ kind: 'input ended' }), (error: unknown): Outcome => ({ kind: 'start failed', error })), signals.signalled, failed])
+  } finally {
+    abort.abort()
+    signals.off()
+  }
   return stopAndReport(runtime, app.applicationId, outcome, `state kept in ${stateDir}`, io)
 }
 
-/** Stops the runtime unless it failed, and says why it stopped; the exit code (1: an error). */
-async function stopAndReport(runtime: { stop(): Promise<void> }, applicationId: string, outcome: string | Error, stateIs: string, io: Io): Promise<number> {
-  if (outcome instanceof Error) {
-    io.err(`punctual: ${applicationId} stopped on an error: ${outcome.message}`)
+/** The runtime's `metrics` setting for `--ui [--port N]` (the live page is served with the metrics). */
+function metricsSetting(opts: RunOptions): { metrics?: { port: number } } {
+  return opts.ui === true ? { metrics: { port: opts.port ?? DEFAULT_UI_PORT } } : {}
+}
+
+/** The live page's port unless `--port` says otherwise: the Prometheus exporter's customary one, as the demo uses. */
+export const DEFAULT_UI_PORT = 9464
+
+/** Prints where the live page is, once it listens (a port it cannot have fails the runtime, which ends the run). */
+async function announcePage(runtime: { metricsAddress(): Promise<MetricsAddress | undefined> }, io: Io): Promise<void> {
+  const address = await runtime.metricsAddress()
+  if (address !== undefined) io.err(`punctual: live page at ${address.pageUrl} (Prometheus metrics at ${address.url})`)
+}
+
+/**
+ * Stops the runtime unless it failed, and says why it stopped; the exit code (1: an error). Input that
+ * ended is processed to its end first; a signal or a failed start stops after committing what was
+ * processed, since a backlog may take long to drain and whoever pressed Ctrl-C wants it to stop.
+ */
+async function stopAndReport(runtime: { stop(options?: { drain?: boolean }): Promise<void> }, applicationId: string, outcome: Outcome, stateIs: string, io: Io): Promise<number> {
+  if (outcome.kind === 'failed') {
+    io.err(`punctual: ${applicationId} stopped on an error: ${describeError(outcome.error)}`)
     return 1
   }
   try {
-    await runtime.stop()
+    await runtime.stop({ drain: outcome.kind === 'input ended' })
   } catch (err) {
-    io.err(`punctual: ${applicationId} stopped on an error: ${(err as Error).message}`)
+    io.err(`punctual: ${applicationId} stopped on an error: ${describeError(err)}`)
     return 1
   }
-  io.err(`punctual: ${applicationId} stopped (${outcome}); ${stateIs}`)
+  if (outcome.kind === 'start failed') {
+    io.err(`punctual: ${applicationId} stopped: its start failed: ${describeError(outcome.error)}; ${stateIs}`)
+    return 1
+  }
+  io.err(`punctual: ${applicationId} stopped (${outcome.kind === 'signal' ? outcome.signal : outcome.kind}); ${stateIs}`)
   return 0
 }
 
-/** Resolves with the name of the first SIGINT or SIGTERM; `off` stops listening. */
-function untilSignal(): { signalled: Promise<string>; off: () => void } {
+/** Resolves with the first SIGINT or SIGTERM; `off` stops listening. */
+function untilSignal(): { signalled: Promise<Outcome>; off: () => void } {
   let onSignal: ((sig: NodeJS.Signals) => void) | undefined
-  const signalled = new Promise<string>((resolveSignal) => {
-    onSignal = (sig) => resolveSignal(sig)
+  const signalled = new Promise<Outcome>((resolveSignal) => {
+    onSignal = (signal) => resolveSignal({ kind: 'signal', signal })
     process.once('SIGINT', onSignal)
     process.once('SIGTERM', onSignal)
   })
@@ -87,22 +136,34 @@ function untilSignal(): { signalled: Promise<string>; off: () => void } {
  * `punctual run APP --kafka BOOTSTRAP`: runs the application as one instance on Kafka until a signal (its
  * input comes from its source topics; `start` is not called).
  */
-export async function runKafkaApp(path: string, bootstrapServers: string, opts: { stateDir?: string; guarantee?: string }, io: Io): Promise<number> {
+export async function runKafkaApp(path: string, bootstrapServers: string, opts: { stateDir?: string; guarantee?: string } & RunOptions, io: Io): Promise<number> {
   const app = await loadApp(path)
   const logger = app.kafka?.logger ?? app.config?.logger ?? createConsoleLogger({ level: 'warn', write: io.err })
   const runtime = new KafkaRuntime(app.topology(), {
     ...(app.kafka ?? {}),
+    ...metricsSetting(opts),
     logger,
     applicationId: app.applicationId,
     bootstrapServers,
     ...(opts.guarantee === undefined ? {} : { processingGuarantee: opts.guarantee as ProcessingGuarantee }),
     ...(opts.stateDir === undefined ? {} : { stateDir: opts.stateDir }),
   })
-  const failed = new Promise<Error>((resolveFailure) => runtime.on('error', resolveFailure))
-  await runtime.start()
+  const failed = new Promise<Outcome>((resolveFailure) => runtime.on('error', (error) => resolveFailure({ kind: 'failed', error })))
+  try {
+    await runtime.start()
+  } catch (err) {
+    // A start that fails has shut down what it opened.
+    io.err(`punctual: ${app.applicationId} cannot start: ${describeError(err)}`)
+    return 1
+  }
   io.err(`punctual: ${app.applicationId} joined its group on ${bootstrapServers}`)
   const signals = untilSignal()
-  const outcome = await Promise.race([signals.signalled, failed.then((e) => e)])
-  signals.off()
+  let outcome: Outcome
+  try {
+    if (opts.ui === true) await announcePage(runtime, io)
+    outcome = await Promise.race([signals.signalled, failed])
+  } finally {
+    signals.off()
+  }
   return stopAndReport(runtime, app.applicationId, outcome, 'its state is in its changelog topics', io)
 }
