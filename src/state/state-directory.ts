@@ -89,6 +89,10 @@ function lock(path: string): void {
       }
     }
     const owner = Number(readFileSync(file, 'utf8').trim())
+    if (owner === process.pid) {
+      // The pid names this very process: what holds the directory is another runtime in it, not running elsewhere.
+      throw new PunctualError('STATE_DIR_LOCKED', `state directory ${path} is in use by another runtime in this same process (pid ${owner}); stop that runtime first, or give each runtime its own state directory`)
+    }
     if (Number.isInteger(owner) && owner > 0 && isAlive(owner)) {
       throw new PunctualError('STATE_DIR_LOCKED', `state directory ${path} is in use by process ${owner}; two processes must not share a state directory`)
     }

@@ -45,12 +45,23 @@ describe('state directory', () => {
     assert.throws(() => StateDirectory.open(file, 'orders'), (e: unknown) => isCode('STATE_DIR')(e) && /is a file, not a directory/.test((e as Error).message))
   })
 
-  it('refuses a second holder while the first runs', () => {
+  it('refuses a second holder while the first runs, saying when the first is in this same process', () => {
     const dir = fresh()
     const first = StateDirectory.open(dir, 'orders')
-    assert.throws(() => StateDirectory.open(dir, 'orders'), (e: unknown) => isCode('STATE_DIR_LOCKED')(e) && /is in use by process \d+/.test((e as Error).message))
+    assert.throws(
+      () => StateDirectory.open(dir, 'orders'),
+      (e: unknown) => isCode('STATE_DIR_LOCKED')(e) && (e as Error).message.includes(`is in use by another runtime in this same process (pid ${process.pid})`),
+    )
     first.release()
     StateDirectory.open(dir, 'orders').release()
+  })
+
+  it('refuses a directory another live process holds, naming it', () => {
+    const dir = fresh()
+    StateDirectory.open(dir, 'orders').release()
+    // The test runner that started this process is alive while it runs.
+    writeFileSync(join(dir, '.lock'), String(process.ppid))
+    assert.throws(() => StateDirectory.open(dir, 'orders'), (e: unknown) => isCode('STATE_DIR_LOCKED')(e) && (e as Error).message.includes(`is in use by process ${process.ppid};`))
   })
 
   it('takes over the lock of a process that no longer runs', () => {
