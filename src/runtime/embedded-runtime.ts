@@ -135,7 +135,9 @@ export class EmbeddedRuntime {
   /**
    * A producer for an input topic of the topology. Serdes default to the ones its source reads with; an
    * unknown topic, a timestamp that is not an integer epoch millisecond >= 0, and a key or value a
-   * built-in serde cannot write (a number key on a String topic) are refused at the call.
+   * built-in serde cannot write (a number key on a String topic) are refused at the call. Sends are
+   * taken before `start()` and while the runtime runs; once `stop()` is called, or the runtime failed,
+   * a send fails with ILLEGAL_STATE (nothing would process or keep the record).
    */
   producer<K = unknown, V = unknown>(topic: string, serdes: { keySerde?: Serde<K>; valueSerde?: Serde<V> } = {}): Producer<K, V> {
     const caller = `runtime.producer("${topic}")`
@@ -144,6 +146,11 @@ export class EmbeddedRuntime {
     const sendCaller = `${caller}.send`
     return {
       send: (key, value, timestamp, headers = NO_HEADERS) => {
+        // Once stop() is called nothing processes or commits what is appended: the record would be lost.
+        const state = this.currentState
+        if (state !== 'RUNNING' && state !== 'CREATED') {
+          throw new PunctualError('ILLEGAL_STATE', `${sendCaller}: the runtime is ${state}; a producer sends before start() and while the runtime runs, not once stop() is called or it failed`)
+        }
         const ts = timestamp ?? this.clock.now()
         checkTimestamp(sendCaller, ts)
         checkWritable(keySerde as Serde<unknown>, 'key', key, key, 'topic', topic, sendCaller)

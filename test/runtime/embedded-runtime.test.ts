@@ -176,6 +176,45 @@ describe('EmbeddedRuntime', () => {
     }
   })
 
+  it('refuses a send once stop() is called or the runtime failed: the record would be lost (issue 39)', async () => {
+    const rt = new EmbeddedRuntime(passThrough(), { applicationId: 'after-stop', logger: silentLogger })
+    const got: string[] = []
+    rt.subscribe<string, string>('out', (r) => got.push(r.value!))
+    const p = rt.producer<string, string>('in')
+    p.send('k', 'before start', 1)
+    rt.start()
+    p.send('k', 'running', 2)
+    const stopping = rt.stop()
+    const refused = (state: string) => (e: unknown) =>
+      e instanceof PunctualError &&
+      e.code === 'ILLEGAL_STATE' &&
+      e.message === `runtime.producer("in").send: the runtime is ${state}; a producer sends before start() and while the runtime runs, not once stop() is called or it failed`
+    assert.throws(() => p.send('k', 'stopping', 3), refused('PENDING_SHUTDOWN'))
+    await stopping
+    assert.throws(() => p.send('k', 'stopped', 4), refused('NOT_RUNNING'))
+    assert.throws(() => rt.producer<string, string>('in').send('k', 'new producer', 5), refused('NOT_RUNNING'))
+    assert.deepEqual(got, ['before start', 'running'])
+
+    const failing = new Topology().addSource('src', 'in').addProcessor(
+      'p',
+      () => ({
+        process() {
+          throw new Error('refused')
+        },
+      }),
+      'src',
+    )
+    const failed = new EmbeddedRuntime(failing, { applicationId: 'failed', logger: silentLogger })
+    const errors: Error[] = []
+    failed.on('error', (e) => errors.push(e))
+    failed.start()
+    const q = failed.producer<string, string>('in')
+    q.send('k', 'v', 1)
+    await until(() => errors.length === 1)
+    assert.throws(() => q.send('k', 'v', 2), refused('ERROR'))
+    await assert.rejects(failed.stop(), /refused/)
+  })
+
   it('refuses a producer or subscriber for a topic the topology does not use, listing its topics', () => {
     const rt = new EmbeddedRuntime(passThrough(), { applicationId: 'typo', logger: silentLogger })
     assert.throws(() => rt.producer('typo'), /runtime\.producer\("typo"\): no source of the topology reads topic "typo"; source topics: in; sink topics: out/)
