@@ -13,7 +13,15 @@ import { foreignKeyJoinKind, streamGlobalJoinKind, streamStreamJoinKind, streamT
 import { tableAggregateKind } from './kinds/table-aggregate.js'
 import { streamAggregateKind } from './kinds/stream-aggregate.js'
 import { malformed, parseRecord, parseScenario } from './scenario.js'
-import type { OutputEvent, RecordInput, Scenario } from './scenario.js'
+import type { OutputEvent, RecordInput, Scenario, ScenarioTimestamps } from './scenario.js'
+import {
+  FailOnInvalidTimestamp,
+  LogAndSkipOnInvalidTimestamp,
+  UsePartitionTimeOnInvalidTimestamp,
+  UseWallClockOnInvalidTimestamp,
+  WallclockTimestampExtractor,
+} from '../processor/timestamp-extractor.js'
+import type { ConsumerRecord, TimestampExtractor } from '../processor/timestamp-extractor.js'
 
 /** Every kind FORMAT.md defines; `undefined` marks the ones later issues implement. */
 const KINDS: Readonly<Record<string, ScenarioKind | undefined>> = {
@@ -70,8 +78,10 @@ export function runScenario(scenario: Scenario, scenarioPath: string): OutputEve
   })
   let driver: TopologyTestDriver
   try {
+    const extractor = scenarioExtractor(scenario.timestampExtractor)
     driver = new TopologyTestDriver(instance.topology, {
       wallClockStartMs: scenario.wallClockStartMs,
+      ...(extractor === undefined ? {} : { defaultTimestampExtractor: extractor }),
       // Dropped input (negative timestamps) is part of what scenarios test: no output, no noise.
       errorHandler: () => 'continue',
     })
@@ -105,7 +115,7 @@ export function runScenario(scenario: Scenario, scenarioPath: string): OutputEve
       }
     } catch (err) {
       // An error that stops the topology is an output; later steps are not run.
-      const code = instance.errorOutput?.(err)
+      const code = err instanceof PunctualError && err.code === 'INVALID_TIMESTAMP' ? 'invalid-timestamp' : instance.errorOutput?.(err)
       if (code === undefined) throw err
       line = undefined
       outputs.push({ step, error: code })
@@ -114,6 +124,25 @@ export function runScenario(scenario: Scenario, scenarioPath: string): OutputEve
   }
   driver.close()
   return outputs
+}
+
+/** A value that is a decimal integer is its event time; anything else (a tombstone too) is invalid. */
+const valueTime = (record: ConsumerRecord<unknown, unknown>): unknown => (typeof record.value === 'string' && /^[0-9]+$/.test(record.value) ? Number(record.value) : undefined)
+
+function scenarioExtractor(spec: ScenarioTimestamps | undefined): TimestampExtractor | undefined {
+  if (spec === undefined) return undefined
+  if (spec.from === 'wallClock') return new WallclockTimestampExtractor()
+  const source = spec.from === 'value' ? valueTime : undefined
+  switch (spec.onInvalid) {
+    case 'fail':
+      return new FailOnInvalidTimestamp(source)
+    case 'logAndSkip':
+      return new LogAndSkipOnInvalidTimestamp(source)
+    case 'usePartitionTime':
+      return new UsePartitionTimeOnInvalidTimestamp(source)
+    case 'useWallClock':
+      return new UseWallClockOnInvalidTimestamp(source)
+  }
 }
 
 function readRecordsFile(path: string, where: string): RecordInput[] {

@@ -5,6 +5,8 @@ export interface Scenario {
   readonly name: string
   readonly about: string
   readonly wallClockStartMs: number
+  /** Where records' event time comes from (FORMAT.md, "Event time"); undefined: their `ts`. */
+  readonly timestampExtractor: ScenarioTimestamps | undefined
   readonly topology: { readonly kind: string } & Readonly<Record<string, unknown>>
   readonly steps: readonly Step[]
   readonly expect: readonly OutputEvent[] | undefined
@@ -45,6 +47,7 @@ export function parseScenario(json: unknown): Scenario {
   if (typeof wallClockStartMs !== 'number' || !Number.isSafeInteger(wallClockStartMs) || wallClockStartMs < 0) {
     throw malformed('wallClockStartMs', 'must be a non-negative integer')
   }
+  const timestampExtractor = parseTimestamps(json.timestampExtractor)
   const topology = json.topology
   if (!isObject(topology)) throw malformed('topology', 'must be an object')
   if (typeof topology.kind !== 'string') throw malformed('topology.kind', 'must be a string')
@@ -59,7 +62,27 @@ export function parseScenario(json: unknown): Scenario {
     })
     expect = json.expect as OutputEvent[]
   }
-  return { name, about, wallClockStartMs, topology: topology as Scenario['topology'], steps, expect }
+  return { name, about, wallClockStartMs, timestampExtractor, topology: topology as Scenario['topology'], steps, expect }
+}
+
+/** A scenario's timestamp extractor: where event time is read, and the policy for an invalid one. */
+export interface ScenarioTimestamps {
+  readonly from: 'ts' | 'value' | 'wallClock'
+  readonly onInvalid: 'fail' | 'logAndSkip' | 'usePartitionTime' | 'useWallClock'
+}
+
+const TIMESTAMP_SOURCES = ['ts', 'value', 'wallClock'] as const
+const INVALID_POLICIES = ['fail', 'logAndSkip', 'usePartitionTime', 'useWallClock'] as const
+
+function parseTimestamps(json: unknown): ScenarioTimestamps | undefined {
+  if (json === undefined) return undefined
+  if (!isObject(json)) throw malformed('timestampExtractor', 'must be an object')
+  const from = json.from ?? 'ts'
+  if (!TIMESTAMP_SOURCES.includes(from as ScenarioTimestamps['from'])) throw malformed('timestampExtractor.from', `must be one of ${TIMESTAMP_SOURCES.join(', ')}, got ${JSON.stringify(from)}`)
+  const onInvalid = json.onInvalid ?? 'fail'
+  if (!INVALID_POLICIES.includes(onInvalid as ScenarioTimestamps['onInvalid'])) throw malformed('timestampExtractor.onInvalid', `must be one of ${INVALID_POLICIES.join(', ')}, got ${JSON.stringify(onInvalid)}`)
+  if (from === 'wallClock' && json.onInvalid !== undefined) throw malformed('timestampExtractor.onInvalid', 'does not apply with from "wallClock" (the wall clock is always valid)')
+  return { from: from as ScenarioTimestamps['from'], onInvalid: onInvalid as ScenarioTimestamps['onInvalid'] }
 }
 
 function parseStep(s: unknown, where: string): Step {

@@ -91,6 +91,9 @@ describe('punctual scenario run', () => {
         /field "steps\[0\].record.topic" must be one of "left", "right" for kind stream-stream-join, got "middle"/,
       ],
       [{ name: 'j', topology: { kind: 'stream-stream-join', join: 'cross', windows: { timeDifferenceMs: 1 } }, steps: [] }, /field "topology.join" must be "inner", "left" or "outer"/],
+      [{ ...wallScenario, timestampExtractor: { from: 'key' } }, /field "timestampExtractor.from" must be one of ts, value, wallClock, got "key"/],
+      [{ ...wallScenario, timestampExtractor: { from: 'value', onInvalid: 'guess' } }, /field "timestampExtractor.onInvalid" must be one of fail, logAndSkip, usePartitionTime, useWallClock, got "guess"/],
+      [{ ...wallScenario, timestampExtractor: { from: 'wallClock', onInvalid: 'fail' } }, /field "timestampExtractor.onInvalid" does not apply with from "wallClock"/],
     ]
     for (const [content, message] of cases) {
       const r = await cli('scenario', 'run', scenarioFile(content))

@@ -165,6 +165,18 @@ public final class Harness {
       props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
       // FORMAT: a record with a negative timestamp is dropped without output.
       props.put(StreamsConfig.DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG, LogAndSkipOnInvalidTimestamp.class);
+      JsonNode timestamps = scenario.path("timestampExtractor");
+      if (!timestamps.isMissingNode()) {
+        String from = timestamps.path("from").asText("ts");
+        String onInvalid = timestamps.path("onInvalid").asText("fail");
+        // An extractor sees System.currentTimeMillis(), not the test driver's mocked wall clock.
+        if (from.equals("wallClock") || onInvalid.equals("useWallClock")) {
+          throw new NotComparable("a timestamp extractor on the wall clock reads the real time in Kafka Streams, not the TopologyTestDriver's");
+        }
+        props.put(StreamsConfig.DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG, ScenarioTimestamps.class);
+        props.put(ScenarioTimestamps.FROM, from);
+        props.put(ScenarioTimestamps.ON_INVALID, onInvalid);
+      }
       // Left and outer stream-stream joins emit unmatched records as soon as stream time allows (SEMANTICS
       // 8), not at most once per second of wall-clock time.
       props.put(OUTER_JOIN_EMIT_INTERVAL, 0L);
@@ -209,10 +221,11 @@ public final class Harness {
             }
           } catch (RuntimeException e) {
             if (e instanceof NotComparable) throw e;
-            if (!isBufferFull(e)) throw e;
+            boolean badTimestamp = isInvalidTimestamp(e);
+            if (!badTimestamp && !isBufferFull(e)) throw e;
             drain(output);
             ObjectNode o = stamp();
-            o.put("error", "buffer-full");
+            o.put("error", badTimestamp ? "invalid-timestamp" : "buffer-full");
             outputs.add(o);
             return outputs;
           }
@@ -220,6 +233,13 @@ public final class Harness {
         }
       }
       return outputs;
+    }
+
+    private static boolean isInvalidTimestamp(Throwable e) {
+      for (Throwable t = e; t != null; t = t.getCause()) {
+        if (String.valueOf(t.getMessage()).contains(ScenarioTimestamps.FAILED)) return true;
+      }
+      return false;
     }
 
     private static boolean isBufferFull(Throwable e) {
