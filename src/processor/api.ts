@@ -165,7 +165,10 @@ export interface ProcessorContext<KOut = never, VOut = never> {
   readonly taskId: TaskId
   /** The name of the processor node this context belongs to. */
   readonly processorName: string
-  /** Sends a record to all children, or to the named child. */
+  /**
+   * Sends a record to all children, or to the named child. A timestamp that is not an integer epoch
+   * millisecond >= 0 is refused here (INVALID_TIMESTAMP, naming this processor).
+   */
   forward(record: StreamRecord<KOut, VOut>, childName?: string): void
   /** Registers a punctuation; invalid configuration throws an error naming the processor and value. */
   schedule(spec: ScheduleSpec, callback: Punctuator): Cancellable

@@ -8,6 +8,7 @@ import type { TaskCheckpoint } from '../../src/processor/internal/task-config.js
 import type { InputPartition } from '../../src/processor/record-io.js'
 import { ManualClock } from '../../src/time/clock.js'
 import { silentLogger } from '../../src/util/logger.js'
+import { TopologyTestDriver } from '../../src/testing/index.js'
 
 const enc = (s: string): Uint8Array => Buffer.from(s)
 
@@ -232,6 +233,49 @@ describe('bad input is counted, reported and skipped; nothing else is lost (SEMA
     assert.deepEqual(t.values(), ['fine'])
     assert.equal(t.task.metrics.droppedRecords.processing, 1)
     assert.equal(calls[0]?.reason, 'processing')
+  })
+
+  it('a timestamp a processor forwards is checked at forward, naming that processor (issue 39)', () => {
+    const { calls, handler } = recordingHandler()
+    const seen: number[] = []
+    const topology = new Topology()
+      .addSource('src', 'in')
+      .addProcessor(
+        'stamp',
+        () => {
+          let ctx: ProcessorContext<string, string>
+          return {
+            init(c: ProcessorContext<string, string>) {
+              ctx = c
+            },
+            process(r: StreamRecord<string, string>) {
+              ctx.forward({ ...r, timestamp: Number(r.value) })
+            },
+          }
+        },
+        'src',
+      )
+      .addProcessor('after', () => ({ process: (r: StreamRecord<string, string>) => void seen.push(r.timestamp) }), 'stamp')
+      .addSink('sink', 'out', {}, 'stamp')
+    const d = new TopologyTestDriver(topology, { errorHandler: handler })
+    const input = d.createInputTopic<string, string>('in')
+    for (const v of ['NaN', '1e20', '-5', '1.5', 'Infinity', '7']) input.pipeInput('k', v, 1)
+    assert.deepEqual(seen, [7], 'no child sees a bad timestamp')
+    assert.deepEqual(
+      calls.map((c) => [c.reason, c.processorName, (c.error as PunctualError).code]),
+      Array.from({ length: 5 }, () => ['processing', 'stamp', 'INVALID_TIMESTAMP']),
+    )
+    assert.deepEqual(
+      calls.map((c) => (c.error as Error).message),
+      ['NaN', '100000000000000000000', '-5', '1.5', 'Infinity'].map((ts) => `processor "stamp" forwarded a record with timestamp ${ts}: a timestamp is an integer epoch millisecond >= 0`),
+    )
+    assert.equal(d.createOutputTopic('out').getQueueSize(), 1)
+    // By default the call that ran it fails, naming the processor (not the sink below it).
+    const strict = new TopologyTestDriver(topology)
+    assert.throws(
+      () => strict.createInputTopic<string, string>('in').pipeInput('k', '-5', 1),
+      (e: unknown) => e instanceof PunctualError && e.code === 'PROCESSING' && /processing error in processor "stamp" .*: processor "stamp" forwarded a record with timestamp -5/.test(e.message),
+    )
   })
 
   it('logAndFail stops with an error carrying the code and the position', () => {

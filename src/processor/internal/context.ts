@@ -41,6 +41,12 @@ export class ProcessorContextImpl implements ProcessorContext<unknown, unknown> 
   }
 
   forward(record: StreamRecord<unknown, unknown>, childName?: string): void {
+    // Checked here, as producers and sinks check theirs, so that the processor that made the timestamp
+    // is named: downstream, NaN or 1e20 would be dropped as late by a window and -5 fail at a sink.
+    const ts = record.timestamp
+    if (!Number.isSafeInteger(ts) || ts < 0) {
+      throw new PunctualError('INVALID_TIMESTAMP', `processor "${this.node.name}" forwarded a record with timestamp ${String(ts)}: a timestamp is an integer epoch millisecond >= 0`)
+    }
     if (childName === undefined) {
       this.node.forwardToChildren(record)
       return
