@@ -27,11 +27,13 @@ const app: PunctualApp = {
   applicationId: 'word-count',
   topology,
   config: { topics: { lines: { partitions: 2 } } },
-  async start(runtime, { resumed }) {
+  async start(runtime) {
     runtime.subscribe<Windowed<string>, number>('word-counts', (r) => console.log(`minute ${r.key!.window.start / MINUTE}: ${r.key!.key} x${r.value}`), { from: 'latest' })
-    if (resumed) return // the lines were fed by the first run
+    // The topic is durable: the lines an earlier run sent and committed are in it already. Feed the
+    // others (all of them on a fresh start, and those a run that failed before its commit had sent).
+    const fed = runtime.committedEndOffsets('lines').reduce((sum, n) => sum + n, 0)
     const producer = runtime.producer<string, string>('lines')
-    lines.forEach((line, i) => producer.send(null, line, i * 25_000))
+    for (let i = fed; i < lines.length; i++) producer.send(null, lines[i]!, i * 25_000)
   },
 }
 export default app

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { Serdes } from 'punctual'
+import { EmbeddedRuntime, Serdes, silentLogger } from 'punctual'
+import type { PunctualApp } from 'punctual'
 import { TopologyTestDriver } from 'punctual/testing'
 import { sensorTopology } from '../examples/heartbeat.js'
 
@@ -98,5 +99,31 @@ describe('the examples run as programs', () => {
     const first = runExample('bin/punctual.js', 'run', 'examples/word-count-app.ts', '--state-dir', stateDir)
     assert.deepEqual(first.sort(), ['minute 0: brown x1', 'minute 0: dog x2', 'minute 0: fox x1', 'minute 0: jumps x1', 'minute 0: lazy x1', 'minute 0: over x1', 'minute 0: quick x1', 'minute 0: sleeps x1', 'minute 0: the x3'])
     assert.deepEqual(runExample('bin/punctual.js', 'run', 'examples/word-count-app.ts', '--state-dir', stateDir), [''], 'the second run resumes: nothing new to count')
+  })
+
+  it('word-count-app.ts feeds, after a restart, the lines an earlier run had not committed', async () => {
+    const { default: app } = (await import('../examples/word-count-app.js')) as { default: PunctualApp }
+    const stateDir = join(mkdtempSync(join(tmpdir(), 'punctual-example-')), 'state')
+    // A first run that committed only the first two lines before it ended.
+    const first = new EmbeddedRuntime(app.topology(), { ...app.config, applicationId: app.applicationId, stateDir, logger: silentLogger })
+    first.start()
+    first.producer<string, string>('lines').send(null, 'the quick brown fox', 0)
+    first.producer<string, string>('lines').send(null, 'jumps over the lazy dog', 25_000)
+    await first.stop({ drain: true })
+    const second = new EmbeddedRuntime(app.topology(), { ...app.config, applicationId: app.applicationId, stateDir, logger: silentLogger })
+    second.start()
+    assert.equal(second.resumed, true)
+    const printed: string[] = []
+    const log = console.log
+    console.log = (line: string) => printed.push(line)
+    try {
+      await app.start?.(second, { resumed: true, signal: new AbortController().signal })
+      await second.stop({ drain: true })
+    } finally {
+      console.log = log
+    }
+    // The third line's words reach the counts of minute 0, which the fourth line (minute 1) closes.
+    assert.ok(printed.includes('minute 0: sleeps x1'), printed.join('\n'))
+    assert.ok(printed.includes('minute 0: the x3'), printed.join('\n'))
   })
 })
