@@ -1,5 +1,4 @@
 import { checkDeadLetterTopic, checkStateDir, configInt, invalidConfig } from '../errors.js'
-import { ErrorHandlers } from '../processor/errors.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import { checkTimestampExtractor } from '../processor/timestamp-extractor.js'
 import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
@@ -12,6 +11,7 @@ import type { Logger } from '../util/logger.js'
 import { temporaryStateDir } from '../util/state-dir.js'
 import { validateMetricsEndpoint } from '../monitoring/metrics-server.js'
 import type { MetricsEndpoint } from '../monitoring/metrics-server.js'
+import { kafkaErrorHandler } from './error-log.js'
 import { parseHostInfo } from './instance-metadata.js'
 import type { HostInfo } from './instance-metadata.js'
 
@@ -129,6 +129,7 @@ export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKaf
     return s
   }
   const logger = config.logger ?? consoleLogger
+  const deadLetterTopic = checkDeadLetterTopic(where, config.deadLetterTopic)
   const clock = config.clock ?? systemClock
   if (config.scheduler !== undefined && !isScheduler(config.scheduler)) throw invalidConfig(where, 'scheduler must have at(dueMs, callback) returning a cancel function')
   return {
@@ -146,8 +147,8 @@ export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKaf
     producer: settings('producer'),
     clock,
     scheduler: config.scheduler ?? timerScheduler(clock),
-    errorHandler: config.errorHandler ?? ErrorHandlers.failOnUserCodeErrors(logger),
-    deadLetterTopic: checkDeadLetterTopic(where, config.deadLetterTopic),
+    errorHandler: config.errorHandler ?? kafkaErrorHandler(logger.child?.({ applicationId: config.applicationId }) ?? logger, deadLetterTopic),
+    deadLetterTopic,
     logger,
     metrics: validateMetricsEndpoint(where, config.metrics),
     applicationServer: config.applicationServer === undefined ? undefined : parseHostInfo(where, config.applicationServer),

@@ -29,6 +29,8 @@ import { ChangelogReader } from './changelog-reader.js'
 import type { RestoreConsumer } from './changelog-reader.js'
 import { ChangelogTopics } from './changelog-topics.js'
 import { loadKafkaClient } from './client.js'
+import { ClientLog, unreachable } from './client-logs.js'
+import type { LibrdkafkaLogLine } from './client-logs.js'
 import { LocalCheckpoints } from './local-checkpoints.js'
 import type { TaskChangelogPartitions } from './local-checkpoints.js'
 import { validateKafkaRuntimeConfig } from './config.js'
@@ -93,7 +95,7 @@ type Consumer = Client.KafkaConsumer & {
 
 /** The client events the runtime listens to on both its producer and its consumer. */
 interface ReportingClient {
-  on(event: 'event.log', listener: (log: { fac?: string; message?: string }) => void): unknown
+  on(event: 'event.log', listener: (log: LibrdkafkaLogLine) => void): unknown
   on(event: 'event.error', listener: (err: Client.LibrdKafkaError) => void): unknown
 }
 
@@ -462,11 +464,15 @@ export class KafkaRuntime {
     return this.taskManager?.restoreProgress() ?? []
   }
 
+  /** The runtime's first call to the cluster: a cluster it cannot reach fails here, naming the bootstrap servers. */
   private async createTopics(client: typeof Client): Promise<TopicPlan> {
-    const admin = this.admin(client)
+    const log = new ClientLog(this.logger, 'admin')
+    const admin = this.admin(client, log)
     await admin.connect()
     try {
       return await ensureTopics(admin as unknown as TopicAdmin, this.topology, this.config.applicationId)
+    } catch (err) {
+      throw unreachable(err, this.config.bootstrapServers, log.lastFailure()) ?? err
     } finally {
       await admin.disconnect()
     }
@@ -496,8 +502,9 @@ export class KafkaRuntime {
     return purger
   }
 
-  private admin(client: typeof Client): Client.KafkaJS.Admin {
-    const kafka = new client.KafkaJS.Kafka({ ...this.config.client, 'bootstrap.servers': this.config.bootstrapServers, kafkaJS: { logLevel: client.KafkaJS.logLevel.ERROR } } as Client.KafkaJS.CommonConstructorConfig)
+  /** An admin client, its reports (which the client's JavaScript layer would print to the console) on the logger. */
+  private admin(client: typeof Client, log = new ClientLog(this.logger, 'admin')): Client.KafkaJS.Admin {
+    const kafka = new client.KafkaJS.Kafka({ ...this.config.client, 'bootstrap.servers': this.config.bootstrapServers, kafkaJS: { logger: log.kafkaJsLogger() } } as unknown as Client.KafkaJS.CommonConstructorConfig)
     return kafka.admin()
   }
 
@@ -570,15 +577,13 @@ export class KafkaRuntime {
   }
 
   /**
-   * Sends a client's own reports to the logger: librdkafka's log lines (only with its `debug` setting)
-   * at debug level, its errors as warnings. It retries connections itself; a fatal error (a fenced
-   * producer, say) stops the runtime.
+   * Sends a client's own reports to the logger (`ClientLog`): librdkafka's log lines at the level of
+   * their severity, its errors as warnings, each text once a minute. It retries connections itself; a
+   * fatal error (a fenced producer, say) stops the runtime.
    */
   private watch(client: ReportingClient, name: string): void {
-    const logger = this.logger.child?.({ client: name }) ?? this.logger
-    client.on('event.log', (log: { fac?: string; message?: string }) => logger.debug({ fac: log.fac }, log.message ?? ''))
-    // librdkafka repeats an error while it lasts (a broker away: every few hundred ms): each once a minute.
-    const told = new Map<string, number>()
+    const log = new ClientLog(this.logger, name)
+    client.on('event.log', (line: LibrdkafkaLogLine) => log.line(line))
     client.on('event.error', (err: Client.LibrdKafkaError) => {
       if (name === 'producer' && (client as unknown) !== this.producer) return
       if (err.isFatal === true) {
@@ -587,10 +592,7 @@ export class KafkaRuntime {
         else this.fail(new PunctualError('ILLEGAL_STATE', `the Kafka ${name} failed: ${err.message}`, { cause: err }))
         return
       }
-      const now = Date.now()
-      if ((told.get(err.message) ?? -Infinity) > now - 60_000) return
-      told.set(err.message, now)
-      logger.warn({ code: err.code }, `Kafka ${name}: ${err.message}`)
+      log.error(err)
     })
   }
 
@@ -870,6 +872,10 @@ export class KafkaRuntime {
     } as Client.ConsumerGlobalConfig) as Consumer
     consumer.setDefaultConsumeTimeout(50)
     consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
+    // Its reports on the logger too; its failures reach the runtime through the reader.
+    const log = new ClientLog(this.logger, `restore consumer ${taskId}`)
+    consumer.on('event.log', (line: LibrdkafkaLogLine) => log.line(line))
+    consumer.on('event.error', (err: Client.LibrdKafkaError) => log.error(err))
     const topics = this.changelogTopics.get(def.subtopology.id) as ChangelogTopics
     const reader = new ChangelogReader(consumer as unknown as RestoreConsumer, topics, def.partition, (err) => this.fail(err), from, this.commitMarks.get(taskId))
     this.readers.set(taskId, reader)
