@@ -84,11 +84,11 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
     })
   program
     .command('inspect')
-    .description('what a state directory holds: its application, each task\'s stream time, input positions, punctuations, pending timers, keyed states and stores (read-only; refused while a process holds it)')
+    .description('what a state directory holds: its application, each task\'s stream time, input positions, punctuations, pending timers, keyed states and stores (read-only; a running application\'s too)')
     .argument('<state-dir>', 'the state directory')
     .option('--json', 'print the report as JSON')
-    .action((stateDir: string, opts: { json?: boolean }) => {
-      code = inspectCommand(stateDir, opts, io)
+    .action(async (stateDir: string, opts: { json?: boolean }) => {
+      code = await inspectCommand(stateDir, opts, io)
     })
   try {
     await program.parseAsync([...argv])

@@ -16,8 +16,34 @@ export interface InspectedTask {
   readonly timers: { readonly user: { event: number; processing: number }; readonly ttl: { event: number; processing: number } }
   /** Keys per keyed state (`<processor>/<state>`). */
   readonly keyedStates: Readonly<Record<string, number>>
-  /** Entries per state store (a suppression's buffer is its store: its entries are the buffered keys, and its own clock). */
+  /**
+   * Entries per state store (a suppression's buffer is its store: its entries are the buffered keys). The
+   * fields a store keeps beside its entries (its stream time, a window store's largest start) are not
+   * entries and are not counted.
+   */
   readonly stores: Readonly<Record<string, number>>
+  /**
+   * A Kafka instance's local checkpoint of the task, which all of the above comes from: written when the
+   * instance gave the task up or stopped, as of that commit.
+   */
+  readonly checkpoint?: InspectedCheckpoint
+}
+
+/** A Kafka instance's local checkpoint of a task (`<stateDir>/tasks/<task>.checkpoint`). */
+export interface InspectedCheckpoint {
+  readonly writtenAt: Date
+  readonly bytes: number
+  /** Changelog records it holds: the task's whole state as of its commit. */
+  readonly records: number
+  /** Per changelog topic of the task, the offset its records reach: a restore reads the changelog from there. */
+  readonly changelogOffsets: Readonly<Record<string, number>>
+}
+
+/** The process running the application whose state directory this is, while it runs. */
+export interface LiveOwner {
+  readonly pid: number
+  /** The owner is a runtime in the process that inspects. */
+  readonly thisProcess: boolean
 }
 
 /** What a state directory holds, read without changing it. */
@@ -25,10 +51,21 @@ export interface StateDirectoryReport {
   readonly path: string
   readonly applicationId: string
   readonly format: number
-  /** Size of the checkpoint store's file. */
+  /**
+   * Which runtime keeps this directory. The embedded runtime keeps its checkpoints and topics in it; a Kafka
+   * instance keeps its state in changelog topics, and here only the local checkpoints of tasks it gave up
+   * or held when it stopped (and spill files).
+   */
+  readonly runtime: 'embedded' | 'kafka'
+  /**
+   * Set when a running application holds the directory: the report is then its state as of the last
+   * commit when it was read, and the application goes on changing it.
+   */
+  readonly live: LiveOwner | undefined
+  /** Size of the checkpoint store's file (a Kafka instance's: of its task checkpoints). */
   readonly checkpointBytes: number
-  /** When the checkpoint store was last written: the last commit. */
-  readonly lastCommitAt: Date
+  /** When the checkpoint store was last written: the last commit (a Kafka instance's: its last task checkpoint written; undefined when none was). */
+  readonly lastCommitAt: Date | undefined
   /** A large commit written to the journal and not yet applied: the next start applies it. */
   readonly pendingJournal: boolean
   readonly tasks: readonly InspectedTask[]
@@ -39,64 +76,113 @@ export interface StateDirectoryReport {
 /**
  * Reads a state directory's metadata and checkpoints read-only: its application, each task's stream time,
  * input positions, punctuations' last fires, pending timers by kind and domain, keyed states and stores
- * with their sizes. Refuses a directory a running process holds (naming the process): its files change
- * under a reader.
+ * with their sizes. A directory a running application holds is read too (`live` names its process): an
+ * lmdb reader does not block the writer, and one read transaction sees one commit whole.
  */
 export function inspectStateDirectory(path: string): StateDirectoryReport {
+  const { applicationId, format, live } = readStateDirectoryMetadata(path)
   const meta = join(path, 'punctual.json')
-  if (!existsSync(meta)) throw new PunctualError('STATE_DIR', `${path} is not a punctual state directory (it has no punctual.json)`)
-  const owner = lockOwner(path)
-  if (owner !== undefined) throw new PunctualError('STATE_DIR_LOCKED', `state directory ${path} is in use by process ${owner}; inspect it once that process has stopped`)
-  const { applicationId, format } = JSON.parse(readFileSync(meta, 'utf8')) as { applicationId: string; format: number }
   const data = join(path, 'checkpoints', 'data.mdb')
-  if (!existsSync(data)) return { path, applicationId, format, checkpointBytes: 0, lastCommitAt: statSync(meta).mtime, pendingJournal: false, tasks: [], topicRecords: {} }
+  if (!existsSync(data)) return { path, applicationId, format, runtime: 'embedded', live, checkpointBytes: 0, lastCommitAt: statSync(meta).mtime, pendingJournal: false, tasks: [], topicRecords: {} }
   const env = open({ path: join(path, 'checkpoints'), readOnly: true, compression: false })
   try {
     const taskDb = env.openDB<DurableTaskState, string>({ name: 'tasks' })
     const keyed = env.openDB<unknown, Array<string | number | boolean>>({ name: 'keyed', useRecords: false } as { name: string })
     const journal = env.openDB<Buffer, number[]>({ name: 'journal', encoding: 'binary' })
-    const tasks = new Map<string, { state: DurableTaskState; timers: InspectedTask['timers']; keyedStates: Record<string, number>; stores: Record<string, number> }>()
-    const task = (id: string): NonNullable<ReturnType<typeof tasks.get>> => {
-      let t = tasks.get(id)
-      if (t === undefined) tasks.set(id, (t = { state: { streamTime: undefined, positions: {}, lastFires: {} }, timers: { user: { event: 0, processing: 0 }, ttl: { event: 0, processing: 0 } }, keyedStates: {}, stores: {} }))
-      return t
-    }
-    for (const { key, value } of taskDb.getRange()) task(key).state = value
-    for (const key of keyed.getKeys()) {
-      const [kind, taskId, name] = key as [string, string, string | number]
-      const t = task(taskId)
-      if (kind === 'T') {
-        const group = name as number
-        t.timers[(group & 1) === 1 ? 'ttl' : 'user'][(group & 2) === 2 ? 'processing' : 'event']++
-      } else if (kind === 's') t.keyedStates[name as string] = (t.keyedStates[name as string] ?? 0) + 1
-      else if (kind === 'kv') t.stores[name as string] = (t.stores[name as string] ?? 0) + 1
-    }
-    const topicRecords: Record<string, number> = {}
     // A chunk of a partition's records per key: [topic, partition, first offset, count, append time].
     const log = env.openDB<unknown, Array<string | number>>({ name: 'log-records', encoding: 'binary' })
-    for (const key of log.getKeys()) {
-      const [topic, , , count] = key as [string, number, number, number]
-      topicRecords[topic] = (topicRecords[topic] ?? 0) + count
-    }
-    return {
-      path,
-      applicationId,
-      format,
-      checkpointBytes: statSync(data).size,
-      lastCommitAt: statSync(data).mtime,
-      pendingJournal: journal.getKeysCount() > 0,
-      tasks: [...tasks]
-        .sort(([a], [b]) => compareTaskIds(a, b))
-        .map(([taskId, t]) => ({ taskId, streamTime: t.state.streamTime, positions: t.state.positions, lastFires: t.state.lastFires, timers: t.timers, keyedStates: t.keyedStates, stores: t.stores })),
-      topicRecords,
+    // Opened databases first: opening one renews the environment's read transaction.
+    const transaction = env.useReadTransaction()
+    try {
+      const tasks = new Map<string, { state: DurableTaskState; timers: InspectedTask['timers']; keyedStates: Record<string, number>; storeKeys: Map<string, StoreKeyTally> }>()
+      const task = (id: string): NonNullable<ReturnType<typeof tasks.get>> => {
+        let t = tasks.get(id)
+        if (t === undefined) tasks.set(id, (t = { state: { streamTime: undefined, positions: {}, lastFires: {} }, timers: { user: { event: 0, processing: 0 }, ttl: { event: 0, processing: 0 } }, keyedStates: {}, storeKeys: new Map() }))
+        return t
+      }
+      for (const { key, value } of taskDb.getRange({ transaction })) task(key).state = value
+      for (const key of keyed.getKeys({ transaction })) {
+        const [kind, taskId, name, storeKey] = key as [string, string, string | number, string | number | boolean]
+        const t = task(taskId)
+        if (kind === 'T') {
+          const group = name as number
+          t.timers[(group & 1) === 1 ? 'ttl' : 'user'][(group & 2) === 2 ? 'processing' : 'event']++
+        } else if (kind === 's') t.keyedStates[name as string] = (t.keyedStates[name as string] ?? 0) + 1
+        else if (kind === 'kv') tallyStoreKey(t.storeKeys, name as string, storeKey)
+      }
+      const topicRecords: Record<string, number> = {}
+      for (const key of log.getKeys({ transaction })) {
+        const [topic, , , count] = key as [string, number, number, number]
+        topicRecords[topic] = (topicRecords[topic] ?? 0) + count
+      }
+      return {
+        path,
+        applicationId,
+        format,
+        runtime: 'embedded',
+        live,
+        checkpointBytes: statSync(data).size,
+        lastCommitAt: statSync(data).mtime,
+        pendingJournal: journal.getKeysCount({ transaction }) > 0,
+        tasks: [...tasks]
+          .sort(([a], [b]) => compareTaskIds(a, b))
+          .map(([taskId, t]) => ({ taskId, streamTime: t.state.streamTime, positions: t.state.positions, lastFires: t.state.lastFires, timers: t.timers, keyedStates: t.keyedStates, stores: storeEntries(t.storeKeys) })),
+        topicRecords,
+      }
+    } finally {
+      transaction.done()
     }
   } finally {
     env.close()
   }
 }
 
+/** A state directory's application and format (`punctual.json`), and the running application holding it, if one does. */
+export function readStateDirectoryMetadata(path: string): { applicationId: string; format: number; live: LiveOwner | undefined } {
+  const meta = join(path, 'punctual.json')
+  if (!existsSync(meta)) throw new PunctualError('STATE_DIR', `${path} is not a punctual state directory (it has no punctual.json)`)
+  const owner = lockOwner(path)
+  const { applicationId, format } = JSON.parse(readFileSync(meta, 'utf8')) as { applicationId: string; format: number }
+  return { applicationId, format, live: owner === undefined ? undefined : { pid: owner, thisProcess: owner === process.pid } }
+}
+
+/**
+ * The keys of the fields stores log beside their entries (`LoggedField`): a stream time, a window
+ * store's largest start and the like are small negative numbers, a versioned store's observed time is
+ * `true`.
+ */
+const FIELD_KEYS: ReadonlySet<unknown> = new Set([-1, -2, -3, -4, true])
+
+/** One store's keys, as far as telling entries from logged fields needs. */
+export interface StoreKeyTally {
+  keys: number
+  /** Keys that are strings: the stores with logged fields key their entries by key id, a string. */
+  strings: number
+  /** Keys that are a logged field's key. */
+  fieldLike: number
+}
+
+export function tallyStoreKey(tallies: Map<string, StoreKeyTally>, store: string, key: unknown): void {
+  let tally = tallies.get(store)
+  if (tally === undefined) tallies.set(store, (tally = { keys: 0, strings: 0, fieldLike: 0 }))
+  tally.keys++
+  if (typeof key === 'string') tally.strings++
+  else if (FIELD_KEYS.has(key)) tally.fieldLike++
+}
+
+/**
+ * Entries per store: its keys less its logged fields. A key of a field's form is a field in a store whose
+ * entries are keyed by key id (a string), or in one with no other key; a store keyed by the user's
+ * numbers (-1 among others) keeps it as an entry.
+ */
+export function storeEntries(tallies: ReadonlyMap<string, StoreKeyTally>): Record<string, number> {
+  const out: Record<string, number> = {}
+  for (const [store, t] of tallies) out[store] = t.strings > 0 || t.fieldLike === t.keys ? t.keys - t.fieldLike : t.keys
+  return out
+}
+
 /** `0_2` before `0_10` before `1_0`. */
-function compareTaskIds(a: string, b: string): number {
+export function compareTaskIds(a: string, b: string): number {
   const [as, ap] = a.split('_').map(Number) as [number, number]
   const [bs, bp] = b.split('_').map(Number) as [number, number]
   return as - bs || ap - bp || a.localeCompare(b)

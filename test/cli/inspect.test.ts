@@ -4,7 +4,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { cli } from '../helpers/cli.js'
-import { EmbeddedRuntime, PunctuationType, Serdes, silentLogger, StateDescriptors, StreamsBuilder } from '../../src/index.js'
+import { EmbeddedRuntime, PunctuationType, Serdes, silentLogger, StateDescriptors, StreamsBuilder, TimeWindows } from '../../src/index.js'
+import { localCheckpointPath, writeLocalCheckpoint } from '../../src/kafka/checkpoint-file.js'
+import type { TaskCheckpoint } from '../../src/processor/internal/task-config.js'
+import { TaskChangelogCodec } from '../../src/runtime/changelog-records.js'
+import { StateDirectory } from '../../src/state/state-directory.js'
 import type { KeyedProcessorContext } from '../../src/index.js'
 import { ManualClock } from '../../src/testing/index.js'
 
@@ -89,17 +93,126 @@ describe('punctual inspect STATE_DIR', () => {
     assert.ok(text.out.some((l) => /^ {2}store counts-store: \d entries$/.test(l)))
   })
 
-  it('refuses a directory a live process holds, naming it, and one that is not a state directory', async () => {
+  it('reads the state directory of a running application, read-only, and says it is live', async () => {
+    const dir = join(root, 'live')
+    const b = new StreamsBuilder()
+    b.stream<string, string>('input').groupByKey().count({ name: 'counts' })
+    const clock = new ManualClock(5_000)
+    const rt = new EmbeddedRuntime(b.build(), { applicationId: 'running', stateDir: dir, clock, commitIntervalMs: 100, logger: silentLogger })
+    rt.start()
+    try {
+      const input = rt.producer('input', { keySerde: Serdes.String(), valueSerde: Serdes.String() })
+      for (const key of ['a', 'b', 'a']) input.send(key, 'v', 100)
+      await rt.idle()
+      // The commit interval passes: what was processed is committed.
+      clock.advance(100)
+      await rt.idle()
+      const json = await cli('inspect', dir, '--json')
+      assert.equal(json.code, 0, json.err.join('\n'))
+      const report = JSON.parse(json.out.join('\n')) as { live?: { pid: number; thisProcess: boolean }; tasks: Array<{ stores: Record<string, number> }> }
+      assert.deepEqual(report.live, { pid: process.pid, thisProcess: true })
+      assert.deepEqual(report.tasks[0]?.stores, { 'counts-store': 2 }, 'what the last commit holds')
+      const text = await cli('inspect', dir)
+      assert.equal(text.code, 0)
+      assert.match(text.out[1] ?? '', /^live: the application is running \(a runtime in this process \(pid \d+\)\); this is its state as of the last commit when read, and it goes on changing$/)
+      // The application goes on, and commits, after being read.
+      input.send('c', 'v', 200)
+      await rt.idle()
+    } finally {
+      await rt.stop()
+    }
+    const after = await cli('inspect', dir, '--json')
+    const report = JSON.parse(after.out.join('\n')) as { live?: unknown; tasks: Array<{ stores: Record<string, number> }> }
+    assert.equal(report.live, undefined)
+    assert.deepEqual(report.tasks[0]?.stores, { 'counts-store': 3 })
+  })
+
+  it('names the other process that runs it, and refuses a directory that is not a state directory', async () => {
     const dir = join(root, 'held')
     await runOnce(dir)
-    writeFileSync(join(dir, '.lock'), String(process.pid))
+    // The test runner that started this process is alive while it runs.
+    writeFileSync(join(dir, '.lock'), String(process.ppid))
     const held = await cli('inspect', dir)
-    assert.equal(held.code, 1)
-    assert.match(held.err.join('\n'), new RegExp(`in use by process ${process.pid}`))
+    assert.equal(held.code, 0, held.err.join('\n'))
+    assert.ok(held.out.includes(`live: the application is running (process ${process.ppid}); this is its state as of the last commit when read, and it goes on changing`), held.out.join('\n'))
     rmSync(join(dir, '.lock'))
     const other = mkdtempSync(join(root, 'other-'))
     const not = await cli('inspect', other)
     assert.equal(not.code, 1)
     assert.match(not.err.join('\n'), /not a punctual state directory/)
+  })
+
+  it('counts the entries of a store, not the fields it logs beside them (its stream time, its largest window start)', async () => {
+    const dir = join(root, 'windows')
+    const b = new StreamsBuilder()
+    b.stream<string, string>('input').groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(1000, 10_000)).count({ name: 'per-second' })
+    const rt = new EmbeddedRuntime(b.build(), { applicationId: 'windowed', stateDir: dir, clock: new ManualClock(5_000), logger: silentLogger })
+    rt.start()
+    const input = rt.producer('input', { keySerde: Serdes.String(), valueSerde: Serdes.String() })
+    // Three windows of key a, one of key b, all open (stream time 2100, grace 10 s).
+    for (const [key, ts] of [['a', 100], ['a', 1100], ['b', 1200], ['a', 2100]] as const) input.send(key, 'v', ts)
+    await rt.idle()
+    await rt.stop()
+    const { code, out, err } = await cli('inspect', dir, '--json')
+    assert.equal(code, 0, err.join('\n'))
+    const report = JSON.parse(out.join('\n')) as { tasks: Array<{ stores: Record<string, number> }> }
+    assert.deepEqual(report.tasks[0]?.stores, { 'per-second-store': 4 })
+  })
+})
+
+describe('punctual inspect on a Kafka instance’s state directory', () => {
+  it('describes each task’s local checkpoint and what it holds, not an empty embedded directory', async () => {
+    const dir = join(root, 'kafka-instance')
+    StateDirectory.open(dir, 'on-kafka').release()
+    const codec = new TaskChangelogCodec([])
+    const checkpoint = (n: number): TaskCheckpoint => ({
+      streamTime: 1000 + n,
+      lastFires: { tick: 6000 },
+      positions: { [`input:${n}`]: 10 + n },
+      keyed: {
+        timers: [
+          { kind: 'user', domain: 'event', timestamp: 2000, seq: 1, owner: 'alerts', key: 'a' },
+          { kind: 'ttl', domain: 'processing', timestamp: 9000, seq: 2, owner: 'alerts', key: 'a' },
+        ],
+        states: { 'alerts/seen': { kind: 'value', entries: [['a', [['v', 1000]]]] } },
+      },
+      // Two windows, and the stream time the store logs beside them.
+      stores: { 'per-second-store': [['w1', 1], ['w2', 2], [-1, 1000 + n]] },
+    })
+    for (const n of [0, 1]) {
+      await writeLocalCheckpoint(localCheckpointPath(dir, `0_${n}`), { taskId: `0_${n}`, offsets: { 'on-kafka-per-second-store-changelog': 40 + n }, writtenAt: Date.UTC(2026, 11, 3, 12, n) }, codec.checkpointRecords(checkpoint(n)))
+    }
+    const { code, out, err } = await cli('inspect', dir, '--json')
+    assert.equal(code, 0, err.join('\n'))
+    const report = JSON.parse(out.join('\n')) as {
+      runtime: string
+      checkpointBytes: number
+      lastCommitAt: string
+      tasks: Array<{ taskId: string; streamTime: number; positions: Record<string, number>; lastFires: Record<string, number>; timers: unknown; keyedStates: Record<string, number>; stores: Record<string, number>; checkpoint: { records: number; changelogOffsets: Record<string, number>; writtenAt: string } }>
+    }
+    assert.equal(report.runtime, 'kafka')
+    assert.ok(report.checkpointBytes > 0)
+    assert.equal(report.lastCommitAt, '2026-12-03T12:01:00.000Z')
+    assert.deepEqual(
+      report.tasks.map((t) => t.taskId),
+      ['0_0', '0_1'],
+    )
+    const [t0] = report.tasks
+    assert.equal(t0?.streamTime, 1000)
+    assert.deepEqual(t0?.positions, { 'input:0': 10 })
+    assert.deepEqual(t0?.lastFires, { tick: 6000 })
+    assert.deepEqual(t0?.timers, { user: { event: 1, processing: 0 }, ttl: { event: 0, processing: 1 } })
+    assert.deepEqual(t0?.keyedStates, { 'alerts/seen': 1 })
+    assert.deepEqual(t0?.stores, { 'per-second-store': 2 })
+    assert.deepEqual(t0?.checkpoint.changelogOffsets, { 'on-kafka-per-second-store-changelog': 40 })
+    assert.equal(t0?.checkpoint.records, codec.checkpointRecords(checkpoint(0)).length)
+
+    const text = await cli('inspect', dir)
+    assert.equal(text.code, 0)
+    const printed = text.out.join('\n')
+    assert.doesNotMatch(printed, /no task has committed yet|checkpoints 0\.0 MB/)
+    assert.match(printed, /a Kafka instance/)
+    assert.match(printed, /task checkpoints: 2, \d+\.\d MB; the last written 2026-12-03T12:01:00\.000Z/)
+    assert.match(printed, /\n {2}checkpoint written 2026-12-03T12:00:00\.000Z, \d+\.\d MB, \d+ records; changelog on-kafka-per-second-store-changelog to 40\n/)
   })
 })
