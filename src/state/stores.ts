@@ -1,4 +1,5 @@
 import { PunctualError } from '../errors.js'
+import { shownValue } from '../processor/shown-value.js'
 import type { KeyValueStore, ReadOnlyKeyValueStore, ReadOnlyVersionedKeyValueStore, StateStore, StoreKey, VersionedKeyValueStore } from '../processor/api.js'
 import { PersistentVersionedKeyValueStore } from './versioned-store.js'
 import type { Serde } from '../processor/serdes.js'
@@ -152,7 +153,7 @@ export const Stores = {
   persistentKeyValueStore<K extends StoreKey, V>(name: string, options: { cacheEntries?: number } & StoreSerdes<K, V> = {}): StoreBuilder<KeyValueStore<K, V>> {
     const cacheEntries = options.cacheEntries ?? 10_000
     if (!Number.isSafeInteger(cacheEntries) || cacheEntries < 0) {
-      throw new PunctualError('INVALID_CONFIG', `store "${name}": cacheEntries must be an integer >= 0, got ${JSON.stringify(options.cacheEntries)}`)
+      throw new PunctualError('INVALID_CONFIG', `store "${name}": cacheEntries must be an integer >= 0, got ${shownValue(options.cacheEntries)}`)
     }
     const checked = storeSerdes(name, options)
     return { name, persistent: true, ...checked, query: KEY_VALUE_QUERY, build: () => new PersistentKeyValueStore<K, V>(name, cacheEntries, checked) }
@@ -167,11 +168,11 @@ export const Stores = {
    */
   persistentVersionedKeyValueStore<K extends StoreKey, V>(name: string, historyRetentionMs: number, options: { cacheEntries?: number } = {}): StoreBuilder<VersionedKeyValueStore<K, V>> {
     if (!Number.isSafeInteger(historyRetentionMs) || historyRetentionMs < 0) {
-      throw new PunctualError('INVALID_CONFIG', `store "${name}": historyRetentionMs must be an integer >= 0, got ${JSON.stringify(historyRetentionMs)}`)
+      throw new PunctualError('INVALID_CONFIG', `store "${name}": historyRetentionMs must be an integer >= 0, got ${shownValue(historyRetentionMs)}`)
     }
     const cacheEntries = options.cacheEntries ?? 10_000
     if (!Number.isSafeInteger(cacheEntries) || cacheEntries < 0) {
-      throw new PunctualError('INVALID_CONFIG', `store "${name}": cacheEntries must be an integer >= 0, got ${JSON.stringify(options.cacheEntries)}`)
+      throw new PunctualError('INVALID_CONFIG', `store "${name}": cacheEntries must be an integer >= 0, got ${shownValue(options.cacheEntries)}`)
     }
     return { name, persistent: true, query: VERSIONED_QUERY, build: () => new PersistentVersionedKeyValueStore<K, V>(name, historyRetentionMs, cacheEntries) }
   },

@@ -1,4 +1,5 @@
 import { invalidConfig } from '../errors.js'
+import { shownValue } from '../processor/shown-value.js'
 
 /** What a bounded buffer does when a put would exceed a bound. */
 export type WhenFull = 'emitEarly' | 'shutDown' | 'spillToDisk'
@@ -34,7 +35,7 @@ export interface StrictBufferConfig extends BufferConfigMethods<StrictBufferConf
 export type BufferConfig = EagerBufferConfig | StrictBufferConfig
 
 function limit(name: string, n: number): number {
-  if (!Number.isSafeInteger(n) || n < 1) throw invalidConfig(`BufferConfig.${name}`, `must be an integer >= 1, got ${JSON.stringify(n)}`)
+  if (!Number.isSafeInteger(n) || n < 1) throw invalidConfig(`BufferConfig.${name}`, `must be an integer >= 1, got ${shownValue(n)}`)
   return n
 }
 
@@ -135,7 +136,7 @@ function windowCloses<K, V>(bufferConfig: StrictBufferConfig, wallClockLimitMs: 
     name,
     sizer,
     withWallClockLimit: (ms) => {
-      if (!Number.isSafeInteger(ms) || ms < 0) throw invalidConfig('Suppressed.withWallClockLimit', `must be an integer >= 0, got ${JSON.stringify(ms)}`)
+      if (!Number.isSafeInteger(ms) || ms < 0) throw invalidConfig('Suppressed.withWallClockLimit', `must be an integer >= 0, got ${shownValue(ms)}`)
       return windowCloses(bufferConfig, ms, name, sizer)
     },
     withName: (n) => windowCloses(bufferConfig, wallClockLimitMs, checkName(n), sizer),
@@ -158,7 +159,7 @@ export const Suppressed = {
   },
   /** Emit a key's latest value after it waited `waitMs` of stream time (from its latest update by default). */
   untilTimeLimit<K, V>(waitMs: number, bufferConfig: BufferConfig): TimeLimitSuppressed<K, V> {
-    if (!Number.isSafeInteger(waitMs) || waitMs < 0) throw invalidConfig('Suppressed.untilTimeLimit', `waitMs must be an integer >= 0, got ${JSON.stringify(waitMs)}`)
+    if (!Number.isSafeInteger(waitMs) || waitMs < 0) throw invalidConfig('Suppressed.untilTimeLimit', `waitMs must be an integer >= 0, got ${shownValue(waitMs)}`)
     return timeLimit<K, V>(waitMs, bufferConfig, 'latest', undefined, undefined)
   },
 } as const

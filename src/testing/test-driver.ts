@@ -15,7 +15,7 @@ import type { Serde } from '../processor/serdes.js'
 import type { KeyValue } from '../dsl/options.js'
 import { checkTimestamp, topicSerdes } from '../processor/topic-access.js'
 import type { Topology } from '../processor/topology.js'
-import { ManualClock } from '../time/clock.js'
+import { checkAdvance, checkWallClockStart, ManualClock } from '../time/clock.js'
 import { consoleLogger } from '../util/logger.js'
 import { temporaryStateDir } from '../util/state-dir.js'
 import { localStores, queryableStore } from '../query/queryable-stores.js'
@@ -25,7 +25,7 @@ import { checkTimestampExtractor } from '../processor/timestamp-extractor.js'
 import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
 
 export interface TestDriverOptions {
-  /** Start of the manual wall clock, epoch ms. @default 0 */
+  /** Start of the manual wall clock, epoch ms: an integer >= 0. @default 0 */
   wallClockStartMs?: number
   /** @default 0 */
   maxTaskIdleMs?: number
@@ -76,6 +76,7 @@ export class TopologyTestDriver {
 
   constructor(topology: Topology, options: TestDriverOptions = {}) {
     this.topology = topology
+    checkWallClockStart('TopologyTestDriver', 'wallClockStartMs', options.wallClockStartMs ?? 0)
     this.clock = new ManualClock(options.wallClockStartMs ?? 0)
     const errorHandler = options.errorHandler ?? ErrorHandlers.failOnUserCodeErrors(consoleLogger)
     const stateDir = options.stateDir ?? temporaryStateDir('test-driver')
@@ -128,9 +129,10 @@ export class TopologyTestDriver {
     return new TestOutputTopic(this.topics.partitions(name), name, serdes.keySerde, serdes.valueSerde)
   }
 
-  /** Moves the manual wall clock and fires the wall-clock punctuations that became due. */
+  /** Moves the manual wall clock forward by `ms` (an integer >= 0) and fires the wall-clock punctuations that became due. */
   advanceWallClockTime(ms: number): void {
     this.assertOpen()
+    checkAdvance('advanceWallClockTime', ms)
     const now = this.clock.advance(ms)
     for (const task of this.tasks) task.punctuateWallClock(now)
     this.processAll()

@@ -1,3 +1,4 @@
+import { PunctualError } from '../errors.js'
 import type { Scheduler } from './scheduler.js'
 
 /** Source of wall-clock time in epoch milliseconds. Injected everywhere so tests control time. */
@@ -19,7 +20,7 @@ export class ManualClock implements Clock, Scheduler {
   private seq = 0
 
   constructor(startMs = 0) {
-    assertTime(startMs, 'ManualClock start')
+    checkWallClockStart('ManualClock', 'startMs', startMs)
     this.current = startMs
   }
 
@@ -29,9 +30,7 @@ export class ManualClock implements Clock, Scheduler {
 
   /** Moves the clock forward by `ms`, running each scheduled callback that comes due on the way. */
   advance(ms: number): number {
-    if (!Number.isSafeInteger(ms) || ms < 0) {
-      throw new RangeError(`ManualClock.advance: ms must be a non-negative integer, got ${ms}`)
-    }
+    checkAdvance('ManualClock.advance', ms)
     const target = this.current + ms
     for (let next = this.pending[0]; next !== undefined && next.due <= target; next = this.pending[0]) {
       this.pending.shift()
@@ -59,6 +58,20 @@ export class ManualClock implements Clock, Scheduler {
   }
 }
 
-function assertTime(t: number, what: string): void {
-  if (!Number.isSafeInteger(t)) throw new RangeError(`${what}: must be an integer epoch millisecond, got ${t}`)
+/**
+ * @internal Refuses a manual clock's start that is not an epoch millisecond punctual accepts elsewhere
+ * (an integer >= 0, as record timestamps): a clock before the epoch would hand punctuations and
+ * processing-time timers times no record or schedule may have.
+ */
+export function checkWallClockStart(caller: string, name: string, startMs: unknown): void {
+  if (typeof startMs !== 'number' || !Number.isSafeInteger(startMs) || startMs < 0) {
+    throw new PunctualError('INVALID_CONFIG', `${caller}: ${name} must be an integer epoch millisecond >= 0, got ${String(startMs)}`)
+  }
+}
+
+/** @internal Refuses a step of a manual clock that is not an integer number of milliseconds >= 0: the clock never goes back. */
+export function checkAdvance(caller: string, ms: unknown): void {
+  if (typeof ms !== 'number' || !Number.isSafeInteger(ms) || ms < 0) {
+    throw new PunctualError('INVALID_ARGUMENT', `${caller}: ms must be an integer >= 0 (the clock never goes back), got ${String(ms)}`)
+  }
 }

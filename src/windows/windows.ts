@@ -1,4 +1,5 @@
 import { invalidConfig } from '../errors.js'
+import { shownValue } from '../processor/shown-value.js'
 
 /** A window's bounds: [start, end) for time windows; [start, end] (both inclusive) for sessions. */
 export interface Window {
@@ -37,7 +38,7 @@ export interface ReadOnlySessionStore<K, V> {
 
 /** A duration or time difference in ms, checked: an integer >= `min`, else an error naming `name` and the value. */
 export function ms(name: string, v: number, min: number): number {
-  if (!Number.isSafeInteger(v) || v < min) throw invalidConfig(name, `must be an integer >= ${min}, got ${JSON.stringify(v)}`)
+  if (!Number.isSafeInteger(v) || v < min) throw invalidConfig(name, `must be an integer >= ${min}, got ${shownValue(v)}`)
   return v
 }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { inspect } from 'node:util'
-import { BufferConfig, EmbeddedRuntime, Serdes, SessionWindows, silentLogger, SlidingWindows, KStream, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
+import { BufferConfig, EmbeddedRuntime, JoinWindows, Serdes, SessionWindows, silentLogger, SlidingWindows, KStream, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
 import type { Windowed } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
 
@@ -138,6 +138,16 @@ describe('aggregations', () => {
 })
 
 describe('time windows (SEMANTICS 5)', () => {
+  it('a size, grace or gap that is not an integer is refused, shown as JavaScript writes it (NaN, not null; issue 39)', () => {
+    assert.throws(() => TimeWindows.ofSizeWithNoGrace(NaN), /TimeWindows.*: must be an integer >= 1, got NaN$/)
+    assert.throws(() => TimeWindows.ofSizeAndGrace(10, Infinity), /got Infinity$/)
+    assert.throws(() => TimeWindows.ofSizeWithNoGrace(10).advanceBy(NaN), /got NaN$/)
+    assert.throws(() => SlidingWindows.ofTimeDifferenceWithNoGrace(NaN), /got NaN$/)
+    assert.throws(() => SessionWindows.ofInactivityGapAndGrace(5, NaN), /got NaN$/)
+    assert.throws(() => JoinWindows.ofTimeDifferenceWithNoGrace(NaN), /JoinWindows.ofTimeDifferenceWithNoGrace timeDifference: must be an integer >= 0, got NaN$/)
+    assert.throws(() => JoinWindows.ofTimeDifferenceWithNoGrace(5).before(-Infinity), /got -Infinity$/)
+  })
+
   it('hopping windows: a record counts in every window containing it; output ts is the largest input ts', () => {
     const b = new StreamsBuilder()
     const out = collect(b.stream('in').groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(10, 100).advanceBy(5)).count().toStream(), win)

@@ -37,6 +37,13 @@ describe('Suppressed and BufferConfig types', () => {
     assert.throws(() => Suppressed.untilTimeLimit(-1, BufferConfig.unbounded()), /waitMs must be an integer >= 0, got -1/)
   })
 
+  it('shows a value that is not a number as JavaScript writes it, not as JSON (NaN, not null; issue 39)', () => {
+    assert.throws(() => BufferConfig.maxRecords(NaN), /BufferConfig.maxRecords: must be an integer >= 1, got NaN$/)
+    assert.throws(() => BufferConfig.unbounded().withMaxBytes(Infinity), /withMaxBytes: must be an integer >= 1, got Infinity$/)
+    assert.throws(() => Suppressed.untilTimeLimit(NaN, BufferConfig.unbounded()), /waitMs must be an integer >= 0, got NaN$/)
+    assert.throws(() => Suppressed.untilWindowCloses(BufferConfig.unbounded()).withWallClockLimit(-Infinity), /withWallClockLimit: must be an integer >= 0, got -Infinity$/)
+  })
+
   it('untilWindowCloses on a table that is not windowed is refused when built (if the types are bypassed)', () => {
     const builder = new StreamsBuilder()
     const counts = builder.stream('in').groupByKey().count()

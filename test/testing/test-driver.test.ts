@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { PunctualError, Serdes, StreamsBuilder, Topology } from '../../src/index.js'
 import type { ProcessorContext, StreamRecord } from '../../src/index.js'
-import { TopologyTestDriver } from '../../src/testing/index.js'
+import { ManualClock, TopologyTestDriver } from '../../src/testing/index.js'
 
 const upper = () =>
   new Topology()
@@ -57,6 +57,25 @@ describe('TopologyTestDriver', () => {
     const input = d.createInputTopic('in')
     for (const ts of [1000.5, -3]) assert.throws(() => input.pipeInput('a', 'x', ts), /pipeInput on "in": a timestamp is an integer epoch millisecond >= 0, got/)
     assert.equal(d.metrics().processedRecords, 0)
+  })
+
+  it('refuses a wall-clock start or step that is not an integer >= 0, with a code and the value (issue 39)', () => {
+    for (const start of [-5, 1.5, NaN]) {
+      assert.throws(
+        () => new TopologyTestDriver(upper(), { wallClockStartMs: start }),
+        (e: unknown) => e instanceof PunctualError && e.code === 'INVALID_CONFIG' && e.message === `TopologyTestDriver: wallClockStartMs must be an integer epoch millisecond >= 0, got ${start}`,
+      )
+    }
+    const d = new TopologyTestDriver(upper(), { wallClockStartMs: 100 })
+    for (const step of [-1, 0.5, NaN]) {
+      assert.throws(
+        () => d.advanceWallClockTime(step),
+        (e: unknown) => e instanceof PunctualError && e.code === 'INVALID_ARGUMENT' && e.message === `advanceWallClockTime: ms must be an integer >= 0 (the clock never goes back), got ${step}`,
+      )
+    }
+    assert.equal(d.wallClockTime(), 100)
+    assert.throws(() => new ManualClock(-5), (e: unknown) => e instanceof PunctualError && e.code === 'INVALID_CONFIG' && /ManualClock: startMs must be an integer epoch millisecond >= 0, got -5/.test(e.message))
+    assert.throws(() => new ManualClock(0).advance(-1), (e: unknown) => e instanceof PunctualError && e.code === 'INVALID_ARGUMENT' && /ManualClock\.advance: ms must be an integer >= 0/.test(e.message))
   })
 
   it('refuses input and output topics the topology does not use, listing its topics', () => {

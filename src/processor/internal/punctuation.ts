@@ -1,4 +1,5 @@
 import { invalidConfig } from '../../errors.js'
+import { shownValue } from '../shown-value.js'
 import { CronRule, IntervalRule } from '../../time/trigger.js'
 import type { TriggerRule } from '../../time/trigger.js'
 import { IndexedMinHeap } from '../../util/indexed-heap.js'
@@ -90,10 +91,10 @@ export function compileSchedule(spec: ScheduleSpec, processorName: string): { ru
   }
   const s = spec as { intervalMs?: unknown; startTime?: unknown }
   if (typeof s.intervalMs !== 'number' || !Number.isSafeInteger(s.intervalMs) || s.intervalMs < 1) {
-    throw invalidConfig(where, `intervalMs must be an integer >= 1, got ${JSON.stringify(s.intervalMs)}`)
+    throw invalidConfig(where, `intervalMs must be an integer >= 1, got ${shownValue(s.intervalMs)}`)
   }
   if (s.startTime !== undefined && (typeof s.startTime !== 'number' || !Number.isSafeInteger(s.startTime) || s.startTime < 0)) {
-    throw invalidConfig(where, `startTime must be an integer epoch millisecond >= 0, got ${JSON.stringify(s.startTime)}`)
+    throw invalidConfig(where, `startTime must be an integer epoch millisecond >= 0, got ${shownValue(s.startTime)}`)
   }
   if (onMissed === 'fireOnce' && s.startTime === undefined) {
     throw invalidConfig(where, 'onMissed "fireOnce" needs an anchored (startTime) or cron schedule: an unanchored grid has no fixed points to miss')
