@@ -69,6 +69,27 @@ describe('the flights demo (npm start)', () => {
       child.kill('SIGKILL')
     }
   })
+
+  it('--ui: the live page answers while the flights load (they load on a worker thread)', async () => {
+    const stateDir = join(mkdtempSync(join(tmpdir(), 'punctual-demo-load-')), 'state')
+    // All 3,000,000 flights: seconds of decoding and sorting, which the page's answer must not wait for.
+    const child = spawn(process.execPath, ['--import', 'tsx', 'demo/flights/main.ts', '--state-dir', stateDir, '--ui', '--port', '0'], { cwd: ROOT })
+    let out = ''
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d))
+    try {
+      for (;;) {
+        if (/starting fresh/.test(out)) break
+        if (child.exitCode !== null) throw new Error(`the demo exited (${child.exitCode}):\n${out}`)
+        await new Promise((r) => setTimeout(r, 20))
+      }
+      const page = /live page: (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out)?.[1] as string
+      const metrics = (await (await fetch(`${page}metrics.json`)).json()) as { state: string }
+      assert.equal(metrics.state, 'RUNNING')
+      assert.doesNotMatch(out, /loaded /, 'answered before the flights were loaded')
+    } finally {
+      child.kill('SIGKILL')
+    }
+  })
 })
 
 describe('the delays-by-state demo (npm run demo:states)', () => {
