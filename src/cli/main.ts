@@ -17,7 +17,7 @@ function processIo(): Io {
   const lines = (stream: NodeJS.WriteStream): ((line: string) => void) => {
     let closed = false
     stream.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EPIPE') throw err
+      if (err.code !== 'EPIPE' && err.code !== 'ERR_STREAM_DESTROYED') throw err
       closed = true
     })
     return (line) => {

@@ -110,12 +110,13 @@ export class TimeWindowedKStream<K, V> {
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
     const finalResults: FinalResultsHook = { node: name, enabled: () => false }
+    const retained = retainedAfterClose(name, windows, materialized.retentionMs)
     if (windows.kind === 'time') {
       // The windows live in a task store, so commits make them durable.
       const storeName = `${name}-store`
       this.builder.graph
         .addProcessor(name, () => new WindowAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName, finalResults.enabled()), this.node)
-        .addStateStore({ name: storeName, query: timeWindowQuery<K, VA>(keyId), build: () => new TimeWindowStore<K, VA>(storeName, windows.sizeMs) }, name)
+        .addStateStore({ name: storeName, query: timeWindowQuery<K, VA>(keyId), build: () => new TimeWindowStore<K, VA>(storeName, windows.sizeMs, retained) }, name)
     } else {
       const storeName = `${name}-store`
       this.builder.graph
@@ -160,6 +161,7 @@ export class SessionWindowedKStream<K, V> {
     const keySerde = keySerdeOr(this.keySerde)
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
+    retainedAfterClose(name, windows, materialized.retentionMs)
     const storeName = `${name}-store`
     this.builder.graph
       .addProcessor(name, () => new SessionAggregateProcessor<K, V, VA>(windows, { initializer, aggregator, merger }, keyId, storeName), this.node)
@@ -289,6 +291,7 @@ export class TimeWindowedCogroupedKStream<K, VOut> {
     const keySerde = keySerdeOr(this.parts.find((p) => p.keySerde !== undefined)?.keySerde)
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
+    const retained = retainedAfterClose(name, windows, materialized.retentionMs)
     const storeName = `${name}-store`
     const processorFor = (part: CogroupPart<K, VOut>, i: number): ProcessorSupplier<K, unknown, Windowed<K>, VOut> => {
       const aggregation = { initializer, aggregator: part.aggregator }
@@ -296,7 +299,7 @@ export class TimeWindowedCogroupedKStream<K, VOut> {
     }
     const merge =
       windows.kind === 'time'
-        ? addCogroupNodes(b, name, this.parts, processorFor, { name: storeName, query: timeWindowQuery<K, VOut>(keyId), build: () => new TimeWindowStore<K, VOut>(storeName, windows.sizeMs) })
+        ? addCogroupNodes(b, name, this.parts, processorFor, { name: storeName, query: timeWindowQuery<K, VOut>(keyId), build: () => new TimeWindowStore<K, VOut>(storeName, windows.sizeMs, retained) })
         : addCogroupNodes(b, name, this.parts, processorFor, { name: storeName, query: slidingWindowQuery<K, VOut>(keyId), build: () => slidingStore<K, VOut>(storeName, windows.timeDifferenceMs) })
     return new KTable<Windowed<K>, VOut>(b, merge, undefined, materialized.valueSerde, { graceMs: windows.graceMs, keySerde: keySerde as Serde<unknown> })
   }
@@ -343,4 +346,25 @@ export class SessionWindowedCogroupedKStream<K, VOut> {
     // wait for both.
     return new KTable<Windowed<K>, VOut>(b, merge, undefined, materialized.valueSerde, { graceMs: windows.graceMs + windows.gapMs, keySerde: keySerde as Serde<unknown>, sessions: true })
   }
+}
+
+/**
+ * How long a windowed aggregation `operation` keeps a window after it closes, from its
+ * `Materialized.retentionMs` (Kafka Streams' `withRetention`): the retention less size and grace. Kafka
+ * Streams refuses a retention shorter than size plus grace, and so does this. Sliding and session
+ * windows keep a window until it closes: a longer retention is refused there, naming the operation.
+ */
+function retainedAfterClose(operation: string, windows: TimeWindows | SlidingWindows | SessionWindows, retentionMs: number | undefined): number {
+  if (retentionMs === undefined) return 0
+  if (!Number.isSafeInteger(retentionMs) || retentionMs < 0) {
+    throw new PunctualError('INVALID_TOPOLOGY', `windowed aggregation "${operation}": retentionMs must be an integer >= 0, got ${retentionMs}`)
+  }
+  if (windows.kind !== 'time') {
+    throw new PunctualError('UNSUPPORTED', `windowed aggregation "${operation}": retentionMs applies to TimeWindows; ${windows.kind === 'session' ? 'session' : 'sliding'} windows leave the store when they close`)
+  }
+  const minimum = windows.sizeMs + windows.graceMs
+  if (retentionMs < minimum) {
+    throw new PunctualError('INVALID_TOPOLOGY', `windowed aggregation "${operation}": retentionMs ${retentionMs} is shorter than the window size plus grace (${windows.sizeMs} + ${windows.graceMs}); windows must stay until they close`)
+  }
+  return retentionMs - minimum
 }

@@ -35,6 +35,14 @@ export interface Materialized<K, V> {
   readonly keySerde?: Serde<K>
   readonly valueSerde?: Serde<V>
   readonly name?: string
+  /**
+   * A windowed aggregation over `TimeWindows`: how long its store keeps a window, measured from the
+   * window's start, behind the aggregation's stream time (Kafka Streams' `Materialized.withRetention`).
+   * A window closes (takes no more records, emits its final result) at its end plus grace; it stays
+   * readable by interactive queries until `retentionMs` after its start. At least the window size plus
+   * grace. @default the window size plus grace (a window leaves the store when it closes)
+   */
+  readonly retentionMs?: number
 }
 
 /**
@@ -42,7 +50,7 @@ export interface Materialized<K, V> {
  * `'persistent'` (default) is on disk in a durable run and in memory otherwise; `'inMemory'` is always in
  * memory (saved by commits, loaded whole at a restart). Window and session stores are in memory.
  */
-export interface KeyValueMaterialized<K, V> extends Materialized<K, V> {
+export interface KeyValueMaterialized<K, V> extends Omit<Materialized<K, V>, 'retentionMs'> {
   readonly storeType?: 'persistent' | 'inMemory'
 }
 

@@ -29,7 +29,7 @@ export function timeWindowQuery<K, VA>(keyId: (key: K) => string): StoreQuery {
       return {
         fetch,
         fetchAll: (from, to) => s.cellsBetween(from, to).map((c) => [c.key, c.agg]),
-        all: () => s.openCells().map((c) => [c.key, c.agg]),
+        all: () => s.allCells().map((c) => [c.key, c.agg]),
       }
     },
   }

@@ -48,6 +48,8 @@ const FINAL_ONLY_KEY = -2
 /** The store keys of a cogroup's stream times per input and of the largest window start put. */
 const INPUT_TIMES_KEY = -3
 const MAX_START_KEY = -4
+/** The store key of the close time up to which windows are closed (a store that retains closed windows). */
+const CLOSED_UNTIL_KEY = -5
 
 /**
  * The window store of a time-windowed aggregation: window start -> key id -> cell, the sorted starts
@@ -67,6 +69,13 @@ export class TimeWindowStore<K, VA> {
   private readonly inputTimes = new InputTimes(INPUT_TIMES_KEY)
   /** The largest window start put (Kafka Streams' window store measures its retention from it). */
   private readonly maxStart = new LoggedField(MAX_START_KEY, -1, (t) => (t < 0 ? undefined : t), (saved) => (typeof saved === 'number' ? saved : -1))
+  /**
+   * With a retention past the close: windows that end at or before this time are closed (their final
+   * results passed on) and stay only to be read by interactive queries.
+   */
+  private readonly closedUntil = new LoggedField(CLOSED_UNTIL_KEY, -1, (t) => (t < 0 ? undefined : t), (saved) => (typeof saved === 'number' ? saved : -1))
+  /** How many of `starts` are closed windows kept for their retention; -1: count again (after a restore). */
+  private closedCount = 0
   /** The cells of the last start looked up: consecutive records mostly fall in the same window. */
   private lastStart = NaN
   private lastCells: Map<string, WindowCell<K, VA>> | undefined
@@ -82,14 +91,20 @@ export class TimeWindowStore<K, VA> {
       load: (_wid, saved) => {
         const c = saved as SavedCell<K, VA>
         this.create(c.start, c.id, c.key, c.agg, c.ts)
+        this.closedCount = -1
       },
     },
-    [this.observed, this.finalOnly, this.inputTimes, this.maxStart] as Array<LoggedField<unknown>>,
+    [this.observed, this.finalOnly, this.inputTimes, this.maxStart, this.closedUntil] as Array<LoggedField<unknown>>,
   )
 
   constructor(
     readonly name: string,
     private readonly sizeMs: number,
+    /**
+     * How long a window stays in the store after it closes, for interactive queries (its retention
+     * less size and grace; Kafka Streams' `Materialized.withRetention`). 0: it leaves when it closes.
+     */
+    private readonly retainedAfterCloseMs = 0,
   ) {}
 
   get streamTime(): number {
@@ -132,15 +147,35 @@ export class TimeWindowStore<K, VA> {
 
   /** Every open window's cells: oldest window first, each in windowed key id order. */
   openCells(): Array<WindowCell<K, VA>> {
+    return this.cellsOf(this.starts.slice(this.closedWindows()))
+  }
+
+  /** Every window's cells, the closed ones kept for their retention too: oldest window first. */
+  allCells(): Array<WindowCell<K, VA>> {
+    return this.cellsOf(this.starts)
+  }
+
+  private cellsOf(starts: readonly number[]): Array<WindowCell<K, VA>> {
     const out: Array<WindowCell<K, VA>> = []
-    for (const start of this.starts) {
+    for (const start of starts) {
       const cells = this.windows.get(start)
       if (cells !== undefined) out.push(...inKeyIdOrder(cells))
     }
     return out
   }
 
-  /** The open windows' cells with starts from `from` to `to` (both included): oldest window first, each in windowed key id order. */
+  /** How many of the oldest windows are closed ones kept for their retention. */
+  private closedWindows(): number {
+    if (this.closedCount < 0) {
+      const until = this.closedUntil.value
+      let n = 0
+      while (n < this.starts.length && (this.starts[n] as number) + this.sizeMs <= until) n++
+      this.closedCount = n
+    }
+    return this.closedCount
+  }
+
+  /** The cells of the windows (closed ones in their retention too) with starts from `from` to `to` (both included): oldest window first, each in windowed key id order. */
   cellsBetween(from: number, to: number): Array<WindowCell<K, VA>> {
     const out: Array<WindowCell<K, VA>> = []
     for (const start of this.starts) {
@@ -152,7 +187,7 @@ export class TimeWindowStore<K, VA> {
     return out
   }
 
-  /** The starts of the open windows, oldest first. */
+  /** The starts of the windows in the store (closed ones in their retention too), oldest first. */
   windowStarts(): readonly number[] {
     return this.starts
   }
@@ -195,6 +230,10 @@ export class TimeWindowStore<K, VA> {
    * cells in the order of their windowed key ids (the order a suppression buffer emits them in).
    */
   expire(closeTime: number, onClose?: (cells: ReadonlyArray<WindowCell<K, VA>>) => void): void {
+    if (this.retainedAfterCloseMs > 0) {
+      this.closeAndRetain(closeTime, onClose)
+      return
+    }
     let n = 0
     while (n < this.starts.length && (this.starts[n] as number) + this.sizeMs <= closeTime) {
       const start = this.starts[n++] as number
@@ -205,6 +244,32 @@ export class TimeWindowStore<K, VA> {
       if (onClose !== undefined && cells !== undefined) onClose(inKeyIdOrder(cells))
     }
     if (n > 0) this.starts.splice(0, n)
+  }
+
+  /**
+   * `expire` for a store that keeps closed windows: windows that end at or before `closeTime` close
+   * (passed to `onClose` once), and leave the store `retainedAfterCloseMs` later.
+   */
+  private closeAndRetain(closeTime: number, onClose: ((cells: ReadonlyArray<WindowCell<K, VA>>) => void) | undefined): void {
+    const starts = this.starts
+    let closed = this.closedWindows()
+    if (closeTime > this.closedUntil.value) {
+      while (closed < starts.length && (starts[closed] as number) + this.sizeMs <= closeTime) {
+        const cells = this.windows.get(starts[closed++] as number)
+        if (onClose !== undefined && cells !== undefined) onClose(inKeyIdOrder(cells))
+      }
+      this.closedUntil.value = closeTime
+    }
+    const leaveTime = closeTime - this.retainedAfterCloseMs
+    let n = 0
+    while (n < closed && (starts[n] as number) + this.sizeMs <= leaveTime) {
+      const start = starts[n++] as number
+      if (this.log.changes !== undefined) for (const cell of this.windows.get(start)?.values() ?? []) this.touched(cell)
+      this.windows.delete(start)
+      if (start === this.lastStart) this.lastStart = NaN
+    }
+    if (n > 0) starts.splice(0, n)
+    this.closedCount = closed - n
   }
 
   readonly [DURABLE]: DurableStore = this.log
@@ -225,6 +290,8 @@ export class TimeWindowStore<K, VA> {
       let i = this.starts.length
       while (i > 0 && (this.starts[i - 1] as number) > start) i--
       this.starts.splice(i, 0, start)
+      // A window older than a closed one kept for its retention counts among the closed.
+      if (i < this.closedCount) this.closedCount++
     }
     return cells
   }

@@ -92,6 +92,9 @@ describe('punctual: how errors are printed', () => {
       assert.equal(r.code, 2, command)
       assert.match(r.err.join('\n'), /^TypeError: .*\n\s+at buildTopology .*throwing-topology-app\.ts/, command)
     }
+    const failed = await cli('run', fixture('throwing-processor-app.ts'), '--state-dir', join(mkdtempSync(join(tmpdir(), 'punctual-run-')), 'state'))
+    assert.equal(failed.code, 1)
+    assert.match(failed.err.join('\n'), /throwing-processor stopped on an error: task 0_0: processing error .*\ncaused by TypeError: .*\n\s+at describeOrder .*throwing-processor-app\.ts/)
     const file = join(mkdtempSync(join(tmpdir(), 'punctual-run-')), 'file')
     writeFileSync(file, 'x')
     const own = await cli('run', APP, '--state-dir', file)
