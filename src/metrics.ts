@@ -34,7 +34,9 @@ export class BucketHistogram {
 
 /** A histogram's buckets as Prometheus has them: cumulative counts of values up to `le`. */
 export interface HistogramSnapshot {
+  /** One per bound, in increasing order: `count` values were at most `le` ms (the +Inf bucket is `count` below). */
   readonly buckets: ReadonlyArray<{ readonly le: number; readonly count: number }>
+  /** The sum of all values observed, in ms. */
   readonly sum: number
   /** All values, those above the last bound included. */
   readonly count: number
@@ -83,7 +85,9 @@ export class TaskMetrics {
 
 /** Pending timers of a task by kind (user timers, TTL cleanup timers) and time domain. */
 export interface PendingTimers {
+  /** Timers keyed processors registered, per domain. */
   readonly user: { readonly event: number; readonly processing: number }
+  /** Timers that clean up keyed state with a TTL, per domain. */
   readonly ttl: { readonly event: number; readonly processing: number }
 }
 
@@ -102,7 +106,9 @@ export function bufferingStore(store: unknown): BufferingStore | undefined {
 
 /** What a suppression holds. */
 export interface SuppressionBufferMetrics {
+  /** The suppression's store: `<name>-store` for a named suppression, else `KTABLE-SUPPRESS-STATE-STORE-<n>`. */
   readonly store: string
+  /** Keys buffered (Kafka Streams' suppression-buffer-count). */
   readonly records: number
   /** Sum of the entries' sizes (key and value bytes as serialized, and a fixed overhead). */
   readonly bytes: number
@@ -112,7 +118,9 @@ export interface SuppressionBufferMetrics {
 
 /** One input partition of a task: where the task stands and how far behind the partition's end. */
 export interface InputPartitionMetrics {
+  /** The topic, as the topology names it. */
   readonly topic: string
+  /** The partition (the task's partition of that topic). */
   readonly partition: number
   /** The offset of the next record the task will process. */
   readonly position: number
@@ -127,11 +135,15 @@ export interface InputPartitionMetrics {
 
 /** One task, as it stands. */
 export interface TaskMetricsSnapshot {
+  /** The task's id, `<subtopology>_<partition>`. */
   readonly taskId: string
+  /** Records the task took from its inputs, those that failed and were skipped included (Kafka Streams' process-total). */
   readonly processedRecords: number
   /** Records written by the task's sinks. */
   readonly emittedRecords: number
+  /** Punctuation calls, stream-time and wall-clock (Kafka Streams' punctuate-total). */
   readonly punctuations: number
+  /** Records dropped, by reason (Kafka Streams' dropped-records-total): skipped bad input, failures an error handler let pass, late records. */
   readonly droppedRecords: Readonly<Record<DropReason, number>>
   /** Average time to process a record, sinks and event-time timers it fires included (0 before any). */
   readonly processLatencyAvgMs: number
@@ -149,18 +161,23 @@ export interface TaskMetricsSnapshot {
   readonly streamTime: number | undefined
   /** The wall clock minus stream time (how far processing is behind now), when there is a stream time. */
   readonly streamTimeLagMs: number | undefined
+  /** How far behind stream time records arrived, 0 for one that was not (Kafka Streams' record-lateness-avg and -max). */
   readonly recordLateness: { readonly avgMs: number; readonly maxMs: number }
+  /** How late wall-clock punctuations fired after their due time (catch-up calls at start not included), in the buckets of {@link PUNCTUATION_LATENESS_BUCKETS_MS}. */
   readonly punctuationLateness: HistogramSnapshot
+  /** The keyed processors' pending timers, by kind and domain. */
   readonly pendingTimers: PendingTimers
   /** Due times of the earliest pending timers (user or TTL), by domain (undefined: none). */
   readonly nextTimer: { readonly event: number | undefined; readonly processing: number | undefined }
   /** Due times of the next stream-time and wall-clock punctuations (undefined: none scheduled). */
   readonly nextPunctuation: { readonly streamTime: number | undefined; readonly wallClock: number | undefined }
+  /** What each of the task's suppressions holds. */
   readonly suppressionBuffers: readonly SuppressionBufferMetrics[]
 }
 
 /** How far a task's restore has come. */
 export interface RestoreProgress {
+  /** The task's id, `<subtopology>_<partition>`. */
   readonly taskId: string
   /** Changelog records (the Kafka runtime, or a task moved within the embedded one), or the state directory. */
   readonly from: 'changelog' | 'stateDirectory'
@@ -183,9 +200,11 @@ export type TaskEvent =
 
 /** How many commits ran and how long they took. */
 export interface CommitStats {
+  /** Commits that completed. */
   readonly commits: number
   /** From the start of a commit until it is durable. */
   readonly meanMs: number
+  /** The longest commit, from its start until it was durable. */
   readonly maxMs: number
   /** The part of a commit that runs on the event loop (collecting changes, encoding, queuing writes), in all. */
   readonly blockingMeanMs: number
@@ -195,6 +214,7 @@ export interface CommitStats {
 
 /** A runtime's metrics: the counters summed over every task it ran, and each active task as it stands. */
 export interface RuntimeMetrics extends MetricsSnapshot {
+  /** The application id of the runtime's config. */
   readonly applicationId: string
   /** The runtime's state (CREATED, RUNNING, ...). */
   readonly state: string
@@ -210,10 +230,13 @@ export interface RuntimeMetrics extends MetricsSnapshot {
 
 /** A snapshot of counters summed over tasks. */
 export interface MetricsSnapshot {
+  /** Records taken from the inputs, those that failed and were skipped included (Kafka Streams' process-total). */
   readonly processedRecords: number
   /** Records written by sinks. */
   readonly emittedRecords: number
+  /** Punctuation calls, stream-time and wall-clock (Kafka Streams' punctuate-total). */
   readonly punctuations: number
+  /** Records dropped, by reason (Kafka Streams' dropped-records-total): skipped bad input, failures an error handler let pass, late records. */
   readonly droppedRecords: Readonly<Record<DropReason, number>>
 }
 

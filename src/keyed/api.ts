@@ -24,7 +24,7 @@ export interface TimerService {
    * Has `onTimer` called for the current key once stream time reaches `timestamp`: after the record that
    * advances it, before the stream-time punctuations. A timestamp stream time has already reached fires
    * right after the record being processed. Flink's `TimerService.registerEventTimeTimer`.
-   * @throws PunctualError `INVALID_ARGUMENT` unless `timestamp` is an integer epoch millisecond \>= 0;
+   * @throws PunctualError `INVALID_ARGUMENT` unless `timestamp` is an integer epoch millisecond >= 0;
    *   `ILLEGAL_STATE` outside the processing of a record, a timer or an expiry.
    */
   registerEventTimeTimer(timestamp: number): void
