@@ -3,13 +3,17 @@ import { shownValue } from '../processor/shown-value.js'
 
 /** A window's bounds: [start, end) for time windows; [start, end] (both inclusive) for sessions. */
 export interface Window {
+  /** The window's start, epoch ms (inclusive). */
   readonly start: number
+  /** The window's end, epoch ms: exclusive for time windows, inclusive for sessions and sliding windows. */
   readonly end: number
 }
 
 /** A windowed key: what windowed aggregations emit (Kafka Streams' Windowed<K>). */
 export interface Windowed<K> {
+  /** The record key the aggregation grouped by. */
   readonly key: K
+  /** The window the aggregate is for. */
   readonly window: Window
 }
 
@@ -44,19 +48,36 @@ export function ms(name: string, v: number, min: number): number {
 
 /** Tumbling (advance = size) or hopping windows [start, start + size), aligned to the epoch. */
 export class TimeWindows {
+  /** @internal Which kind of windows these are, for the DSL to choose its processors. */
   readonly kind = 'time' as const
 
   private constructor(
+    /** The window size in ms. */
     readonly sizeMs: number,
+    /** The distance between window starts in ms; equal to `sizeMs` for tumbling windows. */
     readonly advanceMs: number,
+    /**
+     * How long after a window ends (in stream time) records for it are still accepted; a later one is
+     * dropped as `late`.
+     */
     readonly graceMs: number,
   ) {}
 
+  /**
+   * Tumbling windows of `sizeMs` that accept out-of-order records until `graceMs` after they end
+   * (Kafka Streams' `TimeWindows.ofSizeAndGrace`).
+   * @throws PunctualError `INVALID_CONFIG` unless `sizeMs` is an integer >= 1 and `graceMs` an integer >= 0.
+   */
   static ofSizeAndGrace(sizeMs: number, graceMs: number): TimeWindows {
     const size = ms('TimeWindows.ofSizeAndGrace size', sizeMs, 1)
     return new TimeWindows(size, size, ms('TimeWindows.ofSizeAndGrace grace', graceMs, 0))
   }
 
+  /**
+   * Tumbling windows of `sizeMs` that close as soon as stream time passes their end: an out-of-order
+   * record for an ended window is dropped (Kafka Streams' `TimeWindows.ofSizeWithNoGrace`).
+   * @throws PunctualError `INVALID_CONFIG` unless `sizeMs` is an integer >= 1.
+   */
   static ofSizeWithNoGrace(sizeMs: number): TimeWindows {
     const size = ms('TimeWindows.ofSizeWithNoGrace size', sizeMs, 1)
     return new TimeWindows(size, size, 0)
@@ -69,7 +90,7 @@ export class TimeWindows {
     return new TimeWindows(this.sizeMs, advance, this.graceMs)
   }
 
-  /** Starts of the windows that contain `ts`, ascending (Kafka Streams' windowsFor). */
+  /** @internal Starts of the windows that contain `ts`, ascending (Kafka Streams' windowsFor). */
   windowStartsFor(ts: number, out: number[]): number[] {
     out.length = 0
     let start = Math.max(0, ts - this.sizeMs + this.advanceMs)
@@ -86,17 +107,30 @@ export class TimeWindows {
 
 /** Session windows: records of a key closer than the inactivity gap merge into one session. */
 export class SessionWindows {
+  /** @internal Which kind of windows these are, for the DSL to choose its processors. */
   readonly kind = 'session' as const
 
   private constructor(
+    /** The inactivity gap in ms: records of a key at most this far apart fall in one session. */
     readonly gapMs: number,
+    /** How long after a session ends (in stream time) records that would extend or merge it are still accepted. */
     readonly graceMs: number,
   ) {}
 
+  /**
+   * Sessions with an inactivity gap of `gapMs`, accepting out-of-order records until `graceMs` after a
+   * session ends (Kafka Streams' `SessionWindows.ofInactivityGapAndGrace`).
+   * @throws PunctualError `INVALID_CONFIG` unless `gapMs` is an integer >= 1 and `graceMs` an integer >= 0.
+   */
   static ofInactivityGapAndGrace(gapMs: number, graceMs: number): SessionWindows {
     return new SessionWindows(ms('SessionWindows gap', gapMs, 1), ms('SessionWindows grace', graceMs, 0))
   }
 
+  /**
+   * Sessions with an inactivity gap of `gapMs` and no grace period (Kafka Streams'
+   * `SessionWindows.ofInactivityGapWithNoGrace`).
+   * @throws PunctualError `INVALID_CONFIG` unless `gapMs` is an integer >= 1.
+   */
   static ofInactivityGapWithNoGrace(gapMs: number): SessionWindows {
     return new SessionWindows(ms('SessionWindows gap', gapMs, 1), 0)
   }
@@ -108,17 +142,30 @@ export class SessionWindows {
  * record falls within reach, one starting just after it ([ts + 1, ts + 1 + difference]).
  */
 export class SlidingWindows {
+  /** @internal Which kind of windows these are, for the DSL to choose its processors. */
   readonly kind = 'sliding' as const
 
   private constructor(
+    /** The largest time difference, in ms, between two records of one window (Kafka Streams' timeDifferenceMs). */
     readonly timeDifferenceMs: number,
+    /** How long after a window ends (in stream time) records for it are still accepted; a later one is dropped as `late`. */
     readonly graceMs: number,
   ) {}
 
+  /**
+   * Sliding windows of `timeDifferenceMs`, accepting out-of-order records until `graceMs` after a
+   * window ends (Kafka Streams' `SlidingWindows.ofTimeDifferenceAndGrace`).
+   * @throws PunctualError `INVALID_CONFIG` unless `timeDifferenceMs` is an integer >= 1 and `graceMs` an integer >= 0.
+   */
   static ofTimeDifferenceAndGrace(timeDifferenceMs: number, graceMs: number): SlidingWindows {
     return new SlidingWindows(ms('SlidingWindows time difference', timeDifferenceMs, 1), ms('SlidingWindows grace', graceMs, 0))
   }
 
+  /**
+   * Sliding windows of `timeDifferenceMs` with no grace period (Kafka Streams'
+   * `SlidingWindows.ofTimeDifferenceWithNoGrace`).
+   * @throws PunctualError `INVALID_CONFIG` unless `timeDifferenceMs` is an integer >= 1.
+   */
   static ofTimeDifferenceWithNoGrace(timeDifferenceMs: number): SlidingWindows {
     return new SlidingWindows(ms('SlidingWindows time difference', timeDifferenceMs, 1), 0)
   }
