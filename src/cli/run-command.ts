@@ -64,10 +64,10 @@ export async function runApp(path: string, stateDir: string, io: Io, opts: RunOp
   let outcome: Outcome
   try {
     if (opts.ui === true) await announcePage(runtime, io)
-    // A start that throws is a start that failed, as one whose promise rejects.
-    const fed = new Promise<void>((resolveFed) => resolveFed(app.start?.(runtime, { resumed: runtime.resumed, signal: abort.signal })))
-    // Without a start promise that ends, run until a signal.
-    const ended = app.start === undefined ? new Promise<never>(() => {}) : fed
+    // Without a start promise that ends, run until a signal. A port the page cannot have has failed the
+    // runtime: the app is not started on it. A start that throws has failed, as one whose promise rejects.
+    const start = app.start === undefined || runtime.state !== 'RUNNING' ? undefined : app.start.bind(app)
+    const ended = start === undefined ? new Promise<never>(() => {}) : new Promise<void>((resolveFed) => resolveFed(start(runtime, { resumed: runtime.resumed, signal: abort.signal })))
     outcome = await Promise.race([ended.then((): Outcome => ({ kind: 'input ended' }), (error: unknown): Outcome => ({ kind: 'start failed', error })), signals.signalled, failed])
   } finally {
     abort.abort()

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
@@ -79,6 +81,16 @@ describe('punctual run APP --state-dir DIR', () => {
     assert.match(r.err.join('\n'), /punctual: live page at http:\/\/127\.0\.0\.1:\d+\/ \(Prometheus metrics at http:\/\/127\.0\.0\.1:\d+\/metrics\)/)
     assert.match(served.page ?? '', /<title>punctual<\/title>/)
     assert.deepEqual(served.metrics && { applicationId: served.metrics.applicationId, processedRecords: served.metrics.processedRecords }, { applicationId: 'ui-app', processedRecords: 1 })
+    const taken = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    try {
+      const port = (taken.address() as AddressInfo).port
+      const busy = await cli('run', UI_APP, '--state-dir', dir, '--ui', '--port', String(port))
+      assert.equal(busy.code, 1)
+      assert.match(busy.err.at(-1) ?? '', new RegExp(`ui-app stopped on an error: metrics: cannot serve metrics on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`))
+    } finally {
+      taken.close()
+    }
     const portWithoutUi = await cli('run', UI_APP, '--state-dir', dir, '--port', '0')
     assert.equal(portWithoutUi.code, 2)
     assert.match(portWithoutUi.err.join('\n'), /--port is the live page's port; give --ui with it/)
