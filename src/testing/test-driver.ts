@@ -24,10 +24,15 @@ import type { QueryableStoreType } from '../query/queryable-stores.js'
 import { checkTimestampExtractor } from '../processor/timestamp-extractor.js'
 import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
 
+/** Options of a {@link TopologyTestDriver}: its clock, and what the runtimes' config would set. */
 export interface TestDriverOptions {
   /** Start of the manual wall clock, epoch ms: an integer >= 0. @default 0 */
   wallClockStartMs?: number
-  /** @default 0 */
+  /**
+   * How long, on the manual clock, a task reading several topics waits for an empty one before it
+   * processes the others (Kafka Streams' `max.task.idle.ms`): with 0 every piped record is processed at
+   * once; with more, a record waits for the other topics or for `advanceWallClockTime`. @default 0
+   */
   maxTaskIdleMs?: number
   /**
    * Where the event time of records comes from, for sources that set no `timestampExtractor`, as the
@@ -51,6 +56,7 @@ declare const driverCheckpoint: unique symbol
  * option to test a restart.
  */
 export interface DriverCheckpoint {
+  /** Type-level only: makes the type opaque, so that only a driver's `checkpoint()` makes one. */
   readonly [driverCheckpoint]: 'DriverCheckpoint'
 }
 
@@ -143,6 +149,10 @@ export class TopologyTestDriver {
     return this.clock.now()
   }
 
+  /**
+   * The store `name` itself (Kafka Streams' `TopologyTestDriver.getStateStore`), for reading and writing
+   * in a test; the first task's when several hold one. Undefined when no task holds it.
+   */
   getStateStore<S extends StateStore = StateStore>(name: string): S | undefined {
     for (const task of this.tasks) {
       const store = task.getStore(name)
@@ -164,10 +174,12 @@ export class TopologyTestDriver {
     })
   }
 
+  /** {@link TopologyTestDriver.getStateStore} typed as a key-value store (Kafka Streams' `getKeyValueStore`); the type is not checked. */
   getKeyValueStore<K extends StoreKey, V>(name: string): KeyValueStore<K, V> | undefined {
     return this.getStateStore<KeyValueStore<K, V>>(name)
   }
 
+  /** {@link TopologyTestDriver.getStateStore} typed as a versioned store (Kafka Streams' `getVersionedKeyValueStore`); the type is not checked. */
   getVersionedKeyValueStore<K extends StoreKey, V>(name: string): VersionedKeyValueStore<K, V> | undefined {
     return this.getStateStore<VersionedKeyValueStore<K, V>>(name)
   }
@@ -200,6 +212,10 @@ export class TopologyTestDriver {
     return Object.fromEntries(this.tasks.map((t) => [t.taskId.toString(), t.checkpoint()])) as unknown as DriverCheckpoint
   }
 
+  /**
+   * Closes the tasks (each processor's `close`) and the stores (Kafka Streams' `TopologyTestDriver.close`).
+   * Piping, advancing time and reading stores throw `ILLEGAL_STATE` afterwards; closing twice is a no-op.
+   */
   close(): void {
     if (this.closed) return
     this.closed = true
@@ -238,6 +254,7 @@ export class TestInputTopic<K, V> {
   /** @internal */
   constructor(
     private readonly driver: TopologyTestDriver,
+    /** The topic's name. */
     readonly name: string,
     private readonly keySerde: Serde<K>,
     private readonly valueSerde: Serde<V>,
@@ -257,6 +274,7 @@ export class TestInputTopic<K, V> {
     this.driver.append(this.name, key, this.keySerde as Serde<unknown>, value, this.valueSerde as Serde<unknown>, ts, headers)
   }
 
+  /** Pipes each record in turn, as {@link TestInputTopic.pipeInput} (Kafka Streams' `pipeRecordList`). */
   pipeRecordList(records: Iterable<{ key: K | null; value: V | null; timestamp?: number }>): void {
     for (const r of records) this.pipeInput(r.key, r.value, r.timestamp)
   }
@@ -269,6 +287,7 @@ export class TestOutputTopic<K, V> {
   /** @internal */
   constructor(
     private readonly logs: PartitionLog[],
+    /** The topic's name. */
     readonly name: string,
     private readonly keySerde: Serde<K>,
     private readonly valueSerde: Serde<V>,
@@ -278,14 +297,20 @@ export class TestOutputTopic<K, V> {
     return this.logs[0] as PartitionLog
   }
 
+  /** How many records wait to be read. */
   getQueueSize(): number {
     return this.log.endOffset() - this.position
   }
 
+  /** Whether no record waits to be read. */
   isEmpty(): boolean {
     return this.getQueueSize() === 0
   }
 
+  /**
+   * Reads the next record: key and value through the topic's serdes, timestamp and headers as written.
+   * @throws PunctualError `ILLEGAL_STATE` when no record waits (Kafka Streams throws NoSuchElementException).
+   */
   readRecord(): StreamRecord<K | null, V | null> {
     const raw = this.log.get(this.position)
     if (raw === undefined) throw new PunctualError('ILLEGAL_STATE', `output topic "${this.name}" has no record to read`)
@@ -298,21 +323,31 @@ export class TestOutputTopic<K, V> {
     }
   }
 
+  /**
+   * Reads the next record's key and value.
+   * @throws PunctualError as {@link TestOutputTopic.readRecord}.
+   */
   readKeyValue(): KeyValue<K | null, V | null> {
     const r = this.readRecord()
     return { key: r.key, value: r.value }
   }
 
+  /**
+   * Reads the next record's value.
+   * @throws PunctualError as {@link TestOutputTopic.readRecord}.
+   */
   readValue(): V | null {
     return this.readRecord().value
   }
 
+  /** Reads every record waiting (an empty array when none does). */
   readRecordsToList(): Array<StreamRecord<K | null, V | null>> {
     const out: Array<StreamRecord<K | null, V | null>> = []
     while (!this.isEmpty()) out.push(this.readRecord())
     return out
   }
 
+  /** Reads every record waiting, keys and values (Kafka Streams' `readKeyValuesToList`). */
   readKeyValuesToList(): Array<KeyValue<K | null, V | null>> {
     return this.readRecordsToList().map((r) => ({ key: r.key, value: r.value }))
   }

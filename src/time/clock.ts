@@ -3,9 +3,11 @@ import type { Scheduler } from './scheduler.js'
 
 /** Source of wall-clock time in epoch milliseconds. Injected everywhere so tests control time. */
 export interface Clock {
+  /** The current time, epoch ms. */
   now(): number
 }
 
+/** The real wall clock (`Date.now()`): the runtimes' default `clock`. */
 export const systemClock: Clock = { now: () => Date.now() }
 
 /**
@@ -24,6 +26,7 @@ export class ManualClock implements Clock, Scheduler {
     this.current = startMs
   }
 
+  /** The clock's time, epoch ms: it changes only through `advance`. */
   now(): number {
     return this.current
   }
@@ -41,6 +44,10 @@ export class ManualClock implements Clock, Scheduler {
     return this.current
   }
 
+  /**
+   * Runs `callback` when an `advance` reaches `dueMs` (a due time already passed: at the next `advance`,
+   * even by 0). Returns a function that cancels it.
+   */
   at(dueMs: number, callback: () => void): () => void {
     const entry = { due: dueMs, seq: this.seq++, callback }
     let i = this.pending.length
