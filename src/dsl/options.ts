@@ -83,3 +83,115 @@ export interface TableOptions {
 export interface TableJoined {
   readonly name?: string
 }
+
+// Kafka Streams' static factories, as values beside the option types they make: `Materialized.as('x')`
+// is `{ name: 'x' }` with chainable `with...` methods, each returning a new object. A plain object of
+// the option type says the same; both are accepted everywhere.
+
+/** `Consumed` with Kafka Streams' chainable setters. */
+export interface ConsumedBuilder<K, V> extends Consumed<K, V> {
+  withKeySerde<K2>(keySerde: Serde<K2>): ConsumedBuilder<K2, V>
+  withValueSerde<V2>(valueSerde: Serde<V2>): ConsumedBuilder<K, V2>
+  withTimestampExtractor(timestampExtractor: TimestampExtractor<K, V>): ConsumedBuilder<K, V>
+  withName(name: string): ConsumedBuilder<K, V>
+}
+
+/** `Produced` with Kafka Streams' chainable setters. */
+export interface ProducedBuilder<K, V> extends Produced<K, V> {
+  withKeySerde<K2>(keySerde: Serde<K2>): ProducedBuilder<K2, V>
+  withValueSerde<V2>(valueSerde: Serde<V2>): ProducedBuilder<K, V2>
+  withStreamPartitioner(partitioner: StreamPartitioner<K, V>): ProducedBuilder<K, V>
+  withName(name: string): ProducedBuilder<K, V>
+}
+
+/** `Grouped` with Kafka Streams' chainable setters. */
+export interface GroupedBuilder<K, V> extends Grouped<K, V> {
+  withKeySerde<K2>(keySerde: Serde<K2>): GroupedBuilder<K2, V>
+  withValueSerde<V2>(valueSerde: Serde<V2>): GroupedBuilder<K, V2>
+  withName(name: string): GroupedBuilder<K, V>
+}
+
+/** `Materialized` with Kafka Streams' chainable setters. */
+export interface MaterializedBuilder<K, V> extends Materialized<K, V> {
+  withKeySerde<K2>(keySerde: Serde<K2>): MaterializedBuilder<K2, V>
+  withValueSerde<V2>(valueSerde: Serde<V2>): MaterializedBuilder<K, V2>
+  /** Kafka Streams' `withRetention(Duration)`, in milliseconds: see `Materialized.retentionMs`. */
+  withRetention(retentionMs: number): MaterializedBuilder<K, V>
+}
+
+/** Builds an immutable option object whose `with...` methods return a copy with one field set. */
+function optionBuilder<O extends object, B extends O>(fields: O, setters: Readonly<Record<string, keyof O>>): B {
+  const methods: Record<string, (value: unknown) => B> = {}
+  for (const [method, field] of Object.entries(setters)) {
+    methods[method] = (value) => optionBuilder<O, B>({ ...fields, [field]: value }, setters)
+  }
+  // The methods are not enumerable: a spread of the options, or JSON, holds only the fields.
+  const out = { ...fields }
+  for (const [method, fn] of Object.entries(methods)) Object.defineProperty(out, method, { value: fn, enumerable: false })
+  return out as B
+}
+
+const CONSUMED = { withKeySerde: 'keySerde', withValueSerde: 'valueSerde', withTimestampExtractor: 'timestampExtractor', withName: 'name' } as const
+const PRODUCED = { withKeySerde: 'keySerde', withValueSerde: 'valueSerde', withStreamPartitioner: 'partitioner', withName: 'name' } as const
+const GROUPED = { withKeySerde: 'keySerde', withValueSerde: 'valueSerde', withName: 'name' } as const
+const MATERIALIZED = { withKeySerde: 'keySerde', withValueSerde: 'valueSerde', withRetention: 'retentionMs' } as const
+
+const serdes = <K, V>(keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): { keySerde?: Serde<K>; valueSerde?: Serde<V> } => ({
+  ...(keySerde === undefined ? {} : { keySerde }),
+  ...(valueSerde === undefined ? {} : { valueSerde }),
+})
+
+/** Kafka Streams' `Consumed` factories: how `builder.stream` and `builder.table` read a topic. */
+export const Consumed = {
+  /** Reads keys and values with these serdes (either may be undefined: String). */
+  with<K, V>(keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): ConsumedBuilder<K, V> {
+    return optionBuilder<Consumed<K, V>, ConsumedBuilder<K, V>>(serdes(keySerde, valueSerde), CONSUMED)
+  },
+  /** Names the source node. */
+  as<K = never, V = never>(name: string): ConsumedBuilder<K, V> {
+    return optionBuilder<Consumed<K, V>, ConsumedBuilder<K, V>>({ name }, CONSUMED)
+  },
+  /** Takes each record's event time from `timestampExtractor`. */
+  withTimestampExtractor<K = never, V = never>(timestampExtractor: TimestampExtractor<K, V>): ConsumedBuilder<K, V> {
+    return optionBuilder<Consumed<K, V>, ConsumedBuilder<K, V>>({ timestampExtractor }, CONSUMED)
+  },
+} as const
+
+/** Kafka Streams' `Produced` factories: how `to` writes a topic. */
+export const Produced = {
+  /** Writes keys and values with these serdes (either may be undefined: the stream's, else JSON). */
+  with<K, V>(keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): ProducedBuilder<K, V> {
+    return optionBuilder<Produced<K, V>, ProducedBuilder<K, V>>(serdes(keySerde, valueSerde), PRODUCED)
+  },
+  /** Names the sink node. */
+  as<K = never, V = never>(name: string): ProducedBuilder<K, V> {
+    return optionBuilder<Produced<K, V>, ProducedBuilder<K, V>>({ name }, PRODUCED)
+  },
+  /** Chooses each record's partition with `partitioner`. */
+  streamPartitioner<K, V>(partitioner: StreamPartitioner<K, V>): ProducedBuilder<K, V> {
+    return optionBuilder<Produced<K, V>, ProducedBuilder<K, V>>({ partitioner }, PRODUCED)
+  },
+} as const
+
+/** Kafka Streams' `Grouped` factories: the serdes and name of a grouping (and its repartition topic). */
+export const Grouped = {
+  with<K, V>(keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): GroupedBuilder<K, V> {
+    return optionBuilder<Grouped<K, V>, GroupedBuilder<K, V>>(serdes(keySerde, valueSerde), GROUPED)
+  },
+  /** Names the grouping: its repartition topic is `<name>-repartition`. */
+  as<K = never, V = never>(name: string): GroupedBuilder<K, V> {
+    return optionBuilder<Grouped<K, V>, GroupedBuilder<K, V>>({ name }, GROUPED)
+  },
+} as const
+
+/** Kafka Streams' `Materialized` factories: the name and serdes of an aggregation's store. */
+export const Materialized = {
+  /** Names the store (and so its changelog topic and what interactive queries ask for). */
+  as<K = never, V = never>(storeName: string): MaterializedBuilder<K, V> {
+    return optionBuilder<Materialized<K, V>, MaterializedBuilder<K, V>>({ name: storeName }, MATERIALIZED)
+  },
+  with<K, V>(keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): MaterializedBuilder<K, V> {
+    return optionBuilder<Materialized<K, V>, MaterializedBuilder<K, V>>(serdes(keySerde, valueSerde), MATERIALIZED)
+  },
+} as const
+

@@ -97,3 +97,58 @@ export interface Joined<K = unknown, V = unknown> {
    */
   readonly gracePeriodMs?: number
 }
+
+/** `StreamJoined` with Kafka Streams' chainable setters. */
+export interface StreamJoinedBuilder<K, V1, V2> extends StreamJoined<K, V1, V2> {
+  withName(name: string): StreamJoinedBuilder<K, V1, V2>
+  withStoreName(storeName: string): StreamJoinedBuilder<K, V1, V2>
+  withKeySerde<K2>(keySerde: Serde<K2>): StreamJoinedBuilder<K2, V1, V2>
+  withValueSerde<W>(valueSerde: Serde<W>): StreamJoinedBuilder<K, W, V2>
+  withOtherValueSerde<W>(otherValueSerde: Serde<W>): StreamJoinedBuilder<K, V1, W>
+}
+
+/** `Joined` with Kafka Streams' chainable setters. */
+export interface JoinedBuilder<K, V> extends Joined<K, V> {
+  withName(name: string): JoinedBuilder<K, V>
+  withKeySerde<K2>(keySerde: Serde<K2>): JoinedBuilder<K2, V>
+  withValueSerde<W>(valueSerde: Serde<W>): JoinedBuilder<K, W>
+  /** Kafka Streams' `withGracePeriod(Duration)`, in milliseconds: see `Joined.gracePeriodMs`. */
+  withGracePeriod(gracePeriodMs: number): JoinedBuilder<K, V>
+}
+
+/** An immutable option object whose `with...` methods (not enumerable) return a copy with one field set. */
+function optionBuilder<B>(fields: object, setters: Readonly<Record<string, string>>): B {
+  const out = { ...fields }
+  for (const [method, field] of Object.entries(setters)) {
+    Object.defineProperty(out, method, { value: (value: unknown) => optionBuilder<B>({ ...fields, [field]: value }, setters), enumerable: false })
+  }
+  return out as B
+}
+
+const STREAM_JOINED = { withName: 'name', withStoreName: 'storeName', withKeySerde: 'keySerde', withValueSerde: 'valueSerde', withOtherValueSerde: 'otherValueSerde' }
+const JOINED = { withName: 'name', withKeySerde: 'keySerde', withValueSerde: 'valueSerde', withGracePeriod: 'gracePeriodMs' }
+
+/** Kafka Streams' `StreamJoined` factories (a plain `StreamJoined` object says the same). */
+export const StreamJoined = {
+  /** The serdes of the key, this stream's values and the other stream's values (for repartition topics). */
+  with<K, V1, V2>(keySerde: Serde<K> | undefined, valueSerde: Serde<V1> | undefined, otherValueSerde: Serde<V2> | undefined): StreamJoinedBuilder<K, V1, V2> {
+    const fields = { ...(keySerde === undefined ? {} : { keySerde }), ...(valueSerde === undefined ? {} : { valueSerde }), ...(otherValueSerde === undefined ? {} : { otherValueSerde }) }
+    return optionBuilder<StreamJoinedBuilder<K, V1, V2>>(fields, STREAM_JOINED)
+  },
+  /** Names the join's processors and, unless `withStoreName` says otherwise, its stores. */
+  as<K = never, V1 = never, V2 = never>(name: string): StreamJoinedBuilder<K, V1, V2> {
+    return optionBuilder<StreamJoinedBuilder<K, V1, V2>>({ name }, STREAM_JOINED)
+  },
+} as const
+
+/** Kafka Streams' `Joined` factories (a plain `Joined` object says the same). */
+export const Joined = {
+  /** The serdes of the key and the stream's values (for a re-keyed stream's repartition topic). */
+  with<K, V>(keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): JoinedBuilder<K, V> {
+    return optionBuilder<JoinedBuilder<K, V>>({ ...(keySerde === undefined ? {} : { keySerde }), ...(valueSerde === undefined ? {} : { valueSerde }) }, JOINED)
+  },
+  /** Names the join's processor. */
+  as<K = never, V = never>(name: string): JoinedBuilder<K, V> {
+    return optionBuilder<JoinedBuilder<K, V>>({ name }, JOINED)
+  },
+} as const

@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { Consumed, Grouped, Joined, JoinWindows, Materialized, Produced, QueryableStoreTypes, Serdes, StreamJoined, StreamsBuilder, TimeWindows, WallclockTimestampExtractor } from '../../src/index.js'
+import type { Windowed } from '../../src/index.js'
+import { TopologyTestDriver } from '../../src/testing/index.js'
+
+describe("Kafka Streams' option factories (Consumed, Produced, Grouped, Materialized, Joined, StreamJoined)", () => {
+  it('make plain option objects: the fields enumerable, each with... a new object', () => {
+    const named = Materialized.as<string, number>('counts')
+    const withSerde = named.withValueSerde(Serdes.Long()).withRetention(3_600_000)
+    assert.deepEqual({ ...named }, { name: 'counts' }, 'with... leaves the object it is called on as it was')
+    assert.deepEqual({ ...withSerde }, { name: 'counts', valueSerde: Serdes.Long(), retentionMs: 3_600_000 })
+    assert.equal(JSON.stringify(Grouped.as('by-user')), '{"name":"by-user"}')
+    const extractor = new WallclockTimestampExtractor()
+    assert.deepEqual({ ...Consumed.with(Serdes.String(), undefined).withTimestampExtractor(extractor).withName('src') }, { keySerde: Serdes.String(), timestampExtractor: extractor, name: 'src' })
+    assert.deepEqual({ ...Joined.as('enrich').withGracePeriod(500) }, { name: 'enrich', gracePeriodMs: 500 })
+    assert.deepEqual({ ...StreamJoined.with(Serdes.String(), undefined, Serdes.Long()).withStoreName('pairs') }, { keySerde: Serdes.String(), otherValueSerde: Serdes.Long(), storeName: 'pairs' })
+    const partitioner = () => 0
+    assert.deepEqual({ ...Produced.with(Serdes.String(), Serdes.Long()).withStreamPartitioner(partitioner) }, { keySerde: Serdes.String(), valueSerde: Serdes.Long(), partitioner })
+  })
+
+  it('serve where their option types do: a pipeline written with them runs', () => {
+    const b = new StreamsBuilder()
+    const clicks = b.stream('clicks', Consumed.with(Serdes.String(), Serdes.String()).withName('clicks-source'))
+    clicks
+      .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+      .windowedBy(TimeWindows.ofSizeWithNoGrace(10))
+      .count(Materialized.as<Windowed<string>, number>('per-window').withRetention(100))
+      .toStream()
+      .map((w: Windowed<string>, n: number | null) => ({ key: `${w.key}@${w.window.start}`, value: n }))
+      .to('counts', Produced.with<string, number | null>(Serdes.String(), Serdes.Long()))
+    const views = b.stream('views', Consumed.with(Serdes.String(), Serdes.String()))
+    clicks
+      .join(views, (c: string, v: string) => `${c}+${v}`, JoinWindows.ofTimeDifferenceWithNoGrace(5), StreamJoined.as<string, string, string>('clicks-views'))
+      .to('pairs', Produced.with(Serdes.String(), Serdes.String()))
+    const topology = b.build()
+    assert.match(topology.describe(), /Source: clicks-source/)
+    assert.match(topology.describe(), /clicks-views-this-join/)
+    const driver = new TopologyTestDriver(topology)
+    driver.createInputTopic('clicks', Serdes.String(), Serdes.String()).pipeInput('a', 'c1', 1)
+    driver.createInputTopic('views', Serdes.String(), Serdes.String()).pipeInput('a', 'v1', 3)
+    driver.createInputTopic('clicks', Serdes.String(), Serdes.String()).pipeInput('a', 'c2', 25)
+    assert.deepEqual(driver.createOutputTopic('counts', Serdes.String(), Serdes.Long()).readKeyValuesToList(), [
+      { key: 'a@0', value: 1 },
+      { key: 'a@20', value: 1 },
+    ])
+    assert.deepEqual(driver.createOutputTopic('pairs', Serdes.String(), Serdes.String()).readValuesToList(), ['c1+v1'])
+    // The retention given through withRetention keeps the closed window [0, 10) queryable.
+    const store = ['per-window', 'per-window-store'].map((name) => {
+      try {
+        return driver.store(name, QueryableStoreTypes.windowStore<string, number>())
+      } catch {
+        return undefined
+      }
+    }).find((s) => s !== undefined)
+    assert.equal(store?.fetch('a', 0), 1)
+    driver.close()
+  })
+})
