@@ -167,6 +167,8 @@ export class EmbeddedRuntime {
    * topology writes (or reads); serdes default to the ones its sinks write with (or its source reads
    * with), and a built-in serde that differs from the topology's is refused. `from`: 'earliest'
    * (default) starts at the oldest record held, 'latest' at the end when the runtime starts delivering.
+   * A listener that throws goes to the error handler as a processor that throws does (reason
+   * `processing`): by default the runtime stops; under `logAndContinue` the next record is delivered.
    * Returns a function that ends the subscription.
    */
   subscribe<K = unknown, V = unknown>(
@@ -182,9 +184,29 @@ export class EmbeddedRuntime {
         : topicSerdes(this.topology, topic, 'any', caller, options.keySerde, options.valueSerde)
     const from = options.from ?? 'earliest'
     if (from !== 'earliest' && from !== 'latest') throw new PunctualError('INVALID_CONFIG', `${caller}: from must be 'earliest' or 'latest', got ${JSON.stringify(from)}`)
-    const unsubscribe = this.subscriptions.add(topic, this.topics.partitions(topic), listener, keySerde, valueSerde, from)
+    const unsubscribe = this.subscriptions.add(topic, this.topics.partitions(topic), this.guardedListener(topic, listener), keySerde, valueSerde, from)
     this.loop.scheduleRun()
     return unsubscribe
+  }
+
+  /**
+   * A subscriber is user code as a processor is: when it throws, the error handler decides, with reason
+   * `processing` and the record's topic, partition and offset (task id `subscriber`). `'continue'` goes
+   * on with the next record, this one counted as delivered; `'fail'` stops the runtime with a
+   * PROCESSING error whose cause is what the listener threw.
+   */
+  private guardedListener<K, V>(topic: string, listener: RecordListener<K, V>): RecordListener<K, V> {
+    return (record, partition, offset) => {
+      try {
+        listener(record, partition, offset)
+      } catch (error) {
+        const detail = error instanceof Error ? error.message : String(error)
+        const message = `subscriber of topic "${topic}" threw at partition ${partition} offset ${offset}: ${detail}`
+        if (this.errorHandler({ reason: 'processing', taskId: 'subscriber', topic, partition, offset, error, message }) === 'fail') {
+          throw new PunctualError('PROCESSING', message, { cause: error })
+        }
+      }
+    }
   }
 
   /**

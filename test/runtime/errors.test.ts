@@ -255,6 +255,60 @@ describe('a key or value its serde cannot write (issue 39)', () => {
   })
 })
 
+describe('a subscriber that throws (issue 39)', () => {
+  function subscribed(errorHandler?: (ctx: ErrorContext) => 'continue' | 'fail') {
+    const rt = new EmbeddedRuntime(new Topology().addSource('src', 'in').addSink('sink', 'out', {}, 'src'), {
+      applicationId: 'subscriber-throws',
+      logger: silentLogger,
+      ...(errorHandler === undefined ? {} : { errorHandler }),
+    })
+    const got: string[] = []
+    rt.subscribe<string, string>('out', (r) => {
+      if (r.value === 'bad') throw new TypeError('listener refused')
+      got.push(r.value!)
+    })
+    const errors: Error[] = []
+    rt.on('error', (e) => errors.push(e))
+    return { rt, got, errors }
+  }
+
+  it('goes to the error handler as a processor that throws: under logAndContinue the next record is delivered', async () => {
+    const seen: ErrorContext[] = []
+    const { rt, got, errors } = subscribed((ctx) => {
+      seen.push(ctx)
+      return 'continue'
+    })
+    rt.start()
+    const p = rt.producer<string, string>('in')
+    for (const v of ['a', 'bad', 'b']) p.send('k', v, 1)
+    await rt.stop()
+    assert.deepEqual(got, ['a', 'b'])
+    assert.deepEqual(errors, [])
+    assert.equal(seen.length, 1)
+    const ctx = seen[0]!
+    assert.deepEqual([ctx.reason, ctx.taskId, ctx.topic, ctx.partition, ctx.offset], ['processing', 'subscriber', 'out', 0, 1])
+    assert.equal(ctx.message, 'subscriber of topic "out" threw at partition 0 offset 1: listener refused')
+    assert.ok(ctx.error instanceof TypeError)
+  })
+
+  it('stops the runtime by default, with a PROCESSING error naming the topic and position, the listener error as cause', async () => {
+    const { rt, got, errors } = subscribed()
+    rt.start()
+    const p = rt.producer<string, string>('in')
+    for (const v of ['a', 'bad', 'b']) p.send('k', v, 1)
+    await turns(20)
+    assert.equal(rt.state, 'ERROR')
+    assert.deepEqual(got, ['a'])
+    assert.equal(errors.length, 1)
+    const err = errors[0] as PunctualError
+    assert.ok(err instanceof PunctualError)
+    assert.equal(err.code, 'PROCESSING')
+    assert.equal(err.message, 'subscriber of topic "out" threw at partition 0 offset 1: listener refused')
+    assert.ok(err.cause instanceof TypeError)
+    await assert.rejects(rt.stop(), (e: unknown) => e === err)
+  })
+})
+
 describe('a failure at start', () => {
   it('is reported once: start() throws it, no error event, and stop() resolves', async () => {
     const topology = new Topology().addSource('src', 'in').addProcessor(
