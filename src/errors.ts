@@ -36,9 +36,12 @@ export const ERROR_CODES = [
   'STORE_NOT_READY',
 ] as const
 
+/** One of {@link ERROR_CODES}: what a {@link PunctualError} is about, for code to branch on. */
 export type ErrorCode = (typeof ERROR_CODES)[number]
 
+/** The optional parts of a {@link PunctualError}. */
 export interface PunctualErrorOptions {
+  /** The error that led to this one (an exception user code threw, a client's error); becomes `Error.cause`. */
   cause?: unknown
   /** Whether trying the same operation again may succeed. */
   retriable?: boolean
@@ -46,9 +49,16 @@ export interface PunctualErrorOptions {
   fatal?: boolean
 }
 
+/**
+ * The error punctual throws and fails with: a message naming what failed and the value at fault, a
+ * {@link ErrorCode} to branch on, and the original error as `cause` where there is one.
+ */
 export class PunctualError extends Error {
+  /** What the error is about; stable across versions, unlike the message. */
   readonly code: ErrorCode
+  /** Whether trying the same operation again may succeed (a store still restoring). @default false */
   readonly retriable: boolean
+  /** Whether it stops the application whatever the error handler answers (a full suppression buffer set to shut down). @default false */
   readonly fatal: boolean
 
   constructor(code: ErrorCode, message: string, options: PunctualErrorOptions = {}) {

@@ -38,6 +38,7 @@ export type { SinkOptions, SourceOptions, StreamPartitioner } from './processor/
 export {
   FailOnInvalidTimestamp,
   LogAndSkipOnInvalidTimestamp,
+  PolicyExtractor,
   UsePartitionTimeOnInvalidTimestamp,
   UseWallClockOnInvalidTimestamp,
   WallclockTimestampExtractor,

@@ -4,12 +4,17 @@ import { consoleLogger } from '../util/logger.js'
 /** Why a record did not make it through. Also the `reason` label of the dropped-records metric. */
 export type DropReason = 'invalid-timestamp' | 'deserialization' | 'processing' | 'punctuation' | 'timer' | 'late'
 
+/** What an {@link ErrorHandler} is told about one failure: what went wrong, where, and what was thrown. */
 export interface ErrorContext {
+  /** The kind of failure; a record the handler lets pass counts under it in the dropped-records metric. */
   readonly reason: DropReason
+  /** The task it happened in, `<subtopology>_<partition>`. */
   readonly taskId: string
   /** Source position of the record; absent for punctuation and timer errors. */
   readonly topic?: string | undefined
+  /** The record's partition; absent for punctuation and timer errors. */
   readonly partition?: number | undefined
+  /** The record's offset; absent for punctuation and timer errors. */
   readonly offset?: number | undefined
   /** The processor node that threw (processing, punctuation and timer errors), where known. */
   readonly processorName?: string | undefined
@@ -19,6 +24,10 @@ export interface ErrorContext {
   readonly message: string
 }
 
+/**
+ * An {@link ErrorHandler}'s answer (Kafka Streams' `CONTINUE` and `FAIL`): `continue` skips the record
+ * (or the punctuation's or timer's call) and counts it as dropped; `fail` stops the application.
+ */
 export type ErrorHandlerResponse = 'continue' | 'fail'
 
 /**
@@ -35,6 +44,11 @@ function fields(ctx: ErrorContext): LogFields {
   return { reason: ctx.reason, taskId: ctx.taskId, processor: ctx.processorName, topic: ctx.topic, partition: ctx.partition, offset: ctx.offset, err: ctx.error }
 }
 
+/**
+ * Ready-made error handlers (Kafka Streams' `LogAndContinueExceptionHandler` and `LogAndFailExceptionHandler`, one handler
+ * here for bad input and failing user code alike). Each logs to the logger given, by default
+ * {@link consoleLogger}.
+ */
 export const ErrorHandlers = {
   /**
    * The default. An exception thrown by user code fails the application (as Kafka Streams does since

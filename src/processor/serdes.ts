@@ -6,15 +6,24 @@ import { PunctualError } from '../errors.js'
  * A deserializer throws on bytes it cannot read: the record then goes to the error handler.
  */
 export interface Serde<T> {
+  /** A name for messages and `describe()`: `String`, `JSON`, or the user's own. */
   readonly name: string
   /**
-   * True when values are immutable and `deserialize(serialize(v))` equals `v`: in-memory topics may then
+   * @internal True when values are immutable and `deserialize(serialize(v))` equals `v`: in-memory topics may then
    * hand the value itself to a reader that uses the same serde, skipping both conversions.
    */
   readonly inMemoryIdentity?: boolean
   /** The serialized size in bytes, when it can be known without serializing (buffer accounting). */
   sizeOf?(data: T | null): number
+  /**
+   * The bytes of `data` for `topic` (Kafka's `Serializer.serialize`); null for null. What it throws
+   * fails the write.
+   */
   serialize(topic: string, data: T | null): Uint8Array | null
+  /**
+   * The value of `data` read from `topic` (Kafka's `Deserializer.deserialize`); null for null. What it
+   * throws sends the record to the error handler as a `deserialization` error (by default skipped).
+   */
   deserialize(topic: string, data: Uint8Array | null): T | null
 }
 

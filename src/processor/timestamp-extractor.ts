@@ -9,13 +9,19 @@ import type { Headers } from './api.js'
 
 /** An input record as an extractor sees it: deserialized, with where it was read. */
 export interface ConsumerRecord<K, V> {
+  /** The topic it was read from. */
   readonly topic: string
+  /** Its partition. */
   readonly partition: number
+  /** Its offset in that partition. */
   readonly offset: number
+  /** The deserialized key. */
   readonly key: K
+  /** The deserialized value. */
   readonly value: V
   /** The record's own timestamp (Kafka's record timestamp), epoch milliseconds. */
   readonly timestamp: number
+  /** The record's headers. */
   readonly headers: Headers
 }
 
@@ -29,6 +35,7 @@ export interface ConsumerRecord<K, V> {
  */
 export interface TimestampExtractor<K = unknown, V = unknown> {
   /**
+   * The record's event time, epoch ms (Kafka Streams' `TimestampExtractor.extract`).
    * @param record - the record being read
    * @param partitionTime - the largest valid timestamp read so far from this record's partition, or
    *   -1 when none has been read since the task started
@@ -61,9 +68,11 @@ function describeTimestamp(t: unknown): string {
 
 /**
  * A timestamp from the record (its own, or from its payload through `source`), and a policy for an
- * invalid one, `onInvalidTimestamp` (Kafka Streams' `ExtractRecordMetadataTimestamp`).
+ * invalid one, `onInvalidTimestamp` (Kafka Streams' `ExtractRecordMetadataTimestamp`). The base of the
+ * four policies here; extend it for a policy of your own.
+ * @throws PunctualError `INVALID_CONFIG` from the constructor when `source` is given and not a function.
  */
-abstract class PolicyExtractor<K, V> implements TimestampExtractor<K, V> {
+export abstract class PolicyExtractor<K, V> implements TimestampExtractor<K, V> {
   private readonly source: TimestampSource<K, V>
 
   constructor(source?: TimestampSource<K, V>) {
@@ -73,6 +82,7 @@ abstract class PolicyExtractor<K, V> implements TimestampExtractor<K, V> {
     this.source = source ?? (recordTimestamp as TimestampSource<K, V>)
   }
 
+  /** The source's timestamp when it is valid (a safe integer, 0 or more), else what `onInvalidTimestamp` makes of it. */
   extract(record: ConsumerRecord<K, V>, partitionTime: number, wallClockMs: number): number {
     const t = this.source(record)
     return isValidTimestamp(t) ? t : this.onInvalidTimestamp(record, t, partitionTime, wallClockMs)
@@ -87,6 +97,7 @@ abstract class PolicyExtractor<K, V> implements TimestampExtractor<K, V> {
  * Streams' default extractor).
  */
 export class FailOnInvalidTimestamp<K = unknown, V = unknown> extends PolicyExtractor<K, V> {
+  /** Throws `INVALID_TIMESTAMP`, naming the record and the timestamp. */
   protected onInvalidTimestamp(record: ConsumerRecord<K, V>, timestamp: unknown): number {
     throw new PunctualError('INVALID_TIMESTAMP', `record ${describeRecord(record)} has an invalid timestamp ${describeTimestamp(timestamp)} (FailOnInvalidTimestamp): timestamps are safe integers, 0 or more`)
   }
@@ -97,6 +108,7 @@ export class FailOnInvalidTimestamp<K = unknown, V = unknown> extends PolicyExtr
  * `invalid-timestamp`, counts as dropped, and reaches no processor.
  */
 export class LogAndSkipOnInvalidTimestamp<K = unknown, V = unknown> extends PolicyExtractor<K, V> {
+  /** -1: an invalid event time, which has the record reported and skipped. */
   protected onInvalidTimestamp(): number {
     return -1
   }
@@ -107,6 +119,7 @@ export class LogAndSkipOnInvalidTimestamp<K = unknown, V = unknown> extends Poli
  * that partition so far. Before any, it stops the application, as Kafka Streams does.
  */
 export class UsePartitionTimeOnInvalidTimestamp<K = unknown, V = unknown> extends PolicyExtractor<K, V> {
+  /** The partition's time; throws `INVALID_TIMESTAMP` while the partition has none. */
   protected onInvalidTimestamp(record: ConsumerRecord<K, V>, timestamp: unknown, partitionTime: number): number {
     if (partitionTime < 0) {
       throw new PunctualError('INVALID_TIMESTAMP', `record ${describeRecord(record)} has an invalid timestamp ${describeTimestamp(timestamp)} and its partition has no time yet to use instead (UsePartitionTimeOnInvalidTimestamp)`)
@@ -120,6 +133,7 @@ export class UsePartitionTimeOnInvalidTimestamp<K = unknown, V = unknown> extend
  * whose wall-clock extractor applies to every record).
  */
 export class UseWallClockOnInvalidTimestamp<K = unknown, V = unknown> extends PolicyExtractor<K, V> {
+  /** The wall-clock time at which the record is read. */
   protected onInvalidTimestamp(_record: ConsumerRecord<K, V>, _timestamp: unknown, _partitionTime: number, wallClockMs: number): number {
     return wallClockMs
   }
@@ -131,6 +145,7 @@ export class UseWallClockOnInvalidTimestamp<K = unknown, V = unknown> extends Po
  * sets it in tests.
  */
 export class WallclockTimestampExtractor implements TimestampExtractor {
+  /** `wallClockMs`, whatever the record holds. */
   extract(_record: ConsumerRecord<unknown, unknown>, _partitionTime: number, wallClockMs: number): number {
     return wallClockMs
   }

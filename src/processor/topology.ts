@@ -10,6 +10,7 @@ import type { TimestampExtractor } from './timestamp-extractor.js'
 /** Chooses the output partition of a record; undefined falls back to the default (murmur2 of the key). */
 export type StreamPartitioner<K, V> = (topic: string, key: K, value: V, numPartitions: number) => number | undefined
 
+/** How {@link Topology.addSource} reads its topics: serdes and event time (Kafka Streams' `addSource` arguments). */
 export interface SourceOptions<K, V> {
   /** @default Serdes.String() */
   keySerde?: Serde<K>
@@ -23,11 +24,13 @@ export interface SourceOptions<K, V> {
   timestampExtractor?: TimestampExtractor<K, V> | null
 }
 
+/** How {@link Topology.addSink} writes its topic: serdes and partitioner (Kafka Streams' `addSink` arguments). */
 export interface SinkOptions<K, V> {
   /** @default Serdes.String() */
   keySerde?: Serde<K>
   /** @default Serdes.String() */
   valueSerde?: Serde<V>
+  /** Chooses each record's partition. @default murmur2 of the serialized key, as Kafka's producers do */
   partitioner?: StreamPartitioner<K, V>
 }
 
@@ -108,6 +111,12 @@ export class Topology {
   private readonly topicToSource = new Map<string, string>()
   private readonly globals = new Map<string, GlobalStoreDef>()
 
+  /**
+   * Adds a source node `name` that reads `topics` (Kafka Streams' `Topology.addSource`). Topics read by
+   * one source form one stream; their partitions with the same number go to one task.
+   * @throws PunctualError `INVALID_TOPOLOGY` for a name in use, no topic or an empty topic name, or a
+   *   topic another source reads; `INVALID_CONFIG` for a timestamp extractor without `extract`.
+   */
   addSource<K = string, V = string>(name: string, topics: string | readonly string[], options: SourceOptions<K, V> = {}): this {
     this.assertNewName(name)
     const list = typeof topics === 'string' ? [topics] : [...topics]
@@ -131,6 +140,12 @@ export class Topology {
     return this
   }
 
+  /**
+   * Adds a processor node `name` below `parentNames`, whose records it receives (Kafka Streams'
+   * `Topology.addProcessor`); `supplier` makes one processor per task.
+   * @throws PunctualError `INVALID_TOPOLOGY` for a name in use, no parent, or a parent that is missing
+   *   (add parents first) or a sink.
+   */
   addProcessor<KIn, VIn, KOut = never, VOut = never>(
     name: string,
     supplier: ProcessorSupplier<KIn, VIn, KOut, VOut>,
@@ -173,6 +188,12 @@ export class Topology {
     return this
   }
 
+  /**
+   * Adds a sink node `name` below `parentNames` that writes what they forward to `topic` (Kafka Streams'
+   * `Topology.addSink`). A topic a source of this topology reads connects the two through it.
+   * @throws PunctualError `INVALID_TOPOLOGY` for a name in use, an empty topic name, or parents as in
+   *   {@link Topology.addProcessor}.
+   */
   addSink<K = string, V = string>(name: string, topic: string, options: SinkOptions<K, V>, ...parentNames: string[]): this {
     this.assertNewName(name)
     if (typeof topic !== 'string' || topic.length === 0) throw topologyError(`sink "${name}": invalid topic name ${JSON.stringify(topic)}`)
@@ -246,6 +267,11 @@ export class Topology {
     return this.storeBuilders.has(name)
   }
 
+  /**
+   * Gives the named processors access to store `storeName` through `getStateStore` (Kafka Streams'
+   * `Topology.connectProcessorAndStateStores`). Processors that share a store (not a global one) run in one sub-topology.
+   * @throws PunctualError `INVALID_TOPOLOGY` when the store is not added or a name is not a processor.
+   */
   connectProcessorAndStateStores(storeName: string, ...processorNames: string[]): this {
     if (!this.storeBuilders.has(storeName)) throw topologyError(`state store "${storeName}" is not added to the topology`)
     for (const p of processorNames) {

@@ -9,17 +9,24 @@ export type LogFields = Record<string, unknown>
  * Error under `err`. When the logger has `child`, the runtime binds its application id with it.
  */
 export interface Logger {
+  /** Detail for diagnosing: the steps of a group rebalance, the error of each record skipped, the clients' own debug lines. */
   debug(fields: LogFields, message?: string): void
+  /** What an operator wants to see: the runtime starting and stopping, tasks assigned and restored. */
   info(fields: LogFields, message?: string): void
+  /** Something went wrong and punctual goes on: a skipped record, a client's warning, a retry. */
   warn(fields: LogFields, message?: string): void
+  /** Something that stops the application or loses work: a failure, a commit that did not complete. */
   error(fields: LogFields, message?: string): void
+  /** A logger that adds `bindings` to every line (pino's `child`); optional. */
   child?(bindings: LogFields): Logger
 }
 
+/** The levels punctual logs at, lowest first. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error'
 
 const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 }
 
+/** Options of {@link createConsoleLogger}. */
 export interface ConsoleLoggerOptions {
   /** Lines below this level are not written. @default 'info' */
   level?: LogLevel
