@@ -47,7 +47,7 @@ export type { ConsumerRecord, TimestampExtractor, TimestampSource } from './proc
 export { ErrorHandlers } from './processor/errors.js'
 export type { DropReason, ErrorContext, ErrorHandler, ErrorHandlerResponse } from './processor/errors.js'
 export { Stores } from './state/stores.js'
-export type { QueryableStoreKind, StoreBuilder, StoreQuery, StoreSerdes } from './state/stores.js'
+export type { QueryableStoreKind, StoreBuilder, StoreSerdes } from './state/stores.js'
 export { QueryableStoreTypes } from './query/queryable-stores.js'
 export type { QueryableStoreType } from './query/queryable-stores.js'
 

@@ -4,11 +4,21 @@ import type { Topology } from '../processor/topology.js'
 import type { QueryableStoreKind, StoreBuilder } from '../state/stores.js'
 import type { ReadOnlySessionStore, ReadOnlyWindowStore } from '../windows/windows.js'
 
-/** Which kind of store a query expects, and the view it returns (`QueryableStoreTypes`). */
+/**
+ * The key of a query type's type-only member. Declared, never defined: no value has it, users cannot
+ * name it, and it costs nothing at run time.
+ */
+declare const queryableStoreView: unique symbol
+
+/**
+ * Which kind of store a query expects, and the view it returns (Kafka Streams' `QueryableStoreType`),
+ * as {@link QueryableStoreTypes} makes them.
+ */
 export interface QueryableStoreType<T> {
+  /** @internal The kind of store the query expects; checked against the store's. */
   readonly kind: QueryableStoreKind
-  /** Never set: carries the view's type. */
-  readonly view?: T
+  /** Never set. It carries the view's type for the compiler, so that `store(name, type)` returns a `T`. */
+  readonly [queryableStoreView]?: T
 }
 
 /** The kinds of store interactive queries read (Kafka Streams' `QueryableStoreTypes`). */

@@ -14,17 +14,25 @@ import type { StoreWriteSerdes } from './store-writes.js'
 export { DURABLE, durableStore } from './durable.js'
 export type { DurableStore } from './durable.js'
 
-/** Builds one store instance per task. Connected to processors with `Topology.addStateStore`. */
+/**
+ * Builds one store instance per task (Kafka Streams' `StoreBuilder`), as {@link Stores} makes them.
+ * Connected to processors with `Topology.addStateStore`, or to the DSL with `StreamsBuilder.addStateStore`.
+ */
 export interface StoreBuilder<S extends StateStore = StateStore> {
+  /**
+   * The store's name, unique in the topology: processors ask for the store by it, interactive queries
+   * read it by it, and on Kafka its changelog topic is `<applicationId>-<name>-changelog`.
+   */
   readonly name: string
-  /** The store lives on disk in a durable run (it offers the PERSISTENT capability). */
+  /** @internal The store lives on disk in a durable run (it offers the PERSISTENT capability). */
   readonly persistent?: boolean
   /** How the store's keys are written to its changelog; without, by type (see `StoreSerdes`). */
   readonly keySerde?: Serde<unknown> | undefined
   /** How the store's values are written to its changelog; without, as MessagePack (see `StoreSerdes`). */
   readonly valueSerde?: Serde<unknown> | undefined
-  /** How interactive queries read the store; without, it cannot be queried. */
+  /** @internal How interactive queries read the store; without, it cannot be queried. */
   readonly query?: StoreQuery
+  /** A new, empty instance of the store; each task calls it once and then restores the instance from its checkpoint or changelog. */
   build(): S
 }
 
@@ -37,7 +45,9 @@ export type QueryableStoreKind = 'keyValue' | 'window' | 'session' | 'versioned'
  * `ReadOnlySessionStore` or `ReadOnlyVersionedKeyValueStore` as `kind` says).
  */
 export interface StoreQuery {
+  /** The kind of store, which the query's `QueryableStoreType` must name. */
   readonly kind: QueryableStoreKind
+  /** A read-only view of one task's instance of the store. */
   view(store: StateStore): object
 }
 
@@ -136,6 +146,13 @@ const VERSIONED_QUERY: StoreQuery = {
   },
 }
 
+/**
+ * Makes store builders (Kafka Streams' `Stores`): add one to a topology with `Topology.addStateStore`.
+ * Every kind is logged: a commit writes its changes to the state directory or, on Kafka, to its
+ * changelog topic, and a task restores it from there.
+ * @throws PunctualError `INVALID_CONFIG` for a serde that is not one, or a negative or fractional
+ *   `cacheEntries` or `historyRetentionMs`.
+ */
 export const Stores = {
   /**
    * A key-value store held in memory. With a state directory, commits save its changes and a restart
