@@ -23,6 +23,11 @@ export class StreamsBuilder {
   private readonly topology = new Topology()
   private index = 0
 
+  /**
+   * A stream of the records of `topics` (Kafka Streams' `StreamsBuilder.stream`), read with
+   * `consumed`'s serdes (default `Serdes.String()`) and timestamp extractor.
+   * @throws PunctualError `INVALID_TOPOLOGY` for no topic, or a topic another source already reads.
+   */
   stream<K = string, V = string>(topics: string | readonly string[], consumed: Consumed<K, V> = {}): KStream<K, V> {
     const keySerde = consumed.keySerde ?? (Serdes.String() as unknown as Serde<K>)
     const valueSerde = consumed.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
@@ -95,6 +100,10 @@ export class StreamsBuilder {
     return this.topology.hasStateStore(name)
   }
 
+  /**
+   * The topology built so far (Kafka Streams' `StreamsBuilder.build`): the builder's own, not a copy,
+   * so build once all operations are added.
+   */
   build(): Topology {
     return this.topology
   }

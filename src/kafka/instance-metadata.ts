@@ -2,7 +2,9 @@ import { PunctualError } from '../errors.js'
 
 /** Where an application instance answers queries (Kafka Streams' `HostInfo`, from `applicationServer`). */
 export interface HostInfo {
+  /** The host name or address, as the instance's `applicationServer` gives it. */
   readonly host: string
+  /** The port. */
   readonly port: number
 }
 
@@ -18,6 +20,7 @@ export interface KeyQueryMetadata {
 
 /** One instance of the application (Kafka Streams' `StreamsMetadata`). */
 export interface StreamsMetadata {
+  /** Where the instance answers queries. */
   readonly hostInfo: HostInfo
   /** The stores of the tasks it runs. */
   readonly stateStoreNames: readonly string[]

@@ -235,11 +235,13 @@ export class KafkaRuntime {
   }
 
   /**
-   * `'error'`: told when the runtime stops on a failure while running (not for a failing `start()`, which
-   * rejects). `'stateChange'`: told each change of `state` (new state first); a listener that throws is logged.
+   * Calls `listener` when the runtime stops on a failure while running (not for a failing `start()`, which
+   * rejects). A listener of any event that throws is logged.
    */
   on(event: 'error', listener: (err: Error) => void): this
+  /** Calls `listener` with the new state and the previous one at each change of `state` (Kafka Streams' `StateListener`). */
   on(event: 'stateChange', listener: (next: RuntimeState, previous: RuntimeState) => void): this
+  /** Calls `listener` at each step of a task's lifecycle: assigned, restoring (with progress), running, revoked or lost. */
   on(event: 'task', listener: (event: TaskEvent) => void): this
   on(event: 'error' | 'stateChange' | 'task', listener: ((err: Error) => void) | ((next: RuntimeState, previous: RuntimeState) => void) | ((event: TaskEvent) => void)): this {
     this.events.add(event, listener)

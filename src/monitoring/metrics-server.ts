@@ -28,7 +28,9 @@ export function validateMetricsEndpoint(where: string, endpoint: MetricsEndpoint
 
 /** The address a metrics server listens on. */
 export interface MetricsAddress {
+  /** The host the server listens on. */
   readonly host: string
+  /** The port it listens on: the one asked for, or the one the system chose for port 0. */
   readonly port: number
   /** `http://host:port/metrics` */
   readonly url: string

@@ -10,10 +10,18 @@ import type { KafkaRuntimeConfig } from '../kafka/config.js'
  * until SIGINT or SIGTERM.
  */
 export interface PunctualApp {
+  /** The application's id: it names the state directory's contents and, on Kafka, the group and the internal topics. */
   readonly applicationId: string
+  /** Builds the topology to run; called once per run. */
   topology(): Topology
+  /** Settings of the embedded runtime (`punctual run APP --state-dir DIR`). */
   readonly config?: Omit<EmbeddedRuntimeConfig, 'applicationId' | 'stateDir'>
   /** Settings of `punctual run APP --kafka BOOTSTRAP` (the input then comes from the topics: `start` is not called). */
   readonly kafka?: Omit<KafkaRuntimeConfig, 'applicationId' | 'bootstrapServers'>
+  /**
+   * Feeds the running embedded runtime. `resumed` says whether committed state was found (a restart);
+   * `signal` aborts when the run ends (a signal, the runtime failing, or this promise settling), before
+   * the runtime stops.
+   */
   start?(runtime: EmbeddedRuntime, context: { readonly resumed: boolean; readonly signal: AbortSignal }): void | Promise<void>
 }

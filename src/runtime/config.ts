@@ -15,7 +15,9 @@ import { SLICE_COMMITS_ABOVE } from '../state/checkpoint-store.js'
 import { validateMetricsEndpoint } from '../monitoring/metrics-server.js'
 import type { MetricsEndpoint } from '../monitoring/metrics-server.js'
 
+/** A topic an embedded runtime creates up front (`EmbeddedRuntimeConfig.topics`). */
 export interface TopicConfig {
+  /** Its partition count, an integer >= 1: the tasks of a sub-topology that reads it are as many. */
   readonly partitions: number
   /**
    * With a state directory: how long records stay in the topic after the commit that made them durable
@@ -24,6 +26,10 @@ export interface TopicConfig {
   readonly retentionMs?: number
 }
 
+/**
+ * Settings of an {@link EmbeddedRuntime} (what Kafka Streams' `StreamsConfig` sets for a `KafkaStreams`).
+ * Checked by the constructor: an invalid value throws `INVALID_CONFIG`, naming it.
+ */
 export interface EmbeddedRuntimeConfig {
   /** Names the application in logs (and, with durable state, its state directory). */
   applicationId: string

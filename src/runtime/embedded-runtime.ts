@@ -42,8 +42,14 @@ import type { RecordListener, SubscribeFrom } from './subscriptions.js'
 import { validateRuntimeConfig } from './config.js'
 import type { EmbeddedRuntimeConfig, ValidRuntimeConfig } from './config.js'
 
+/**
+ * A runtime's lifecycle, as Kafka Streams' `KafkaStreams.State` names it: `CREATED` until `start()`,
+ * `RUNNING`, `PENDING_SHUTDOWN` while `stop()` commits and closes, then `NOT_RUNNING`; `ERROR` after a
+ * failure stopped it.
+ */
 export type RuntimeState = 'CREATED' | 'RUNNING' | 'PENDING_SHUTDOWN' | 'NOT_RUNNING' | 'ERROR'
 
+/** Writes records to one topic of an embedded runtime, as `EmbeddedRuntime.producer` gives it (a Kafka producer's part). */
 export interface Producer<K, V> {
   /** Appends a record; the timestamp defaults to the wall clock. Returns the partition written. */
   send(key: K | null, value: V | null, timestamp?: number, headers?: Headers): number
@@ -123,6 +129,7 @@ export class EmbeddedRuntime {
     return this.committer.resumed
   }
 
+  /** CREATED, RUNNING, PENDING_SHUTDOWN, NOT_RUNNING or ERROR. */
   get state(): RuntimeState {
     return this.currentState
   }
@@ -210,11 +217,13 @@ export class EmbeddedRuntime {
   }
 
   /**
-   * `'error'`: told when the runtime stops on a failure while running. `'stateChange'`: told each change
-   * of `state` (new state first), as Kafka Streams' StateListener; a listener that throws is logged.
+   * Calls `listener` when the runtime stops on a failure while running (Kafka Streams'
+   * `StreamsUncaughtExceptionHandler`, as a listener). A listener of any event that throws is logged.
    */
   on(event: 'error', listener: (err: Error) => void): this
+  /** Calls `listener` with the new state and the previous one at each change of `state` (Kafka Streams' `StateListener`). */
   on(event: 'stateChange', listener: (next: RuntimeState, previous: RuntimeState) => void): this
+  /** Calls `listener` at each step of a task's lifecycle: assigned, restoring (with progress), running, revoked or lost. */
   on(event: 'task', listener: (event: TaskEvent) => void): this
   on(event: 'error' | 'stateChange' | 'task', listener: ((err: Error) => void) | ((next: RuntimeState, previous: RuntimeState) => void) | ((event: TaskEvent) => void)): this {
     this.events.add(event, listener)

@@ -3,6 +3,7 @@ import type { PartitionLog } from '../log/partition-log.js'
 import type { StreamRecord } from '../processor/api.js'
 import type { Serde } from '../processor/serdes.js'
 
+/** Told each record a subscription delivers, with its partition and offset in the topic. */
 export type RecordListener<K, V> = (record: StreamRecord<K | null, V | null>, partition: number, offset: number) => void
 
 /** Where a new subscriber starts: the oldest record held, or the end (records written from now on). */
