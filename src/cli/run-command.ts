@@ -58,8 +58,9 @@ export async function runApp(path: string, stateDir: string, io: Io, opts: RunOp
     io.err(`punctual: ${app.applicationId} cannot start: ${describeError(err)}`)
     return 1
   }
-  io.err(runtime.resumed ? `punctual: ${app.applicationId} resumed from its state in ${stateDir}` : `punctual: ${app.applicationId} started with fresh state in ${stateDir}`)
+  // Listening before saying it started: whoever sees the line may signal at once.
   const signals = untilSignal()
+  io.err(runtime.resumed ? `punctual: ${app.applicationId} resumed from its state in ${stateDir}` : `punctual: ${app.applicationId} started with fresh state in ${stateDir}`)
   const abort = new AbortController()
   let outcome: Outcome
   try {
@@ -122,9 +123,13 @@ function untilSignal(): { signalled: Promise<Outcome>; off: () => void } {
     process.once('SIGINT', onSignal)
     process.once('SIGTERM', onSignal)
   })
+  // A signal listener does not keep the process alive, and an idle runtime (no input, nothing scheduled)
+  // holds nothing open: this timer keeps the process waiting for the signal.
+  const keepAlive = setInterval(() => {}, 2 ** 30)
   return {
     signalled,
     off: () => {
+      clearInterval(keepAlive)
       if (onSignal === undefined) return
       process.off('SIGINT', onSignal)
       process.off('SIGTERM', onSignal)
@@ -156,8 +161,8 @@ export async function runKafkaApp(path: string, bootstrapServers: string, opts: 
     io.err(`punctual: ${app.applicationId} cannot start: ${describeError(err)}`)
     return 1
   }
-  io.err(`punctual: ${app.applicationId} joined its group on ${bootstrapServers}`)
   const signals = untilSignal()
+  io.err(`punctual: ${app.applicationId} joined its group on ${bootstrapServers}`)
   let outcome: Outcome
   try {
     if (opts.ui === true) await announcePage(runtime, io)

@@ -73,6 +73,21 @@ describe('punctual run APP --state-dir DIR', () => {
     assert.equal(counted.records, BACKLOG, 'the second run counted the rest: nothing lost, nothing counted twice')
   })
 
+  it('without start, runs in its own process until SIGTERM, then commits and exits 0', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'punctual-run-')), 'state')
+    const child = spawn(process.execPath, ['--import', 'tsx', SOURCE_CLI, 'run', fixture('idle-app.ts'), '--state-dir', dir], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] })
+    let err = ''
+    let signalled = false
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      err += d
+      if (!signalled && /idle-app started with fresh state/.test(err)) signalled = child.kill('SIGTERM')
+    })
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+    assert.equal(code, 0, err)
+    assert.match(err, /idle-app stopped \(SIGTERM\); state kept in /)
+    assert.equal(existsSync(join(dir, '.lock')), false)
+  })
+
   it('--ui serves the live page while the app runs and prints its address', async () => {
     const dir = join(mkdtempSync(join(tmpdir(), 'punctual-run-')), 'state')
     const { served } = (await import('./fixtures/ui-app.js')) as { served: { page?: string; metrics?: { applicationId: string; processedRecords: number } } }
