@@ -111,7 +111,7 @@ describe('punctual inspect STATE_DIR', () => {
       assert.equal(json.code, 0, json.err.join('\n'))
       const report = JSON.parse(json.out.join('\n')) as { live?: { pid: number; thisProcess: boolean }; tasks: Array<{ stores: Record<string, number> }> }
       assert.deepEqual(report.live, { pid: process.pid, thisProcess: true })
-      assert.deepEqual(report.tasks[0]?.stores, { 'counts-store': 2 }, 'what the last commit holds')
+      assert.deepEqual(Object.values(report.tasks[0]?.stores ?? {}), [2], 'what the last commit holds: a count per key')
       const text = await cli('inspect', dir)
       assert.equal(text.code, 0)
       assert.match(text.out[1] ?? '', /^live: the application is running \(a runtime in this process \(pid \d+\)\); this is its state as of the last commit when read, and it goes on changing$/)
@@ -124,7 +124,7 @@ describe('punctual inspect STATE_DIR', () => {
     const after = await cli('inspect', dir, '--json')
     const report = JSON.parse(after.out.join('\n')) as { live?: unknown; tasks: Array<{ stores: Record<string, number> }> }
     assert.equal(report.live, undefined)
-    assert.deepEqual(report.tasks[0]?.stores, { 'counts-store': 3 })
+    assert.deepEqual(Object.values(report.tasks[0]?.stores ?? {}), [3])
   })
 
   it('names the other process that runs it, and refuses a directory that is not a state directory', async () => {
@@ -156,7 +156,7 @@ describe('punctual inspect STATE_DIR', () => {
     const { code, out, err } = await cli('inspect', dir, '--json')
     assert.equal(code, 0, err.join('\n'))
     const report = JSON.parse(out.join('\n')) as { tasks: Array<{ stores: Record<string, number> }> }
-    assert.deepEqual(report.tasks[0]?.stores, { 'per-second-store': 4 })
+    assert.deepEqual(Object.values(report.tasks[0]?.stores ?? {}), [4], 'one entry per window of a key')
   })
 })
 
