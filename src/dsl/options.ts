@@ -4,7 +4,9 @@ import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
 
 /** How a stream is read from a topic. Defaults: String keys and values. */
 export interface Consumed<K, V> {
+  /** Reads the keys. @default Serdes.String() */
   readonly keySerde?: Serde<K>
+  /** Reads the values. @default Serdes.String() */
   readonly valueSerde?: Serde<V>
   /**
    * Where each record's event time comes from (Kafka Streams' `Consumed.withTimestampExtractor`), e.g.
@@ -12,28 +14,42 @@ export interface Consumed<K, V> {
    * own timestamp.
    */
   readonly timestampExtractor?: TimestampExtractor<K, V>
+  /** Names the source node (Kafka Streams' `Consumed.as`). @default `KSTREAM-SOURCE-<n>` */
   readonly name?: string
 }
 
 /** How a stream is written to a topic. Defaults: the stream's serdes, else JSON. */
 export interface Produced<K, V> {
+  /** Writes the keys. */
   readonly keySerde?: Serde<K>
+  /** Writes the values. */
   readonly valueSerde?: Serde<V>
+  /** Chooses each record's partition (Kafka Streams' `Produced.streamPartitioner`). @default murmur2 of the serialized key */
   readonly partitioner?: StreamPartitioner<K, V>
+  /** Names the sink node (Kafka Streams' `Produced.as`). @default `KSTREAM-SINK-<n>` */
   readonly name?: string
 }
 
 /** Serdes for grouping (and for the repartition topic of `groupBy`). */
 export interface Grouped<K, V> {
+  /** Writes the keys to the repartition topic and the aggregations' stores. @default the stream's key serde */
   readonly keySerde?: Serde<K>
+  /** Writes the values to the repartition topic. @default the stream's value serde */
   readonly valueSerde?: Serde<V>
+  /** Names the grouping (Kafka Streams' `Grouped.as`): its repartition topic is `<name>-repartition`, which stays stable as the topology changes. */
   readonly name?: string
 }
 
 /** Names and serdes of an aggregation's result. */
 export interface Materialized<K, V> {
+  /** Writes the store's keys to its changelog. @default the grouping's key serde */
   readonly keySerde?: Serde<K>
+  /** Writes the store's values to its changelog. @default MessagePack */
   readonly valueSerde?: Serde<V>
+  /**
+   * Names the store (Kafka Streams' `Materialized.as`): interactive queries read it by this name, and
+   * on Kafka its changelog is `<applicationId>-<name>-changelog`. @default `<operation>-STATE-STORE-<n>`
+   */
   readonly name?: string
   /**
    * A windowed aggregation over `TimeWindows`: how long its store keeps a window, measured from the
@@ -51,11 +67,15 @@ export interface Materialized<K, V> {
  * memory (saved by commits, loaded whole at a restart). Window and session stores are in memory.
  */
 export interface KeyValueMaterialized<K, V> extends Omit<Materialized<K, V>, 'retentionMs'> {
+  /** Where the store lives (Kafka Streams' `Materialized.withStoreType`). @default 'persistent' */
   readonly storeType?: 'persistent' | 'inMemory'
 }
 
+/** A key and a value: what `map` and `flatMap` return for each output record (Kafka Streams' `KeyValue`). */
 export interface KeyValue<K, V> {
+  /** The record's key. */
   readonly key: K
+  /** The record's value. */
   readonly value: V
 }
 
@@ -66,6 +86,7 @@ export interface KeyValue<K, V> {
  * a grace period for late table updates (KIP-923).
  */
 export interface TableOptions {
+  /** Keep each key's versions for `historyRetentionMs` (an integer >= 0) behind the table's largest timestamp. @default not versioned */
   readonly versioned?: { readonly historyRetentionMs: number }
   /**
    * The table's store name (default: `<topic>-STATE-STORE-<n>`, or `KSTREAM-TOTABLE-STATE-STORE-<n>`, as Kafka Streams names it). Naming it keeps the table's values in the
@@ -81,6 +102,7 @@ export interface TableOptions {
  * instead of numbered.
  */
 export interface TableJoined {
+  /** Base name of the join's nodes, store and internal topics. @default numbered, as Kafka Streams numbers them */
   readonly name?: string
 }
 
@@ -90,30 +112,43 @@ export interface TableJoined {
 
 /** `Consumed` with Kafka Streams' chainable setters. */
 export interface ConsumedBuilder<K, V> extends Consumed<K, V> {
+  /** A copy that reads keys with `keySerde`. */
   withKeySerde<K2>(keySerde: Serde<K2>): ConsumedBuilder<K2, V>
+  /** A copy that reads values with `valueSerde`. */
   withValueSerde<V2>(valueSerde: Serde<V2>): ConsumedBuilder<K, V2>
+  /** A copy that takes each record's event time from `timestampExtractor`. */
   withTimestampExtractor(timestampExtractor: TimestampExtractor<K, V>): ConsumedBuilder<K, V>
+  /** A copy that names the source node `name`. */
   withName(name: string): ConsumedBuilder<K, V>
 }
 
 /** `Produced` with Kafka Streams' chainable setters. */
 export interface ProducedBuilder<K, V> extends Produced<K, V> {
+  /** A copy that writes keys with `keySerde`. */
   withKeySerde<K2>(keySerde: Serde<K2>): ProducedBuilder<K2, V>
+  /** A copy that writes values with `valueSerde`. */
   withValueSerde<V2>(valueSerde: Serde<V2>): ProducedBuilder<K, V2>
+  /** A copy that chooses partitions with `partitioner`. */
   withStreamPartitioner(partitioner: StreamPartitioner<K, V>): ProducedBuilder<K, V>
+  /** A copy that names the sink node `name`. */
   withName(name: string): ProducedBuilder<K, V>
 }
 
 /** `Grouped` with Kafka Streams' chainable setters. */
 export interface GroupedBuilder<K, V> extends Grouped<K, V> {
+  /** A copy with keys written by `keySerde`. */
   withKeySerde<K2>(keySerde: Serde<K2>): GroupedBuilder<K2, V>
+  /** A copy with values written by `valueSerde`. */
   withValueSerde<V2>(valueSerde: Serde<V2>): GroupedBuilder<K, V2>
+  /** A copy that names the grouping `name` (its repartition topic `<name>-repartition`). */
   withName(name: string): GroupedBuilder<K, V>
 }
 
 /** `Materialized` with Kafka Streams' chainable setters. */
 export interface MaterializedBuilder<K, V> extends Materialized<K, V> {
+  /** A copy whose store writes keys with `keySerde`. */
   withKeySerde<K2>(keySerde: Serde<K2>): MaterializedBuilder<K2, V>
+  /** A copy whose store writes values with `valueSerde`. */
   withValueSerde<V2>(valueSerde: Serde<V2>): MaterializedBuilder<K, V2>
   /** Kafka Streams' `withRetention(Duration)`, in milliseconds: see `Materialized.retentionMs`. */
   withRetention(retentionMs: number): MaterializedBuilder<K, V>
@@ -175,6 +210,7 @@ export const Produced = {
 
 /** Kafka Streams' `Grouped` factories: the serdes and name of a grouping (and its repartition topic). */
 export const Grouped = {
+  /** Groups with these serdes (either may be undefined: the stream's). */
   with<K, V>(keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): GroupedBuilder<K, V> {
     return optionBuilder<Grouped<K, V>, GroupedBuilder<K, V>>(serdes(keySerde, valueSerde), GROUPED)
   },
@@ -190,6 +226,7 @@ export const Materialized = {
   as<K = never, V = never>(storeName: string): MaterializedBuilder<K, V> {
     return optionBuilder<Materialized<K, V>, MaterializedBuilder<K, V>>({ name: storeName }, MATERIALIZED)
   },
+  /** Writes the store's keys and values with these serdes (either may be undefined: the default). */
   with<K, V>(keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): MaterializedBuilder<K, V> {
     return optionBuilder<Materialized<K, V>, MaterializedBuilder<K, V>>(serdes(keySerde, valueSerde), MATERIALIZED)
   },

@@ -100,17 +100,25 @@ export interface Joined<K = unknown, V = unknown> {
 
 /** `StreamJoined` with Kafka Streams' chainable setters. */
 export interface StreamJoinedBuilder<K, V1, V2> extends StreamJoined<K, V1, V2> {
+  /** A copy with the join's processors named after `name`. */
   withName(name: string): StreamJoinedBuilder<K, V1, V2>
+  /** A copy with the join's stores named after `storeName`. */
   withStoreName(storeName: string): StreamJoinedBuilder<K, V1, V2>
+  /** A copy with keys written by `keySerde` on a repartition topic. */
   withKeySerde<K2>(keySerde: Serde<K2>): StreamJoinedBuilder<K2, V1, V2>
+  /** A copy with this stream's values written by `valueSerde` on its repartition topic. */
   withValueSerde<W>(valueSerde: Serde<W>): StreamJoinedBuilder<K, W, V2>
+  /** A copy with the other stream's values written by `otherValueSerde` on its repartition topic. */
   withOtherValueSerde<W>(otherValueSerde: Serde<W>): StreamJoinedBuilder<K, V1, W>
 }
 
 /** `Joined` with Kafka Streams' chainable setters. */
 export interface JoinedBuilder<K, V> extends Joined<K, V> {
+  /** A copy that names the join's processor `name`. */
   withName(name: string): JoinedBuilder<K, V>
+  /** A copy with keys written by `keySerde` on the stream's repartition topic. */
   withKeySerde<K2>(keySerde: Serde<K2>): JoinedBuilder<K2, V>
+  /** A copy with the stream's values written by `valueSerde` on its repartition topic. */
   withValueSerde<W>(valueSerde: Serde<W>): JoinedBuilder<K, W>
   /** Kafka Streams' `withGracePeriod(Duration)`, in milliseconds: see `Joined.gracePeriodMs`. */
   withGracePeriod(gracePeriodMs: number): JoinedBuilder<K, V>
