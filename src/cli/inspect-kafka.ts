@@ -1,5 +1,6 @@
 import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import { PunctualError } from '../errors.js'
 import { readLocalCheckpoint } from '../kafka/checkpoint-file.js'
 import { KEYED_STATE_STORE_PREFIX, TASK_STORE, TIMER_STORE } from '../runtime/changelog-records.js'
 import { decodeStoreKey, unpackValue } from '../state/changelog-codec.js'
@@ -29,10 +30,17 @@ export async function inspectKafkaStateDirectory(path: string): Promise<StateDir
   let bytes = 0
   let last: Date | undefined
   for (const file of files) {
-    const checkpoint = await readLocalCheckpoint(join(dir, file))
-    // Gone since the listing: the instance dropped a checkpoint it could not use.
+    let checkpoint: Awaited<ReturnType<typeof readLocalCheckpoint>>
+    let size: number
+    try {
+      checkpoint = await readLocalCheckpoint(join(dir, file))
+      size = checkpoint === undefined ? 0 : statSync(join(dir, file)).size
+    } catch (err) {
+      // Gone since the listing: the running instance dropped a checkpoint it could not use.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue
+      throw new PunctualError('STATE_DIR', `${join(dir, file)} cannot be read: ${(err as Error).message}`, { cause: err })
+    }
     if (checkpoint === undefined) continue
-    const size = statSync(join(dir, file)).size
     bytes += size
     const writtenAt = new Date(checkpoint.writtenAt)
     if (last === undefined || writtenAt > last) last = writtenAt

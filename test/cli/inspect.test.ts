@@ -214,5 +214,10 @@ describe('punctual inspect on a Kafka instance’s state directory', () => {
     assert.match(printed, /a Kafka instance/)
     assert.match(printed, /task checkpoints: 2, \d+\.\d MB; the last written 2026-12-03T12:01:00\.000Z/)
     assert.match(printed, /\n {2}checkpoint written 2026-12-03T12:00:00\.000Z, \d+\.\d MB, \d+ records; changelog on-kafka-per-second-store-changelog to 40\n/)
+
+    writeFileSync(localCheckpointPath(dir, '0_2'), 'not a checkpoint')
+    const bad = await cli('inspect', dir)
+    assert.equal(bad.code, 1)
+    assert.deepEqual(bad.err, [`punctual inspect: ${localCheckpointPath(dir, '0_2')} cannot be read: ${localCheckpointPath(dir, '0_2')} is not a punctual task checkpoint`])
   })
 })
