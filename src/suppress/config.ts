@@ -166,7 +166,7 @@ function timeLimit<K, V>(waitMs: number, bufferConfig: BufferConfig, waitFrom: W
     name,
     sizer,
     withWaitFrom: (w) => {
-      if (w !== 'latest' && w !== 'first') throw invalidConfig('Suppressed.withWaitFrom', `must be "latest" or "first", got ${JSON.stringify(w)}`)
+      if (w !== 'latest' && w !== 'first') throw invalidConfig('Suppressed.withWaitFrom', `must be "latest" or "first", got ${shownValue(w)}`)
       return timeLimit(waitMs, bufferConfig, w, name, sizer)
     },
     withName: (n) => timeLimit(waitMs, bufferConfig, waitFrom, checkName(n), sizer),
@@ -191,7 +191,7 @@ function windowCloses<K, V>(bufferConfig: StrictBufferConfig, wallClockLimitMs: 
 }
 
 function checkName(name: string): string {
-  if (typeof name !== 'string' || name.length === 0) throw invalidConfig('Suppressed.withName', `must be a non-empty string, got ${JSON.stringify(name)}`)
+  if (typeof name !== 'string' || name.length === 0) throw invalidConfig('Suppressed.withName', `must be a non-empty string, got ${shownValue(name)}`)
   return name
 }
 

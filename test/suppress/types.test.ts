@@ -42,6 +42,7 @@ describe('Suppressed and BufferConfig types', () => {
     assert.throws(() => BufferConfig.unbounded().withMaxBytes(Infinity), /withMaxBytes: must be an integer >= 1, got Infinity$/)
     assert.throws(() => Suppressed.untilTimeLimit(NaN, BufferConfig.unbounded()), /waitMs must be an integer >= 0, got NaN$/)
     assert.throws(() => Suppressed.untilWindowCloses(BufferConfig.unbounded()).withWallClockLimit(-Infinity), /withWallClockLimit: must be an integer >= 0, got -Infinity$/)
+    assert.throws(() => Suppressed.untilWindowCloses(BufferConfig.unbounded()).withName(NaN as unknown as string), /withName: must be a non-empty string, got NaN$/)
   })
 
   it('untilWindowCloses on a table that is not windowed is refused when built (if the types are bypassed)', () => {
