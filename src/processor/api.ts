@@ -90,13 +90,13 @@ export interface CronSchedule extends ScheduleCommon {
   readonly timeZone?: string
 }
 
-/** A punctuation schedule, as {@link ProcessorContext.schedule} takes it: an interval or a cron expression. */
+/** A punctuation schedule, as `ProcessorContext.schedule` takes it: an interval or a cron expression. */
 export type ScheduleSpec = IntervalSchedule | CronSchedule
 
 /** Called with the current time of the schedule's domain (not the due time). */
 export type Punctuator = (timestamp: number) => void
 
-/** A registered punctuation, as {@link ProcessorContext.schedule} returns it (Kafka Streams' `Cancellable`). */
+/** A registered punctuation, as `ProcessorContext.schedule` returns it (Kafka Streams' `Cancellable`). */
 export interface Cancellable {
   /** Stops the punctuation: it does not fire again. Cancelling twice is a no-op. */
   cancel(): void
