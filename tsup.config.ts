@@ -1,5 +1,7 @@
 import { cpSync } from 'node:fs'
 import { defineConfig } from 'tsup'
+// @ts-expect-error a plain .mjs script, without typings
+import { typecheckConfig } from './scripts/kafka-client.mjs'
 
 export default defineConfig({
   entry: {
@@ -9,6 +11,8 @@ export default defineConfig({
   },
   format: ['esm'],
   target: 'node20',
+  // Without the Kafka client installed its types are stand-ins (scripts/kafka-client.mjs).
+  tsconfig: typecheckConfig(),
   // Members marked @internal serve punctual's own modules; users' typings do not show them.
   dts: { compilerOptions: { stripInternal: true } },
   sourcemap: true,

@@ -29,8 +29,10 @@ for (const guide of ['punctuations', 'timers-and-ttl', 'windows-and-suppression'
   writeFileSync(`guide-${guide}.ts`, text.match(/```ts\n([\s\S]*?)```/)[1] + '\nexport {}\n')
 }
 JS
-# A published package runs nothing at install: no lifecycle script that npm would run (or ask to approve).
-node -e "const s = require('./node_modules/punctual/package.json').scripts ?? {}; const run = ['preinstall', 'install', 'postinstall', 'prepare'].filter((k) => k in s); if (run.length) { console.error('the package runs scripts at install: ' + run.join(', ')); process.exit(1) }"
+# A published package runs nothing at install: no lifecycle script that npm would run (or ask to approve), and
+# it pulls in no Kafka client (an optional peer dependency; the repository's optional dependency is for a clone).
+node -e "const p = require('./node_modules/punctual/package.json'); const s = p.scripts ?? {}; const run = ['preinstall', 'install', 'postinstall', 'prepare'].filter((k) => k in s); if (run.length) { console.error('the package runs scripts at install: ' + run.join(', ')); process.exit(1) } if (p.optionalDependencies !== undefined) { console.error('the package has optional dependencies: ' + Object.keys(p.optionalDependencies).join(', ')); process.exit(1) }"
+[ ! -e "$root/.package.json.before-pack" ] || { echo "npm pack left package.json stripped (.package.json.before-pack remains)" >&2; exit 1; }
 npx tsc -p .
 tour="$(npx tsx tour.ts)"
 [ "$tour" = "1 [ [ '/home', 1 ] ]" ] || { echo "the README's query printed '$tour', not \"1 [ [ '/home', 1 ] ]\"" >&2; exit 1; }

@@ -8,6 +8,12 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startBroker, stopBroker } from './kafka-broker.mjs'
+import { KAFKA_CLIENT_HOWTO, kafkaClientInstalled } from './kafka-client.mjs'
+
+if (!kafkaClientInstalled()) {
+  console.error(`test:kafka: ${KAFKA_CLIENT_HOWTO}`)
+  process.exit(1)
+}
 
 const filters = process.argv.slice(2)
 const files = readdirSync(join('test', 'kafka-broker'))

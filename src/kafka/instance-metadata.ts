@@ -68,7 +68,7 @@ export interface GroupMember {
 
 /** The instances of the group that carry an application server, with their assignments. */
 export function instancesOf(members: readonly GroupMember[]): Array<{ readonly hostInfo: HostInfo; readonly topicPartitions: ReadonlyArray<{ readonly topic: string; readonly partition: number }> }> {
-  const out = []
+  const out: Array<{ readonly hostInfo: HostInfo; readonly topicPartitions: ReadonlyArray<{ readonly topic: string; readonly partition: number }> }> = []
   for (const m of members) {
     const hostInfo = serverOfClientId(m.clientId)
     if (hostInfo !== undefined) out.push({ hostInfo, topicPartitions: m.assignment.topicPartitions.map(({ topic, partition }) => ({ topic, partition })) })

@@ -1,5 +1,6 @@
 import { StreamsBuilder } from '../../dsl/builder.js'
 import type { KStream } from '../../dsl/kstream.js'
+import type { KTable } from '../../dsl/ktable.js'
 import { PunctualError } from '../../errors.js'
 import { BufferConfig, Suppressed } from '../../suppress/config.js'
 import type { StrictBufferConfig } from '../../suppress/config.js'
@@ -61,7 +62,7 @@ export const windowedCountKind: ScenarioKind = {
     const grace = num(w, 'graceMs', 'topology.windows') ?? 0
     const builder = new StreamsBuilder()
     const stream = builder.stream<string, string>('input').groupByKey()
-    let table
+    let table: KTable<Windowed<string>, number>
     if (w.type === 'tumbling' || w.type === 'hopping') {
       const size = num(w, 'sizeMs', 'topology.windows', 1)
       if (size === undefined) throw malformed('topology.windows.sizeMs', 'is required')
