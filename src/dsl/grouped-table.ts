@@ -13,9 +13,15 @@ import type { TableAggregate } from './table-grouping.js'
 /**
  * A table grouped by a new key (`KTable.groupBy`), Kafka Streams' `KGroupedTable`: its aggregations add
  * each new value to its group and take each old value out of its group, so the result follows the table
- * as keys change value and group. Each result is a table, in the store `<name>-store`.
+ * as keys change value and group. Each result is a table, in the store `materialized.name`, else
+ * `KTABLE-AGGREGATE-STATE-STORE-<n>` (`KTABLE-REDUCE-...` for `reduce`). The changes reach it through a
+ * repartition topic named as Kafka Streams names it: `<grouped name>-repartition` (one for every
+ * aggregation), else `<store>-repartition` (one per aggregation).
  */
 export class KGroupedTable<K, V> {
+  /** The source of the named repartition topic, once an aggregation made it. */
+  private namedSource: string | undefined
+
   /** @internal */
   constructor(
     private readonly builder: StreamsBuilder,
@@ -23,11 +29,13 @@ export class KGroupedTable<K, V> {
     private readonly node: string,
     private readonly keySerde: Serde<K>,
     private readonly valueSerde: Serde<V>,
+    /** The grouping's name (`Grouped.name`), which names the repartition topic. */
+    private readonly groupedName?: string,
   ) {}
 
   /** Rows per group: +1 for a value added, -1 for one taken out (a group at 0 stays, with 0). */
   count(materialized: KeyValueMaterialized<K, number> = {}): KTable<K, number> {
-    return this.aggregated('count', () => 0, (_k, _v, n) => n + 1, (_k, _v, n) => n - 1, { valueSerde: Serdes.Long(), ...materialized })
+    return this.aggregated('count', 'KTABLE-AGGREGATE', () => 0, (_k, _v, n) => n + 1, (_k, _v, n) => n - 1, { valueSerde: Serdes.Long(), ...materialized })
   }
 
   /**
@@ -36,7 +44,7 @@ export class KGroupedTable<K, V> {
    */
   reduce(adder: (aggregate: V, value: V) => V, subtractor: (aggregate: V, value: V) => V, materialized: KeyValueMaterialized<K, V> = {}): KTable<K, V> {
     this.checkFunctions('reduce', { adder, subtractor })
-    return this.aggregated('reduce', undefined, (_k, v, agg) => adder(agg, v), (_k, v, agg) => subtractor(agg, v), { valueSerde: this.valueSerde, ...materialized })
+    return this.aggregated('reduce', 'KTABLE-REDUCE', undefined, (_k, v, agg) => adder(agg, v), (_k, v, agg) => subtractor(agg, v), { valueSerde: this.valueSerde, ...materialized })
   }
 
   /** Aggregates a group from `initializer()`: `adder` for a value added, `subtractor` for one taken out. */
@@ -47,7 +55,7 @@ export class KGroupedTable<K, V> {
     materialized: KeyValueMaterialized<K, VA> = {},
   ): KTable<K, VA> {
     this.checkFunctions('aggregate', { initializer, adder, subtractor })
-    return this.aggregated('aggregate', initializer, adder, subtractor, materialized)
+    return this.aggregated('aggregate', 'KTABLE-AGGREGATE', initializer, adder, subtractor, materialized)
   }
 
   private checkFunctions(operation: string, fns: Record<string, unknown>): void {
@@ -58,21 +66,31 @@ export class KGroupedTable<K, V> {
 
   private aggregated<VA>(
     operation: string,
+    prefix: string,
     initializer: (() => VA) | undefined,
     adder: (key: K, value: V, aggregate: VA) => VA,
     subtractor: (key: K, value: V, aggregate: VA) => VA,
     materialized: KeyValueMaterialized<K, VA>,
   ): KTable<K, VA> {
-    const name = materialized.name ?? this.builder.newName('KTABLE-AGGREGATE')
+    const name = materialized.name ?? this.builder.newName(prefix)
+    const storeName = materialized.name ?? `${prefix}-STATE-STORE-${name.slice(prefix.length + 1)}`
     const storeType = materialized.storeType ?? 'persistent'
     if (storeType !== 'persistent' && storeType !== 'inMemory') {
       throw new PunctualError('INVALID_CONFIG', `${operation} "${name}": storeType must be 'persistent' or 'inMemory', got ${JSON.stringify(storeType)}`)
     }
     const keyId = keyIdFunction(this.keySerde)
-    const storeName = `${name}-store`
     const store =
       storeType === 'persistent' ? Stores.persistentKeyValueStore<string, TableAggregate<VA>>(storeName) : Stores.inMemoryKeyValueStore<string, TableAggregate<VA>>(storeName)
-    // The changes are re-keyed: through a repartition topic, so each group's changes meet in one task.
+    const b = this.builder
+    const source = this.groupedName === undefined ? this.throughRepartitionTopic(storeName) : (this.namedSource ??= this.throughRepartitionTopic(this.groupedName))
+    b.graph
+      .addProcessor(name, tableAggregateProcessor<K, V, VA>(initializer, adder, subtractor, keyId, storeName), source)
+      .addStateStore({ ...store, query: keyIdQuery(keyId, this.keySerde, (stored: TableAggregate<VA>) => stored.agg) }, name)
+    return new KTable<K, VA>(this.builder, name, materialized.keySerde ?? this.keySerde, materialized.valueSerde, undefined)
+  }
+
+  /** The changes, re-keyed, written to `<name>-repartition` and read back, so each group's changes meet in one task; returns the source. */
+  private throughRepartitionTopic(name: string): string {
     const b = this.builder
     const topic = `${name}-repartition`
     const serdes = { keySerde: this.keySerde as Serde<unknown>, valueSerde: changeSerde(this.valueSerde) as Serde<unknown> }
@@ -80,9 +98,6 @@ export class KGroupedTable<K, V> {
     b.graph.addSink(b.newName('KTABLE-SINK'), topic, serdes, this.node)
     const source = b.newName('KTABLE-SOURCE')
     b.graph.addSource(source, topic, serdes)
-    b.graph
-      .addProcessor(name, tableAggregateProcessor<K, V, VA>(initializer, adder, subtractor, keyId, storeName), source)
-      .addStateStore({ ...store, query: keyIdQuery(keyId, this.keySerde, (stored: TableAggregate<VA>) => stored.agg) }, name)
-    return new KTable<K, VA>(this.builder, name, materialized.keySerde ?? this.keySerde, materialized.valueSerde, undefined)
+    return source
   }
 }

@@ -11,6 +11,7 @@ import { sessionQuery, slidingWindowQuery, timeWindowQuery } from '../windows/qu
 import { keyIdQuery } from './queryable.js'
 import type { SessionWindows, SlidingWindows, TimeWindows, Windowed } from '../windows/windows.js'
 import type { StreamsBuilder } from './builder.js'
+import type { KStream } from './kstream.js'
 import type { ProcessorSupplier, StateStore } from '../processor/api.js'
 import type { StoreBuilder } from '../state/stores.js'
 import { KTable } from './ktable.js'
@@ -21,35 +22,81 @@ import type { StoredAggregate } from './processors.js'
 
 const keySerdeOr = <K>(serde: Serde<K> | undefined): Serde<K> => serde ?? (Serdes.JSON<K>() as Serde<K>)
 
+/**
+ * An aggregation's processor and store names, as Kafka Streams names them: a `Materialized` name names
+ * the store (and here the processor too); else the processor is `<prefix>-<n>` and the store
+ * `<prefix>-STATE-STORE-<n>`. The store's changelog topic is `<applicationId>-<store>-changelog`.
+ */
+function aggregationNames(builder: StreamsBuilder, prefix: string, materializedName: string | undefined): { name: string; storeName: string } {
+  if (materializedName !== undefined) return { name: materializedName, storeName: materializedName }
+  const name = builder.newName(prefix)
+  return { name, storeName: `${prefix}-STATE-STORE-${name.slice(prefix.length + 1)}` }
+}
+
+/**
+ * @internal Where the aggregations of a stream grouped after a key change read it: through a repartition
+ * topic named after the grouping, else after each aggregation's store (Kafka Streams' rule).
+ */
+export interface PendingRepartition<K, V> {
+  readonly stream: KStream<K, V>
+  /** The grouping's name (`Grouped.name`): its topic, `<name>-repartition`, serves every aggregation. */
+  readonly name: string | undefined
+}
+
 /** A stream grouped by key, ready to aggregate (Kafka Streams' KGroupedStream). */
 export class KGroupedStream<K, V> {
+  /** The source of the named repartition topic, once an aggregation made it. */
+  private namedSource: string | undefined
+
   /** @internal */
   constructor(
     private readonly builder: StreamsBuilder,
     private readonly node: string,
     private readonly keySerde: Serde<K> | undefined,
     private readonly valueSerde: Serde<V> | undefined,
+    private readonly repartition?: PendingRepartition<K, V>,
   ) {}
 
+  /**
+   * @internal The node an aggregation whose store is `storeName` reads: this stream's, or after a key
+   * change the source of a repartition topic: `<grouped name>-repartition`, made once for every
+   * aggregation of this grouped stream, else `<storeName>-repartition`, one per aggregation.
+   */
+  sourceFor(storeName: string): string {
+    const r = this.repartition
+    if (r === undefined) return this.node
+    if (r.name === undefined) return r.stream.throughRepartitionTopic(storeName, this.keySerde, this.valueSerde).node
+    this.namedSource ??= r.stream.throughRepartitionTopic(r.name, this.keySerde, this.valueSerde).node
+    return this.namedSource
+  }
+
+  /** @internal Whether this grouped stream's aggregations read it through a repartition topic named after their store. */
+  get repartitionsPerStore(): boolean {
+    return this.repartition !== undefined && this.repartition.name === undefined
+  }
+
   count(materialized: KeyValueMaterialized<K, number> = {}): KTable<K, number> {
-    return this.aggregate(() => 0, (_k, _v, n) => n + 1, { valueSerde: Serdes.Long(), ...materialized })
+    return this.aggregateAs('KSTREAM-AGGREGATE', () => 0, (_k, _v, n) => n + 1, { valueSerde: Serdes.Long(), ...materialized })
   }
 
   reduce(reducer: (aggregate: V, value: V) => V, materialized: KeyValueMaterialized<K, V> = {}): KTable<K, V> {
-    return this.aggregate<V | undefined>(() => undefined, (_k, v, agg) => (agg === undefined ? v : reducer(agg, v)), materialized as KeyValueMaterialized<K, V | undefined>) as KTable<K, V>
+    return this.aggregateAs<V | undefined>('KSTREAM-REDUCE', () => undefined, (_k, v, agg) => (agg === undefined ? v : reducer(agg, v)), materialized as KeyValueMaterialized<K, V | undefined>) as KTable<K, V>
   }
 
   aggregate<VA>(initializer: () => VA, aggregator: (key: K, value: V, aggregate: VA) => VA, materialized: KeyValueMaterialized<K, VA> = {}): KTable<K, VA> {
-    const name = materialized.name ?? this.builder.newName('KSTREAM-AGGREGATE')
+    return this.aggregateAs('KSTREAM-AGGREGATE', initializer, aggregator, materialized)
+  }
+
+  private aggregateAs<VA>(prefix: string, initializer: () => VA, aggregator: (key: K, value: V, aggregate: VA) => VA, materialized: KeyValueMaterialized<K, VA>): KTable<K, VA> {
+    const { name, storeName } = aggregationNames(this.builder, prefix, materialized.name)
     const keySerde = keySerdeOr(this.keySerde)
     const keyId = keyIdFunction(keySerde)
-    const storeName = `${name}-store`
     const storeType = materialized.storeType ?? 'persistent'
     if (storeType !== 'persistent' && storeType !== 'inMemory') {
       throw new PunctualError('INVALID_CONFIG', `aggregation "${name}": storeType must be 'persistent' or 'inMemory', got ${JSON.stringify(storeType)}`)
     }
     this.builder.graph
-      .addProcessor(name, aggregateProcessor(initializer, aggregator, keyId, storeName), this.node)
+      .addProcessor(name, aggregateProcessor(initializer, aggregator, keyId, storeName), this.sourceFor(storeName))
       .addStateStore(
         {
           ...(storeType === 'persistent'
@@ -72,17 +119,22 @@ export class KGroupedStream<K, V> {
     return new CogroupedKStream<K, VOut>(this.builder, [this.cogroupPart(aggregator)])
   }
 
-  /** @internal This stream's node and key serde, with the aggregator it joins a cogroup with. */
+  /** @internal This stream's node and key serde, where an aggregation reads it, with the aggregator it joins a cogroup with. */
   cogroupPart<VOut>(aggregator: (key: K, value: V, aggregate: VOut) => VOut): CogroupPart<K, VOut> {
-    return { node: this.node, keySerde: this.keySerde, aggregator: aggregator as (key: K, value: unknown, aggregate: VOut) => VOut }
+    return {
+      node: this.node,
+      keySerde: this.keySerde,
+      source: (storeName) => this.sourceFor(storeName),
+      repartitionsPerStore: this.repartitionsPerStore,
+      aggregator: aggregator as (key: K, value: unknown, aggregate: VOut) => VOut,
+    }
   }
 
   windowedBy(windows: TimeWindows | SlidingWindows): TimeWindowedKStream<K, V>
   windowedBy(windows: SessionWindows): SessionWindowedKStream<K, V>
   windowedBy(windows: TimeWindows | SlidingWindows | SessionWindows): TimeWindowedKStream<K, V> | SessionWindowedKStream<K, V> {
-    return windows.kind === 'session'
-      ? new SessionWindowedKStream(this.builder, this.node, this.keySerde, windows)
-      : new TimeWindowedKStream(this.builder, this.node, this.keySerde, windows)
+    const source = (storeName: string): string => this.sourceFor(storeName)
+    return windows.kind === 'session' ? new SessionWindowedKStream(this.builder, source, this.keySerde, windows) : new TimeWindowedKStream(this.builder, source, this.keySerde, windows)
   }
 }
 
@@ -91,7 +143,8 @@ export class TimeWindowedKStream<K, V> {
   /** @internal */
   constructor(
     private readonly builder: StreamsBuilder,
-    private readonly node: string,
+    /** The node an aggregation with this store reads (`KGroupedStream.sourceFor`). */
+    private readonly source: (storeName: string) => string,
     private readonly keySerde: Serde<K> | undefined,
     private readonly windows: TimeWindows | SlidingWindows,
   ) {}
@@ -105,7 +158,7 @@ export class TimeWindowedKStream<K, V> {
   }
 
   aggregate<VA>(initializer: () => VA, aggregator: (key: K, value: V, aggregate: VA) => VA, materialized: Materialized<Windowed<K>, VA> = {}): KTable<Windowed<K>, VA> {
-    const name = materialized.name ?? this.builder.newName('KSTREAM-AGGREGATE')
+    const { name, storeName } = aggregationNames(this.builder, 'KSTREAM-AGGREGATE', materialized.name)
     const keySerde = keySerdeOr(this.keySerde)
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
@@ -113,14 +166,12 @@ export class TimeWindowedKStream<K, V> {
     const retained = retainedAfterClose(name, windows, materialized.retentionMs)
     if (windows.kind === 'time') {
       // The windows live in a task store, so commits make them durable.
-      const storeName = `${name}-store`
       this.builder.graph
-        .addProcessor(name, () => new WindowAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName, finalResults.enabled()), this.node)
+        .addProcessor(name, () => new WindowAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName, finalResults.enabled()), this.source(storeName))
         .addStateStore({ name: storeName, query: timeWindowQuery<K, VA>(keyId), build: () => new TimeWindowStore<K, VA>(storeName, windows.sizeMs, retained) }, name)
     } else {
-      const storeName = `${name}-store`
       this.builder.graph
-        .addProcessor(name, () => new SlidingAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName), this.node)
+        .addProcessor(name, () => new SlidingAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName), this.source(storeName))
         .addStateStore({ name: storeName, query: slidingWindowQuery<K, VA>(keyId), build: () => slidingStore<K, VA>(storeName, windows.timeDifferenceMs) }, name)
     }
     return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, {
@@ -137,7 +188,8 @@ export class SessionWindowedKStream<K, V> {
   /** @internal */
   constructor(
     private readonly builder: StreamsBuilder,
-    private readonly node: string,
+    /** The node an aggregation with this store reads (`KGroupedStream.sourceFor`). */
+    private readonly source: (storeName: string) => string,
     private readonly keySerde: Serde<K> | undefined,
     private readonly windows: SessionWindows,
   ) {}
@@ -157,14 +209,13 @@ export class SessionWindowedKStream<K, V> {
     merger: (key: K, left: VA, right: VA) => VA,
     materialized: Materialized<Windowed<K>, VA> = {},
   ): KTable<Windowed<K>, VA> {
-    const name = materialized.name ?? this.builder.newName('KSTREAM-AGGREGATE')
+    const { name, storeName } = aggregationNames(this.builder, 'KSTREAM-AGGREGATE', materialized.name)
     const keySerde = keySerdeOr(this.keySerde)
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
     retainedAfterClose(name, windows, materialized.retentionMs)
-    const storeName = `${name}-store`
     this.builder.graph
-      .addProcessor(name, () => new SessionAggregateProcessor<K, V, VA>(windows, { initializer, aggregator, merger }, keyId, storeName), this.node)
+      .addProcessor(name, () => new SessionAggregateProcessor<K, V, VA>(windows, { initializer, aggregator, merger }, keyId, storeName), this.source(storeName))
       .addStateStore({ name: storeName, query: sessionQuery<K, VA>(keyId), build: () => sessionStore<K, VA>(storeName) }, name)
     // A session closes `gap` after its end, then has its grace (as in Kafka Streams), so final results
     // wait for both.
@@ -174,15 +225,21 @@ export class SessionWindowedKStream<K, V> {
 
 /** One grouped stream of a cogroup: where its records come from, and how they update the aggregate. */
 interface CogroupPart<K, VOut> {
+  /** The grouped stream's node (before any repartition topic): a stream joins a cogroup once. */
   readonly node: string
   readonly keySerde: Serde<K> | undefined
+  /** The node the cogroup's aggregation reads, given its store (`KGroupedStream.sourceFor`). */
+  readonly source: (storeName: string) => string
+  /** Whether it reads through a repartition topic named after the store (grouped after a key change, not named). */
+  readonly repartitionsPerStore: boolean
   readonly aggregator: (key: K, value: unknown, aggregate: VOut) => VOut
 }
 
 /**
  * Adds a cogroup's nodes, as Kafka Streams lays them out: one aggregation processor per stream
- * (`<name>-cogroup-agg-<i>`, below that stream's node), the store they share, and the merge node
- * (`<name>-cogroup-merge`) that passes on what any of them forwards. Returns the merge node's name.
+ * (`<name>-cogroup-agg-<i>`, below that stream's node, or below the source of its repartition topic
+ * after a key change), the store they share, and the merge node (`<name>-cogroup-merge`) that passes on
+ * what any of them forwards. Returns the merge node's name.
  */
 function addCogroupNodes<K, VOut, KOut, VNode>(
   b: StreamsBuilder,
@@ -191,9 +248,17 @@ function addCogroupNodes<K, VOut, KOut, VNode>(
   processorFor: (part: CogroupPart<K, VOut>, i: number) => ProcessorSupplier<K, unknown, KOut, VNode>,
   store: StoreBuilder<StateStore>,
 ): string {
+  // Kafka Streams names an unnamed grouping's repartition topic after the store: two such streams would
+  // both write `<store>-repartition`.
+  if (parts.filter((p) => p.repartitionsPerStore).length > 1) {
+    throw new PunctualError(
+      'INVALID_TOPOLOGY',
+      `cogroup "${name}": several of its grouped streams need a repartition topic (their keys changed), which would all be named after the store (${store.name}-repartition); name their groupings (groupBy(selector, { name }) or groupByKey({ name }))`,
+    )
+  }
   const aggregators = parts.map((part, i) => {
     const node = `${name}-cogroup-agg-${i}`
-    b.graph.addProcessor(node, processorFor(part, i), part.node)
+    b.graph.addProcessor(node, processorFor(part, i), part.source(store.name))
     return node
   })
   b.graph.addStateStore(store, ...aggregators)
@@ -206,7 +271,8 @@ function addCogroupNodes<K, VOut, KOut, VNode>(
  * Grouped streams of one key aggregated together (Kafka Streams' `CogroupedKStream`, KIP-150): each
  * stream's records update one shared aggregate per key with that stream's aggregator, in the order the
  * task reads them. The streams must be co-partitioned (grouped streams that changed keys went through
- * their repartition topics); the aggregate lives in one store, `<name>-store`.
+ * their repartition topics); the aggregate lives in one store, named `materialized.name`, else
+ * `COGROUPKSTREAM-AGGREGATE-STATE-STORE-<n>`.
  */
 export class CogroupedKStream<K, VOut> {
   /** @internal */
@@ -245,7 +311,7 @@ export class CogroupedKStream<K, VOut> {
   aggregate(initializer: () => VOut, materialized: KeyValueMaterialized<K, VOut> = {}): KTable<K, VOut> {
     if (typeof initializer !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `cogroup aggregate: the initializer must be a function, got ${typeof initializer}`)
     const b = this.builder
-    const name = materialized.name ?? b.newName('COGROUPKSTREAM-AGGREGATE')
+    const { name, storeName } = aggregationNames(b, 'COGROUPKSTREAM-AGGREGATE', materialized.name)
     const storeType = materialized.storeType ?? 'persistent'
     if (storeType !== 'persistent' && storeType !== 'inMemory') {
       throw new PunctualError('INVALID_CONFIG', `cogroup aggregate "${name}": storeType must be 'persistent' or 'inMemory', got ${JSON.stringify(storeType)}`)
@@ -253,7 +319,6 @@ export class CogroupedKStream<K, VOut> {
     // One key id function for every stream, so equal keys share one aggregate whatever serde each carries.
     const keySerde = keySerdeOr(materialized.keySerde ?? this.parts.find((p) => p.keySerde !== undefined)?.keySerde)
     const keyId = keyIdFunction(keySerde)
-    const storeName = `${name}-store`
     const store = storeType === 'persistent' ? Stores.persistentKeyValueStore<string, StoredAggregate<VOut>>(storeName) : Stores.inMemoryKeyValueStore<string, StoredAggregate<VOut>>(storeName)
     const merge = addCogroupNodes(b, name, this.parts, (part) => aggregateProcessor(initializer, part.aggregator, keyId, storeName), {
       ...store,
@@ -282,17 +347,16 @@ export class TimeWindowedCogroupedKStream<K, VOut> {
    * The aggregate per key and window, from `initializer()`, forwarded at each update with the window's
    * largest input timestamp (sliding windows as a sliding aggregation of one stream makes them).
    * Processors are named `<name>-cogroup-agg-<i>` and `<name>-cogroup-merge`; the windows live in
-   * `<name>-store` (queryable as a window store).
+   * the store `materialized.name`, else `COGROUPKSTREAM-AGGREGATE-STATE-STORE-<n>` (queryable as a window store).
    */
   aggregate(initializer: () => VOut, materialized: Materialized<Windowed<K>, VOut> = {}): KTable<Windowed<K>, VOut> {
     if (typeof initializer !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `cogroup aggregate: the initializer must be a function, got ${typeof initializer}`)
     const b = this.builder
-    const name = materialized.name ?? b.newName('COGROUPKSTREAM-AGGREGATE')
+    const { name, storeName } = aggregationNames(b, 'COGROUPKSTREAM-AGGREGATE', materialized.name)
     const keySerde = keySerdeOr(this.parts.find((p) => p.keySerde !== undefined)?.keySerde)
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
     const retained = retainedAfterClose(name, windows, materialized.retentionMs)
-    const storeName = `${name}-store`
     const processorFor = (part: CogroupPart<K, VOut>, i: number): ProcessorSupplier<K, unknown, Windowed<K>, VOut> => {
       const aggregation = { initializer, aggregator: part.aggregator }
       return windows.kind === 'time' ? () => new WindowAggregateProcessor<K, unknown, VOut>(windows, aggregation, keyId, storeName, false, i) : () => new SlidingAggregateProcessor<K, unknown, VOut>(windows, aggregation, keyId, storeName, i)
@@ -324,17 +388,16 @@ export class SessionWindowedCogroupedKStream<K, VOut> {
    * sessions a record bridges. Each update is forwarded with the session's end as its timestamp, and
    * sessions merged away are retracted with a tombstone, as in a session aggregation of one stream.
    * Processors are named `<name>-cogroup-agg-<i>` and `<name>-cogroup-merge`; the sessions live in
-   * `<name>-store` (queryable as a session store).
+   * the store `materialized.name`, else `COGROUPKSTREAM-AGGREGATE-STATE-STORE-<n>` (queryable as a session store).
    */
   aggregate(initializer: () => VOut, merger: (key: K, left: VOut, right: VOut) => VOut, materialized: Materialized<Windowed<K>, VOut> = {}): KTable<Windowed<K>, VOut> {
     if (typeof initializer !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `cogroup aggregate: the initializer must be a function, got ${typeof initializer}`)
     if (typeof merger !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `cogroup aggregate: the session merger must be a function, got ${typeof merger}`)
     const b = this.builder
-    const name = materialized.name ?? b.newName('COGROUPKSTREAM-AGGREGATE')
+    const { name, storeName } = aggregationNames(b, 'COGROUPKSTREAM-AGGREGATE', materialized.name)
     const keySerde = keySerdeOr(this.parts.find((p) => p.keySerde !== undefined)?.keySerde)
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
-    const storeName = `${name}-store`
     const merge = addCogroupNodes(
       b,
       name,

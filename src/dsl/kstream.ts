@@ -267,7 +267,8 @@ export class KStream<K, V> {
     const operation = left ? 'leftJoin' : 'join'
     if (typeof joiner !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the joiner must be a function, got ${typeof joiner}`)
     const keySerde = joined.keySerde ?? this.keySerde ?? table.keySerdeOrUndefined
-    const stream = this.repartitionRequired ? this.throughRepartitionTopic(joined.name === undefined ? this.node : `${joined.name}-left`, keySerde, joined.valueSerde) : this
+    // Kafka Streams names this repartition topic after the join (not `-left`, as a stream-stream join's), else after this stream's node.
+    const stream = this.repartitionRequired ? this.throughRepartitionTopic(joined.name ?? this.node, keySerde, joined.valueSerde) : this
     const { storeName, keyId, historyRetentionMs } = table.valueStore(operation)
     const grace = joined.gracePeriodMs
     if (grace !== undefined) {
@@ -351,33 +352,36 @@ export class KStream<K, V> {
   }
 
   /**
-   * Groups by the current key. After a key-changing operation (map, selectKey, flatMap) the records go
-   * through a repartition topic first (`<name>-repartition`), as in Kafka Streams.
+   * Groups by the current key. After a key-changing operation (map, selectKey, flatMap) each aggregation
+   * reads the records through a repartition topic, named as Kafka Streams names it: after the grouping
+   * (`<grouped.name>-repartition`, one topic for every aggregation of this grouped stream), else after
+   * the aggregation's store (`<store>-repartition`, one per aggregation).
    */
   groupByKey(grouped: Grouped<K, V> = {}): KGroupedStream<K, V> {
-    const keySerde = grouped.keySerde ?? this.keySerde
-    const valueSerde = grouped.valueSerde ?? this.valueSerde
-    if (!this.repartitionRequired) return new KGroupedStream(this.builder, this.node, keySerde, valueSerde)
-    return this.repartitioned(grouped.name ?? this.node, keySerde, valueSerde)
+    if (!this.repartitionRequired) return new KGroupedStream(this.builder, this.node, grouped.keySerde ?? this.keySerde, grouped.valueSerde ?? this.valueSerde)
+    return this.groupedThroughRepartition(this, grouped)
   }
 
   /**
-   * Groups by a new key. The records go through a repartition topic (`<name>-repartition`), so every
-   * record of a new key reaches the same task, as in Kafka Streams.
+   * Groups by a new key (the key-selecting node is named `grouped.name`, else `KSTREAM-KEY-SELECT-<n>`).
+   * Each aggregation reads the records through a repartition topic, so every record of a new key reaches
+   * the same task, named as for `groupByKey` after a key change: `<grouped.name>-repartition`, else
+   * `<store>-repartition`.
    */
   groupBy<K2>(selector: (key: K, value: V) => K2, grouped: Grouped<K2, V> = {}): KGroupedStream<K2, V> {
-    const name = grouped.name ?? this.builder.newName('KSTREAM-KEY-SELECT')
-    return this.selectKey(selector, name).repartitioned(name, grouped.keySerde, grouped.valueSerde)
+    const selected = this.selectKey(selector, grouped.name ?? this.builder.newName('KSTREAM-KEY-SELECT'))
+    return selected.groupedThroughRepartition(selected, grouped)
   }
 
-  /** Writes this stream to `<name>-repartition` (partitioned by key) and groups what is read back. */
-  private repartitioned(name: string, keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): KGroupedStream<K, V> {
-    const back = this.throughRepartitionTopic(name, keySerde, valueSerde)
-    return new KGroupedStream(this.builder, back.node, back.keySerde as Serde<K>, back.valueSerde as Serde<V>)
+  /** A grouped stream whose aggregations read `stream` through a repartition topic (with the grouping's serdes, else the stream's). */
+  private groupedThroughRepartition(stream: KStream<K, V>, grouped: Grouped<K, V>): KGroupedStream<K, V> {
+    const keySerde = grouped.keySerde ?? stream.keySerde ?? (Serdes.JSON<K>() as Serde<K>)
+    const valueSerde = grouped.valueSerde ?? stream.valueSerde ?? (Serdes.JSON<V>() as Serde<V>)
+    return new KGroupedStream(this.builder, stream.node, keySerde, valueSerde, { stream, name: grouped.name })
   }
 
-  /** This stream written to `<name>-repartition` (partitioned by key) and read back: each key in one task. */
-  private throughRepartitionTopic(name: string, keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): KStream<K, V> {
+  /** @internal This stream written to `<name>-repartition` (partitioned by key) and read back: each key in one task. */
+  throughRepartitionTopic(name: string, keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): KStream<K, V> {
     const ks = keySerde ?? this.keySerde ?? (Serdes.JSON<K>() as Serde<K>)
     const vs = valueSerde ?? this.valueSerde ?? (Serdes.JSON<V>() as Serde<V>)
     const topic = `${name}-repartition`

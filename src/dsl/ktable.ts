@@ -333,8 +333,9 @@ export class KTable<K, V> {
    * Groups the table by a new key (Kafka Streams' `KTable.groupBy`): each update of a key maps its old
    * value and its new value to `{ key, value }` pairs, and the aggregations of the grouped table take the
    * old pair out of its group and add the new one (a key moving to another group leaves the old one).
-   * Each aggregation's changes go through a repartition topic named after it (`<aggregation>-repartition`,
-   * as Kafka Streams names it after the store). The table keeps its values in a store, to know the old
+   * The aggregations read the changes through a repartition topic named as Kafka Streams names it:
+   * `<grouped.name>-repartition` (one for every aggregation), else `<store>-repartition` (one per
+   * aggregation). The table keeps its values in a store, to know the old
    * ones; a windowed table cannot be grouped.
    */
   groupBy<KR, VR>(selector: (key: K, value: V) => KeyValue<KR, VR>, grouped: Grouped<KR, VR> = {}): KGroupedTable<KR, VR> {
@@ -359,7 +360,7 @@ export class KTable<K, V> {
       this.readNode,
     )
     b.graph.connectProcessorAndStateStores(storeName, name)
-    return new KGroupedTable<KR, VR>(b, name, keySerde, valueSerde)
+    return new KGroupedTable<KR, VR>(b, name, keySerde, valueSerde, grouped.name)
   }
 
   /** The table's updates as a stream (tombstones as null values). */
@@ -401,8 +402,9 @@ export class KTable<K, V> {
     // The default size: key bytes (the id is one character per byte) + value bytes + a fixed overhead.
     const sizer = s.sizer ?? ((_k: K, v: V | null, id: string) => id.length + valueSize(v) + ENTRY_OVERHEAD)
     const graceMs = windowed?.graceMs ?? 0
-    // The in-memory buffer lives in a task store named after the suppression, so commits make it durable.
-    const storeName = `${name}-store`
+    // The in-memory buffer lives in a task store, so commits make it durable; Kafka Streams names it
+    // `<name>-store` after a named suppression, else `KTABLE-SUPPRESS-STATE-STORE-<n>`.
+    const storeName = s.name === undefined ? `KTABLE-SUPPRESS-STATE-STORE-${name.slice('KTABLE-SUPPRESS-'.length)}` : `${name}-store`
     const direct = this.finalResultsBelow(s, name)
     this.builder.graph
       .addProcessor(name, () => (direct() ? passThroughSuppression<K, V>(storeName) : new SuppressProcessor<K, V>({ name, suppressed: s, keyId, sizer, graceMs, storeName })), this.node)

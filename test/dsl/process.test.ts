@@ -38,7 +38,7 @@ describe('KStream.process, processValues and their keyed forms', () => {
     const topology = b.build()
     const description = topology.describe()
     assert.match(description, /Processor: clicks-so-far \(stores: \[seen\]\)/)
-    assert.match(description, /clicks-so-far-repartition/, 'a key-changing processor: grouping goes through a repartition topic')
+    assert.match(description, /per-page-repartition/, 'a key-changing processor: grouping goes through a repartition topic, named after the store')
     const driver = new TopologyTestDriver(topology)
     const clicks = driver.createInputTopic('clicks', Serdes.String(), Serdes.String())
     clicks.pipeInput('ann', 'home', 1)

@@ -75,7 +75,7 @@ describe('KafkaRuntime: a big task moves', () => {
     broker.track(second)
     await second.start()
     // While the task restores here, a query of a key it holds fails and asks for a retry; it never says "absent".
-    const counts = second.store('counts-store', QueryableStoreTypes.keyValueStore<string, number>())
+    const counts = second.store('counts', QueryableStoreTypes.keyValueStore<string, number>())
     const answers = new Set<string>()
     await until(
       'the second instance restored the task',
@@ -91,7 +91,7 @@ describe('KafkaRuntime: a big task moves', () => {
       },
       600_000,
     )
-    assert.deepEqual([...answers].filter((a) => a !== 'get=1'), ['STORE_NOT_READY retriable=true: store "counts-store" is not ready on this instance: task 0_0 holding it is restoring; retry the query shortly'], 'answers during the restore')
+    assert.deepEqual([...answers].filter((a) => a !== 'get=1'), ['STORE_NOT_READY retriable=true: store "counts" is not ready on this instance: task 0_0 holding it is restoring; retry the query shortly'], 'answers during the restore')
     assert.equal(counts.get('key-1'), 1, 'restored, the key is answered')
     assert.equal(counts.get('no-such-key'), undefined, 'restored, a key nobody counted is absent')
     const [restore] = restores as [{ taskId: string; records: number; ms: number }]
@@ -183,7 +183,7 @@ describe('KafkaRuntime: a big task moves', () => {
     // Restored, these tombstones would reset key-0 and key-5 to nothing.
     const next = await nextCommitNumber(broker.cluster, `${config.applicationId}`, input)
     const cut = { [COMMIT_HEADER]: commitHeaderValue(next) }
-    await broker.cluster.produce(changelogTopic(config.applicationId, 'counts-store'), 1, [
+    await broker.cluster.produce(changelogTopic(config.applicationId, 'counts'), 1, [
       { key: 'key-0', value: null, timestamp: 1, headers: cut },
       { key: 'key-5', value: null, timestamp: 1, headers: cut },
     ])

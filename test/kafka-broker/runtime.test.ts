@@ -25,7 +25,7 @@ function recordingLogger(onInfo: (fields: Record<string, unknown>) => void): Log
 /** The windows of the `counts` aggregation a runtime holds, through an interactive query. */
 function windowsOf(rt: { store: KafkaRuntime['store'] }): string[] {
   return rt
-    .store('counts-store', QueryableStoreTypes.windowStore<string, number>())
+    .store('counts', QueryableStoreTypes.windowStore<string, number>())
     .all()
     .map(([w, n]) => `${w.key}@${w.window.start}=${n}`)
     .sort()
@@ -153,8 +153,8 @@ describe('KafkaRuntime on a real broker', () => {
     const byHost = new Map([['host-a:7001', a], ['host-b:7002', b]])
     const keys = [...new Set(input.map((r) => r.key))]
     for (const key of keys) {
-      const fromA = await a.queryMetadataForKey('counts-store', key)
-      const fromB = await b.queryMetadataForKey('counts-store', key)
+      const fromA = await a.queryMetadataForKey('counts', key)
+      const fromB = await b.queryMetadataForKey('counts', key)
       assert.ok(fromA !== undefined, `key ${key} has an instance`)
       assert.deepEqual(fromB, fromA)
       const host = `${fromA.activeHost.host}:${fromA.activeHost.port}`
@@ -166,12 +166,12 @@ describe('KafkaRuntime on a real broker', () => {
     const all = await a.metadataForAllStreamsClients()
     assert.deepEqual(all.map((m) => `${m.hostInfo.host}:${m.hostInfo.port}`).sort(), ['host-a:7001', 'host-b:7002'])
     for (const m of all) {
-      assert.ok(m.stateStoreNames.includes('counts-store'))
+      assert.ok(m.stateStoreNames.includes('counts'))
       assert.equal(m.topicPartitions.filter((tp) => tp.topic === `${name}-in`).length, PARTITIONS / 2)
     }
     await a.stop()
     await b.stop()
-    await assert.rejects(a.queryMetadataForKey('counts-store', keys[0]), /the runtime is NOT_RUNNING/)
+    await assert.rejects(a.queryMetadataForKey('counts', keys[0]), /the runtime is NOT_RUNNING/)
   })
 
   it('serves its metrics and live page: the tasks this instance owns, each input partition read to its end', async () => {

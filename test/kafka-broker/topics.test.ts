@@ -49,7 +49,7 @@ describe("an application's topics on a real broker", () => {
     await waitForTopics(admin, new Map([[input, 3]]))
     const plan = await ensureTopics(admin, topology(), app)
     const counts = await topicPartitions(admin)
-    const created = [`${app}-by-value-repartition`, `${app}-punctual-0-changelog`, `${app}-counts-store-changelog`, `${app}-punctual-1-changelog`]
+    const created = [`${app}-by-value-repartition`, `${app}-punctual-0-changelog`, `${app}-counts-changelog`, `${app}-punctual-1-changelog`]
     assert.deepEqual(
       created.map((t) => counts.get(t)),
       [3, 3, 3, 3],

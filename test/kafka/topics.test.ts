@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { PunctualError } from '../../src/errors.js'
-import { Serdes, StreamsBuilder, Topology } from '../../src/index.js'
+import { BufferConfig, Serdes, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
 import { ensureTopics, waitForTopics } from '../../src/kafka/admin.js'
 import type { TopicAdmin } from '../../src/kafka/admin.js'
+import type { Windowed } from '../../src/index.js'
 import { planTopics } from '../../src/kafka/topics.js'
 
-/** in -> groupBy (repartition) -> count (store "counts-store") -> out. */
+/** in -> groupBy (repartition) -> count (store "counts") -> out. */
 function topology(): Topology {
   const b = new StreamsBuilder()
   b.stream<string, string>('in')
@@ -39,7 +40,7 @@ describe('Kafka topics of a topology', () => {
       [
         ['app-by-value-repartition', 4, 'delete'],
         ['app-punctual-0-changelog', 4, 'compact'],
-        ['app-counts-store-changelog', 4, 'compact'],
+        ['app-counts-changelog', 4, 'compact'],
         ['app-punctual-1-changelog', 4, 'compact'],
       ],
     )
@@ -56,7 +57,23 @@ describe('Kafka topics of a topology', () => {
       .to('out')
     const plan = planTopics(b.build(), 'app', new Map([['in', 2], ['table', 8], ['out', 1]]))
     assert.deepEqual([...plan.partitions], [[0, 8], [1, 2]], 'the join (with the table) 8 tasks, the re-keying 2')
-    assert.deepEqual(plan.create.find((t) => t.name === 'app-lookup-left-repartition')?.partitions, 8)
+    assert.deepEqual(plan.create.find((t) => t.name === 'app-lookup-repartition')?.partitions, 8)
+  })
+
+  it('names repartition topics and changelogs as Kafka Streams does: after the grouping or the store, and after the store', () => {
+    const b = new StreamsBuilder()
+    b.stream<string, string>('in')
+      .groupBy((_k, v) => v, { keySerde: Serdes.String() })
+      .windowedBy(TimeWindows.ofSizeWithNoGrace(1000))
+      .count({ name: 'page-counts' })
+      .suppress(Suppressed.untilWindowCloses<Windowed<string>, number>(BufferConfig.unbounded()))
+      .toStream()
+      .to('out', { keySerde: Serdes.JSON(), valueSerde: Serdes.JSON() })
+    const plan = planTopics(b.build(), 'app', new Map([['in', 2], ['out', 2]]))
+    const names = plan.create.map((t) => t.name)
+    assert.ok(names.includes('app-page-counts-repartition'), names.join(', '))
+    assert.ok(names.includes('app-page-counts-changelog'), names.join(', '))
+    assert.ok(names.some((n) => /^app-KTABLE-SUPPRESS-STATE-STORE-\d{10}-changelog$/.test(n)), names.join(', '))
   })
 
   it('reports topics that do not exist, and co-partitioned topics of different counts, naming topics and counts', () => {
@@ -68,11 +85,11 @@ describe('Kafka topics of a topology', () => {
   })
 
   it('refuses an existing topic of its own with another partition count, and names that cannot be topics', () => {
-    const wrong = planError(() => planTopics(topology(), 'app', new Map([['in', 4], ['out', 2], ['app-counts-store-changelog', 8]])))
-    assert.match(wrong, /topic app-counts-store-changelog has 8 partitions; this application needs 4/)
+    const wrong = planError(() => planTopics(topology(), 'app', new Map([['in', 4], ['out', 2], ['app-counts-changelog', 8]])))
+    assert.match(wrong, /topic app-counts-changelog has 8 partitions; this application needs 4/)
     const b = new StreamsBuilder()
     b.stream('in').groupByKey().count({ name: 'my store' }).toStream().to('out')
-    assert.match(planError(() => planTopics(b.build(), 'app', new Map([['in', 1], ['out', 1]]))), /topic name "app-my store-store-changelog" is not a legal Kafka topic name/)
+    assert.match(planError(() => planTopics(b.build(), 'app', new Map([['in', 1], ['out', 1]]))), /topic name "app-my store-changelog" is not a legal Kafka topic name/)
     assert.throws(() => planTopics(topology(), 'my app', new Map()), /applicationId "my app": it prefixes topic names/)
   })
 
@@ -100,7 +117,7 @@ describe('Kafka topics of a topology', () => {
           { name: 'segment.bytes', value: '52428800' },
         ],
       },
-      { topic: 'app-counts-store-changelog', numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
+      { topic: 'app-counts-changelog', numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
       { topic: 'app-punctual-1-changelog', numPartitions: 2, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] },
     ])
   })

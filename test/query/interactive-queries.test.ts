@@ -21,7 +21,7 @@ import type { StateStore } from '../../src/processor/api.js'
 
 const str = { keySerde: Serdes.String(), valueSerde: Serdes.String() }
 
-/** in -> count per key ('counts-store'), 10 ms tumbling windows ('windows-store'), sessions with a 5 ms gap ('sessions-store'), 10 ms sliding windows ('sliding-store'). */
+/** in -> count per key ('counts'), 10 ms tumbling windows ('windows'), sessions with a 5 ms gap ('sessions'), 10 ms sliding windows ('sliding'). */
 function aggregations(): Topology {
   const b = new StreamsBuilder()
   const grouped = b.stream<string, string>('in', str).groupByKey()
@@ -37,7 +37,7 @@ describe('interactive queries', () => {
     const d = new TopologyTestDriver(aggregations())
     const input = d.createInputTopic('in', Serdes.String(), Serdes.String())
     for (const [k, ts] of [['b', 1], ['a', 2], ['c', 3], ['b', 4], ['b', 5], ['d', 6]] as const) input.pipeInput(k, 'x', ts)
-    const counts = d.store('counts-store', QueryableStoreTypes.keyValueStore<string, number>())
+    const counts = d.store('counts', QueryableStoreTypes.keyValueStore<string, number>())
     assert.equal(counts.get('b'), 3)
     assert.equal(counts.get('a'), 1)
     assert.equal(counts.get('z'), undefined)
@@ -54,7 +54,7 @@ describe('interactive queries', () => {
     const d = new TopologyTestDriver(aggregations())
     const input = d.createInputTopic('in', Serdes.String(), Serdes.String())
     for (const [k, ts] of [['a', 1], ['a', 12], ['b', 13], ['a', 14], ['a', 25]] as const) input.pipeInput(k, 'x', ts)
-    const windows = d.store('windows-store', QueryableStoreTypes.windowStore<string, number>())
+    const windows = d.store('windows', QueryableStoreTypes.windowStore<string, number>())
     assert.equal(windows.fetch('a', 10), 2)
     assert.equal(windows.fetch('a', 11), undefined)
     assert.deepEqual(windows.fetch('a', 0, 19), [[0, 1], [10, 2]])
@@ -66,13 +66,13 @@ describe('interactive queries', () => {
     )
     assert.equal(windows.all().length, 4)
 
-    const sessions = d.store('sessions-store', QueryableStoreTypes.sessionStore<string, number>())
+    const sessions = d.store('sessions', QueryableStoreTypes.sessionStore<string, number>())
     // a: 1 alone, then 12 and 14 within the 5 ms gap, then 25.
     assert.deepEqual(sessions.fetch('a').map(([w, n]) => `${w.window.start}-${w.window.end}=${n}`), ['1-1=1', '12-14=2', '25-25=1'])
     assert.deepEqual(sessions.findSessions('a', 13, 20).map(([w]) => w.window.start), [12])
     assert.deepEqual(sessions.fetch('nobody'), [])
 
-    const sliding = d.store('sliding-store', QueryableStoreTypes.windowStore<string, number>())
+    const sliding = d.store('sliding', QueryableStoreTypes.windowStore<string, number>())
     // b's only record at 13 makes its left window [3, 13].
     assert.deepEqual(sliding.fetch('b', 0, 100), [[3, 1]])
     assert.ok(sliding.all().length > 0)
@@ -116,8 +116,8 @@ describe('interactive queries', () => {
     left.join(b.stream<string, string>('right', str), (l, r) => l + r, JoinWindows.ofTimeDifferenceWithNoGrace(10), { storeName: 'pairs' }).to('out', str)
     left.groupByKey().count({ name: 'counts' })
     const d = new TopologyTestDriver(b.build())
-    assert.throws(() => d.store('count', QueryableStoreTypes.keyValueStore()), /no store named "count" in this topology \(its stores: .*counts-store/)
-    assert.throws(() => d.store('counts-store', QueryableStoreTypes.windowStore()), /store "counts-store" is a keyValue store; query it with QueryableStoreTypes.keyValueStore\(\), not QueryableStoreTypes.windowStore\(\)/)
+    assert.throws(() => d.store('count', QueryableStoreTypes.keyValueStore()), /no store named "count" in this topology \(its stores: .*counts/)
+    assert.throws(() => d.store('counts', QueryableStoreTypes.windowStore()), /store "counts" is a keyValue store; query it with QueryableStoreTypes.keyValueStore\(\), not QueryableStoreTypes.windowStore\(\)/)
     assert.throws(() => d.store('pairs-this-join-store', QueryableStoreTypes.keyValueStore()), /store "pairs-this-join-store" cannot be queried/)
     d.close()
   })
@@ -127,8 +127,8 @@ describe('interactive queries', () => {
     const dir = freshStateDir()
     const keys = Array.from({ length: 40 }, (_, i) => `key-${i}`)
     const first = new EmbeddedRuntime(aggregations(), { applicationId: 'iq', stateDir: dir, topics, logger: silentLogger })
-    const counts = first.store('counts-store', QueryableStoreTypes.keyValueStore<string, number>())
-    assert.throws(() => counts.get('key-1'), /store "counts-store": the runtime is CREATED; stores can be queried while it runs/)
+    const counts = first.store('counts', QueryableStoreTypes.keyValueStore<string, number>())
+    assert.throws(() => counts.get('key-1'), /store "counts": the runtime is CREATED; stores can be queried while it runs/)
     first.start()
     keys.forEach((k, i) => {
       for (let n = 0; n <= i % 3; n++) first.producer<string, string>('in').send(k, 'x', 1000 + i)
@@ -142,9 +142,9 @@ describe('interactive queries', () => {
 
     const second = new EmbeddedRuntime(aggregations(), { applicationId: 'iq', stateDir: dir, topics, logger: silentLogger })
     second.start()
-    const restored = second.store('counts-store', QueryableStoreTypes.keyValueStore<string, number>())
+    const restored = second.store('counts', QueryableStoreTypes.keyValueStore<string, number>())
     for (const [i, k] of keys.entries()) assert.equal(restored.get(k), (i % 3) + 1, `${k} after the restart`)
-    assert.equal(second.store('windows-store', QueryableStoreTypes.windowStore<string, number>()).fetch('key-5', 1000), 3)
+    assert.equal(second.store('windows', QueryableStoreTypes.windowStore<string, number>()).fetch('key-5', 1000), 3)
     await second.stop()
   })
 
@@ -157,14 +157,14 @@ describe('interactive queries', () => {
     let restoring: string[] = ['0_1']
     const local = (name: string): StateStore[] => [d.getStateStore(name) as StateStore]
     const notReady = (): string[] => restoring
-    const counts = queryableStore(topology, 'counts-store', QueryableStoreTypes.keyValueStore<string, number>(), local, notReady)
-    const windows = queryableStore(topology, 'windows-store', QueryableStoreTypes.windowStore<string, number>(), local, notReady)
-    const sessions = queryableStore(topology, 'sessions-store', QueryableStoreTypes.sessionStore<string, number>(), local, notReady)
+    const counts = queryableStore(topology, 'counts', QueryableStoreTypes.keyValueStore<string, number>(), local, notReady)
+    const windows = queryableStore(topology, 'windows', QueryableStoreTypes.windowStore<string, number>(), local, notReady)
+    const sessions = queryableStore(topology, 'sessions', QueryableStoreTypes.sessionStore<string, number>(), local, notReady)
     const notReadyError = (err: unknown): boolean => {
       const e = err as PunctualError
       assert.equal(e.code, 'STORE_NOT_READY')
       assert.equal(e.retriable, true)
-      assert.match(e.message, /store "(counts|windows|sessions)-store" is not ready on this instance: task 0_1 holding it is restoring; retry the query/)
+      assert.match(e.message, /store "(counts|windows|sessions)" is not ready on this instance: task 0_1 holding it is restoring; retry the query/)
       return true
     }
     assert.equal(counts.get('b'), 2, 'a key of a running task is answered')
@@ -195,7 +195,7 @@ describe('interactive queries', () => {
           input.pipeInput(k, 'x', ts)
           model.set(k, (model.get(k) ?? 0) + 1)
         }
-        const counts = d.store('counts-store', QueryableStoreTypes.keyValueStore<string, number>())
+        const counts = d.store('counts', QueryableStoreTypes.keyValueStore<string, number>())
         // Serialized (UTF-8) key order.
         const expected = [...model].sort(([x], [y]) => Buffer.compare(Buffer.from(x), Buffer.from(y)))
         assert.deepEqual(counts.all(), expected)
