@@ -72,6 +72,24 @@ describe('DSL names of internal topics and stores, as Kafka Streams names them',
     assert.deepEqual([...b.build().internalTopics()].sort(), ['by-page-2-repartition', 'lookup-repartition'])
   })
 
+  it('a cogroup: each re-keyed grouping through its name, else the store; two unnamed ones, whose topics would collide, are refused', () => {
+    const b = new StreamsBuilder()
+    const byPage = views(b).groupBy((_k, v) => v, { name: 'by-page', keySerde: Serdes.String() })
+    const clicks = b.stream<string, string>('clicks', str).groupBy((_k, v) => v, { keySerde: Serdes.String() })
+    byPage.cogroup<string>((_k, v, agg) => agg + v).cogroup(clicks, (_k, v, agg) => agg + v).aggregate(() => '', { name: 'activity' })
+    const t = b.build()
+    assert.deepEqual([...t.internalTopics()].sort(), ['activity-repartition', 'by-page-repartition'])
+    assert.deepEqual(stores(t), ['activity'])
+
+    const c = new StreamsBuilder()
+    const one = c.stream<string, string>('a', str).groupBy((_k, v) => v)
+    const two = c.stream<string, string>('b', str).groupBy((_k, v) => v)
+    assert.throws(
+      () => one.cogroup<string>((_k, v, agg) => agg + v).cogroup(two, (_k, v, agg) => agg + v).aggregate(() => '', { name: 'both' }),
+      /cogroup "both": several of its grouped streams need a repartition topic .*both-repartition.*name their groupings/,
+    )
+  })
+
   it('a suppression’s buffer: <name>-store when named, else KTABLE-SUPPRESS-STATE-STORE-<n>', () => {
     const b = new StreamsBuilder()
     const counts = views(b).groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(10)).count({ name: 'counts' })
