@@ -75,14 +75,30 @@ export class KGroupedStream<K, V> {
     return this.repartition !== undefined && this.repartition.name === undefined
   }
 
+  /**
+   * Counts the records per key (Kafka Streams' `KGroupedStream.count`), in a store queryable as a
+   * key-value store; records with a null key or value are skipped. Each record updates the table.
+   * Its store is named `materialized.name`, else `KSTREAM-AGGREGATE-STATE-STORE-<n>`.
+   */
   count(materialized: KeyValueMaterialized<K, number> = {}): KTable<K, number> {
     return this.aggregateAs('KSTREAM-AGGREGATE', () => 0, (_k, _v, n) => n + 1, { valueSerde: Serdes.Long(), ...materialized })
   }
 
+  /**
+   * Combines the values of each key with `reducer`, the first value as it is (Kafka Streams'
+   * `KGroupedStream.reduce`); records with a null key or value are skipped.
+   * Its store is named `materialized.name`, else `KSTREAM-REDUCE-STATE-STORE-<n>`.
+   */
   reduce(reducer: (aggregate: V, value: V) => V, materialized: KeyValueMaterialized<K, V> = {}): KTable<K, V> {
     return this.aggregateAs<V | undefined>('KSTREAM-REDUCE', () => undefined, (_k, v, agg) => (agg === undefined ? v : reducer(agg, v)), materialized as KeyValueMaterialized<K, V | undefined>) as KTable<K, V>
   }
 
+  /**
+   * Folds the values of each key into an aggregate that starts as `initializer()` (Kafka Streams'
+   * `KGroupedStream.aggregate`); records with a null key or value are skipped. Give
+   * `materialized.valueSerde` when the aggregate does not survive MessagePack as it is.
+   * Its store is named `materialized.name`, else `KSTREAM-AGGREGATE-STATE-STORE-<n>`.
+   */
   aggregate<VA>(initializer: () => VA, aggregator: (key: K, value: V, aggregate: VA) => VA, materialized: KeyValueMaterialized<K, VA> = {}): KTable<K, VA> {
     return this.aggregateAs('KSTREAM-AGGREGATE', initializer, aggregator, materialized)
   }
@@ -130,7 +146,12 @@ export class KGroupedStream<K, V> {
     }
   }
 
+  /**
+   * Aggregates per key and window (Kafka Streams' `KGroupedStream.windowedBy`): time windows (tumbling
+   * or hopping) or sliding windows give a `TimeWindowedKStream`.
+   */
   windowedBy(windows: TimeWindows | SlidingWindows): TimeWindowedKStream<K, V>
+  /** Aggregates per key and session (Kafka Streams' `windowedBy(SessionWindows)`): a `SessionWindowedKStream`. */
   windowedBy(windows: SessionWindows): SessionWindowedKStream<K, V>
   windowedBy(windows: TimeWindows | SlidingWindows | SessionWindows): TimeWindowedKStream<K, V> | SessionWindowedKStream<K, V> {
     const source = (storeName: string): string => this.sourceFor(storeName)
@@ -149,14 +170,25 @@ export class TimeWindowedKStream<K, V> {
     private readonly windows: TimeWindows | SlidingWindows,
   ) {}
 
+  /**
+   * Counts the records per key and window (Kafka Streams' `TimeWindowedKStream.count`); a record for a
+   * window closed by more than the grace period is dropped as `late`. The table updates with each
+   * record; `suppress(Suppressed.untilWindowCloses(...))` gives one final count per window.
+   */
   count(materialized: Materialized<Windowed<K>, number> = {}): KTable<Windowed<K>, number> {
     return this.aggregate(() => 0, (_k, _v, n) => n + 1, { valueSerde: Serdes.Long(), ...materialized })
   }
 
+  /** Combines the values of each key and window with `reducer` (Kafka Streams' `TimeWindowedKStream.reduce`); late records are dropped as for `count`. */
   reduce(reducer: (aggregate: V, value: V) => V, materialized: Materialized<Windowed<K>, V> = {}): KTable<Windowed<K>, V> {
     return this.aggregate<V | undefined>(() => undefined, (_k, v, agg) => (agg === undefined ? v : reducer(agg, v)), materialized as Materialized<Windowed<K>, V | undefined>) as KTable<Windowed<K>, V>
   }
 
+  /**
+   * Folds the values of each key and window into an aggregate that starts as `initializer()` (Kafka
+   * Streams' `TimeWindowedKStream.aggregate`), in a store queryable as a window store; late records
+   * are dropped as for `count`. Its store is named `materialized.name`, else `KSTREAM-AGGREGATE-STATE-STORE-<n>`.
+   */
   aggregate<VA>(initializer: () => VA, aggregator: (key: K, value: V, aggregate: VA) => VA, materialized: Materialized<Windowed<K>, VA> = {}): KTable<Windowed<K>, VA> {
     const { name, storeName } = aggregationNames(this.builder, 'KSTREAM-AGGREGATE', materialized.name)
     const keySerde = keySerdeOr(this.keySerde)
@@ -194,15 +226,27 @@ export class SessionWindowedKStream<K, V> {
     private readonly windows: SessionWindows,
   ) {}
 
+  /**
+   * Counts the records per key and session (Kafka Streams' `SessionWindowedKStream.count`): a record
+   * within the gap of a session extends it, one between two sessions merges them. A merged session
+   * replaces the old ones in the table (their keys get tombstones).
+   */
   count(materialized: Materialized<Windowed<K>, number> = {}): KTable<Windowed<K>, number> {
     return this.aggregate(() => 0, (_k, _v, n) => n + 1, (_k, a, b) => a + b, { valueSerde: Serdes.Long(), ...materialized })
   }
 
+  /** Combines the values of each key and session with `reducer`, which also merges two sessions' results (Kafka Streams' `SessionWindowedKStream.reduce`). */
   reduce(reducer: (aggregate: V, value: V) => V, materialized: Materialized<Windowed<K>, V> = {}): KTable<Windowed<K>, V> {
     const combine = (a: V | undefined, b: V | undefined): V | undefined => (a === undefined ? b : b === undefined ? a : reducer(a, b))
     return this.aggregate<V | undefined>(() => undefined, (_k, v, agg) => combine(agg, v), (_k, a, b) => combine(a, b), materialized as Materialized<Windowed<K>, V | undefined>) as KTable<Windowed<K>, V>
   }
 
+  /**
+   * Folds the values of each key and session into an aggregate that starts as `initializer()`;
+   * `merger` combines two sessions' aggregates when a record joins them (Kafka Streams'
+   * `SessionWindowedKStream.aggregate`). The store is queryable as a session store.
+   * Its store is named `materialized.name`, else `KSTREAM-AGGREGATE-STATE-STORE-<n>`.
+   */
   aggregate<VA>(
     initializer: () => VA,
     aggregator: (key: K, value: V, aggregate: VA) => VA,
@@ -294,6 +338,7 @@ export class CogroupedKStream<K, VOut> {
    * time windows (tumbling or hopping) or session windows, with grace.
    */
   windowedBy(windows: TimeWindows | SlidingWindows): TimeWindowedCogroupedKStream<K, VOut>
+  /** As the form above, over session windows: aggregate with a merger of two sessions' aggregates. */
   windowedBy(windows: SessionWindows): SessionWindowedCogroupedKStream<K, VOut>
   windowedBy(windows: TimeWindows | SlidingWindows | SessionWindows): TimeWindowedCogroupedKStream<K, VOut> | SessionWindowedCogroupedKStream<K, VOut> {
     const kind = (windows as { kind?: string } | undefined)?.kind

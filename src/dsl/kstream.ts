@@ -39,14 +39,24 @@ export class KStream<K, V> {
     readonly repartitionRequired = false,
   ) {}
 
+  /**
+   * The records for which `predicate` holds (Kafka Streams' `KStream.filter`). Keys are kept, so no
+   * repartition follows. Its node is named `name`, else `KSTREAM-FILTER-<n>`.
+   */
   filter(predicate: (key: K, value: V) => boolean, name?: string): KStream<K, V> {
     return this.addStatelessNode(name, 'KSTREAM-FILTER', (r, ctx) => predicate(r.key, r.value) && ctx.forward(r), this.keySerde, this.valueSerde)
   }
 
+  /** The records for which `predicate` does not hold (Kafka Streams' `KStream.filterNot`). Its node is named `name`, else `KSTREAM-FILTER-<n>`. */
   filterNot(predicate: (key: K, value: V) => boolean, name?: string): KStream<K, V> {
     return this.addStatelessNode(name, 'KSTREAM-FILTER', (r, ctx) => !predicate(r.key, r.value) && ctx.forward(r), this.keySerde, this.valueSerde)
   }
 
+  /**
+   * One record per record, with the key and value `mapper` returns and the same timestamp and headers
+   * (Kafka Streams' `KStream.map`). The key may change, so grouping or joining after it goes through a
+   * repartition topic; prefer `mapValues` when the key stays. Its node is named `name`, else `KSTREAM-MAP-<n>`.
+   */
   map<K2, V2>(mapper: (key: K, value: V) => KeyValue<K2, V2>, name?: string): KStream<K2, V2> {
     return this.addStatelessNode<K2, V2>(
       name,
@@ -61,14 +71,27 @@ export class KStream<K, V> {
     )
   }
 
+  /**
+   * One record per record, with the value `mapper` returns (Kafka Streams' `KStream.mapValues`; the key
+   * is read-only). Keeps the key serde and needs no repartition. Its node is named `name`, else `KSTREAM-MAPVALUES-<n>`.
+   */
   mapValues<V2>(mapper: (value: V, key: K) => V2, name?: string): KStream<K, V2> {
     return this.addStatelessNode<K, V2>(name, 'KSTREAM-MAPVALUES', (r, ctx) => ctx.forward({ key: r.key, value: mapper(r.value, r.key), timestamp: r.timestamp, headers: r.headers }), this.keySerde)
   }
 
+  /**
+   * The records with the key `mapper` returns (Kafka Streams' `KStream.selectKey`); grouping or joining
+   * after it goes through a repartition topic. Its node is named `name`, else `KSTREAM-KEY-SELECT-<n>`.
+   */
   selectKey<K2>(mapper: (key: K, value: V) => K2, name?: string): KStream<K2, V> {
     return this.addStatelessNode<K2, V>(name, 'KSTREAM-KEY-SELECT', (r, ctx) => ctx.forward({ key: mapper(r.key, r.value), value: r.value, timestamp: r.timestamp, headers: r.headers }), undefined, this.valueSerde, true)
   }
 
+  /**
+   * Zero or more records per record, each with the key and value `mapper` yields and the input's
+   * timestamp and headers (Kafka Streams' `KStream.flatMap`). The key may change, as with `map`.
+   * Its node is named `name`, else `KSTREAM-FLATMAP-<n>`.
+   */
   flatMap<K2, V2>(mapper: (key: K, value: V) => Iterable<KeyValue<K2, V2>>, name?: string): KStream<K2, V2> {
     return this.addStatelessNode<K2, V2>(
       name,
@@ -82,6 +105,10 @@ export class KStream<K, V> {
     )
   }
 
+  /**
+   * Zero or more records per record, one per value `mapper` yields, with the input's key, timestamp and
+   * headers (Kafka Streams' `KStream.flatMapValues`). Its node is named `name`, else `KSTREAM-FLATMAPVALUES-<n>`.
+   */
   flatMapValues<V2>(mapper: (value: V, key: K) => Iterable<V2>, name?: string): KStream<K, V2> {
     return this.addStatelessNode<K, V2>(
       name,
@@ -93,6 +120,10 @@ export class KStream<K, V> {
     )
   }
 
+  /**
+   * Calls `action` for each record and passes the record on unchanged (Kafka Streams' `KStream.peek`),
+   * for logging or metrics; what it throws is a processing error. Its node is named `name`, else `KSTREAM-PEEK-<n>`.
+   */
   peek(action: (key: K, value: V) => void, name?: string): KStream<K, V> {
     return this.addStatelessNode(
       name,
@@ -112,6 +143,7 @@ export class KStream<K, V> {
    * punctuations, and change keys, so grouping after it repartitions, as in Kafka Streams.
    */
   process<KOut, VOut>(supplier: ProcessorSupplier<K, V, KOut, VOut>, ...stores: string[]): KStream<KOut, VOut>
+  /** As the form above, with the processor's node named by `named`. */
   process<KOut, VOut>(supplier: ProcessorSupplier<K, V, KOut, VOut>, named: Named, ...stores: string[]): KStream<KOut, VOut>
   process<KOut, VOut>(supplier: ProcessorSupplier<K, V, KOut, VOut>, ...rest: Array<Named | string>): KStream<KOut, VOut> {
     const { name, stores } = this.processArguments('process', rest)
@@ -126,6 +158,7 @@ export class KStream<K, V> {
    * naming the processor.
    */
   processValues<VOut>(supplier: ProcessorSupplier<K, V, K, VOut>, ...stores: string[]): KStream<K, VOut>
+  /** As the form above, with the processor's node named by `named`. */
   processValues<VOut>(supplier: ProcessorSupplier<K, V, K, VOut>, named: Named, ...stores: string[]): KStream<K, VOut>
   processValues<VOut>(supplier: ProcessorSupplier<K, V, K, VOut>, ...rest: Array<Named | string>): KStream<K, VOut> {
     const { name, stores } = this.processArguments('processValues', rest)
@@ -140,6 +173,7 @@ export class KStream<K, V> {
    * Its records' keys must be strings, numbers, bigints or booleans. What it forwards is the new stream.
    */
   processKeyed<KOut, VOut>(supplier: KeyedProcessorSupplier<K & StoreKey, V, KOut, VOut>, ...stores: string[]): KStream<KOut, VOut>
+  /** As the form above, with the processor's node named by `named`. */
   processKeyed<KOut, VOut>(supplier: KeyedProcessorSupplier<K & StoreKey, V, KOut, VOut>, named: Named, ...stores: string[]): KStream<KOut, VOut>
   processKeyed<KOut, VOut>(supplier: KeyedProcessorSupplier<K & StoreKey, V, KOut, VOut>, ...rest: Array<Named | string>): KStream<KOut, VOut> {
     const { name, stores } = this.processArguments('processKeyed', rest)
@@ -150,6 +184,7 @@ export class KStream<K, V> {
 
   /** A keyed processor that keeps each record's key, as `processValues` does. */
   processValuesKeyed<VOut>(supplier: KeyedProcessorSupplier<K & StoreKey, V, K, VOut>, ...stores: string[]): KStream<K, VOut>
+  /** As the form above, with the processor's node named by `named`. */
   processValuesKeyed<VOut>(supplier: KeyedProcessorSupplier<K & StoreKey, V, K, VOut>, named: Named, ...stores: string[]): KStream<K, VOut>
   processValuesKeyed<VOut>(supplier: KeyedProcessorSupplier<K & StoreKey, V, K, VOut>, ...rest: Array<Named | string>): KStream<K, VOut> {
     const { name, stores } = this.processArguments('processValuesKeyed', rest)
@@ -392,6 +427,12 @@ export class KStream<K, V> {
     return new KStream<K, V>(this.builder, source, ks, vs)
   }
 
+  /**
+   * Writes the stream to `topic` (Kafka Streams' `KStream.to`) through a sink node. Serdes: `produced`'s,
+   * else the stream's where known, else JSON; partitions: `produced.partitioner`, else murmur2 of the
+   * serialized key. The topic must exist on Kafka (the embedded runtime creates it).
+   * Its sink node is named `produced.name`, else `KSTREAM-SINK-<n>`.
+   */
   to(topic: string, produced: Produced<K, V> = {}): void {
     this.builder.graph.addSink(
       produced.name ?? this.builder.newName('KSTREAM-SINK'),
@@ -429,6 +470,11 @@ export class BranchedKStream<K, V> {
     private readonly prefix: string,
   ) {}
 
+  /**
+   * Adds a branch: the records for which `predicate` holds and no earlier branch's did (Kafka Streams'
+   * `BranchedKStream.branch`). Its stream is named `<prefix><name>`, by default `<prefix><n>` counting
+   * branches from 1.
+   */
   branch(predicate: (key: K, value: V) => boolean, name?: string): this {
     this.predicates.push({ name: this.prefix + (name ?? String(this.predicates.length + 1)), predicate })
     return this
@@ -439,6 +485,7 @@ export class BranchedKStream<K, V> {
     return this.build(this.prefix + name)
   }
 
+  /** Ends the split; records matching no predicate are dropped. Returns the branches by name. */
   noDefaultBranch(): Record<string, KStream<K, V>> {
     return this.build(undefined)
   }
@@ -471,6 +518,7 @@ export class BranchedKStream<K, V> {
 
 /** A processor's name in the DSL (Kafka Streams' `Named`). */
 export interface Named {
+  /** The name of the node the operation adds. */
   readonly name: string
 }
 

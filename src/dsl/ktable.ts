@@ -176,10 +176,15 @@ export class KTable<K, V> {
     return this.addStatelessNode(name, 'KTABLE-FILTER', (k, v) => (v !== null && predicate(k, v) ? v : null), this.valueSerde, true)
   }
 
+  /** Keys whose value passes the predicate become tombstones (Kafka Streams' `KTable.filterNot`). Its node is named `name`, else `KTABLE-FILTER-<n>`. */
   filterNot(predicate: (key: K, value: V) => boolean, name?: string): KTable<K, V> {
     return this.filter((k, v) => !predicate(k, v), name)
   }
 
+  /**
+   * A table of the values `mapper` returns, key by key (Kafka Streams' `KTable.mapValues`); a tombstone
+   * stays one, without calling `mapper`. Its node is named `name`, else `KTABLE-MAPVALUES-<n>`.
+   */
   mapValues<V2>(mapper: (value: V, key: K) => V2, name?: string): KTable<K, V2> {
     return this.addStatelessNode<V2>(name, 'KTABLE-MAPVALUES', (k, v) => (v === null ? null : mapper(v, k)), undefined, this.filtered)
   }
