@@ -461,10 +461,14 @@ export class KStream<K, V> {
   }
 }
 
-/** Builder of `split()` branches. */
+/**
+ * The branches of `KStream.split` (Kafka Streams' `BranchedKStream`): each record goes to the first
+ * branch whose predicate holds, else to the default branch if there is one.
+ */
 export class BranchedKStream<K, V> {
   private readonly predicates: Array<{ name: string; predicate: (key: K, value: V) => boolean }> = []
 
+  /** @internal Made by `KStream.split`. */
   constructor(
     private readonly stream: KStream<K, V>,
     private readonly prefix: string,
