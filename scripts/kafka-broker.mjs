@@ -63,8 +63,12 @@ function freePort() {
 }
 
 /** A cluster id as Kafka writes them: 16 random bytes, URL-safe base64 without padding. */
+/** A random cluster id; never one starting with '-', which the storage tool would read as an option (as Kafka's own Uuid.randomUuid avoids). */
 function clusterId() {
-  return randomBytes(16).toString('base64url')
+  for (;;) {
+    const id = randomBytes(16).toString('base64url')
+    if (!id.startsWith('-')) return id
+  }
 }
 
 function accepts(port) {
