@@ -4,7 +4,7 @@ import { PunctualError } from '../errors.js'
 export interface HostInfo {
   /** The host name or address, as the instance's `applicationServer` gives it. */
   readonly host: string
-  /** The port. */
+  /** The port of its `applicationServer` (`host:port`). */
   readonly port: number
 }
 

@@ -36,7 +36,7 @@ export interface StreamRecord<K, V> {
 export interface RecordMetadata {
   /** The topic the record was read from, as the topology names it. */
   readonly topic: string
-  /** Its partition. */
+  /** Its partition: for an input topic, the one this task owns (`TaskId.partition`). */
   readonly partition: number
   /** Its offset in that partition. */
   readonly offset: number

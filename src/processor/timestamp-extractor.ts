@@ -11,7 +11,7 @@ import type { Headers } from './api.js'
 export interface ConsumerRecord<K, V> {
   /** The topic it was read from. */
   readonly topic: string
-  /** Its partition. */
+  /** Its partition: the one the reading task owns. */
   readonly partition: number
   /** Its offset in that partition. */
   readonly offset: number
