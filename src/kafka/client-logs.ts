@@ -9,15 +9,14 @@ export interface LibrdkafkaLogLine {
 }
 
 /**
- * The logger level of a librdkafka line by its syslog severity. `err` (3) is a warning here: librdkafka
- * logs a refused connection or a broker gone at that level, and retries it; what stops the runtime is
- * reported by the runtime itself, at error level. crit and above (0-2) stay errors, notice and info (5-6)
- * are info, debug (7, only with librdkafka's `debug` setting) is debug. A line without a severity is
- * debug.
+ * The logger level of a librdkafka line by its syslog severity: warning and above (0-4) are warnings,
+ * notice and info (5-6) info, debug (7, only with librdkafka's `debug` setting) debug; a line without a
+ * severity is debug. None is an error: what librdkafka logs at err (a refused connection, a broker gone)
+ * it retries, and what it logs as fatal (a fenced transactional producer) the runtime handles, replacing
+ * the producer or stopping; the runtime reports what stops it itself, at error level, once.
  */
 export function levelOfSeverity(severity: number | undefined): LogLevel {
   if (severity === undefined || !Number.isFinite(severity)) return 'debug'
-  if (severity <= 2) return 'error'
   if (severity <= 4) return 'warn'
   if (severity <= 6) return 'info'
   return 'debug'
