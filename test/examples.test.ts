@@ -43,6 +43,29 @@ describe('README example (examples/heartbeat.ts)', () => {
   })
 })
 
+describe('examples/order-totals.ts: a serde of its own, event time from the payload', () => {
+  it('sums orders per customer and hour of their placedAtMs; a line the serde cannot read is skipped', async () => {
+    const { orderTotals, orderSerde } = await import('../examples/order-totals.js')
+    const driver = new TopologyTestDriver(orderTotals(), { errorHandler: (ctx) => (ctx.reason === 'deserialization' ? 'continue' : 'fail') })
+    const orders = driver.createInputTopic('orders', Serdes.String(), Serdes.String())
+    const HOUR = 3_600_000
+    // Written as text, as another client would: the record timestamps (0) play no part.
+    orders.pipeInput('o1', `o1;ann;1250;${10 * 60_000}`, 0)
+    orders.pipeInput('o2', `o2;bob;300;${20 * 60_000}`, 0)
+    orders.pipeInput('o3', 'o3;ann;not-cents;0', 0) // not an order line: skipped
+    orders.pipeInput('o4', 'o4;ann;50;later', 0) // no time: the partition's, 20 min
+    orders.pipeInput('o5', `o5;ann;700;${HOUR + 5 * 60_000}`, 0) // closes the first hour
+    assert.deepEqual(driver.createOutputTopic('hourly-totals', Serdes.String(), Serdes.Long()).readKeyValuesToList(), [
+      { key: 'ann 00:00', value: 1300 },
+      { key: 'bob 00:00', value: 300 },
+    ])
+    assert.equal(driver.metrics().droppedRecords.deserialization, 1)
+    const order = { id: 'o9', customer: 'cy', cents: 1, placedAtMs: 2 }
+    assert.deepEqual(orderSerde.deserialize(orderSerde.serialize(order, 'orders'), 'orders'), order)
+    driver.close()
+  })
+})
+
 describe('README example (examples/abandoned-carts.ts)', () => {
   it('alerts an hour after the last order and forgets the customer after a day', async () => {
     const { cartsTopology } = await import('../examples/abandoned-carts.js')

@@ -268,7 +268,7 @@ export class KTable<K, V> {
     const valueSerde = this.valueSerde ?? (Serdes.JSON<V>() as Serde<V>)
     const foreignValueSerde = other.valueSerdeOrUndefined ?? (Serdes.JSON<VO>() as Serde<VO>)
     const hashTopic = `${registrationTopic}-vh`
-    const valueBytes = (v: V): Uint8Array | null => valueSerde.serialize(hashTopic, v)
+    const valueBytes = (v: V): Uint8Array | null => valueSerde.serialize(v, hashTopic)
     const leftJoin = operation === 'leftJoin'
     const registrationSerdes = { keySerde: foreignKeySerde as Serde<unknown>, valueSerde: subscriptionSerde(keySerde) as Serde<unknown> }
     const responseSerdes = { keySerde: keySerde as Serde<unknown>, valueSerde: subscriptionResponseSerde(foreignValueSerde) as Serde<unknown> }
@@ -403,7 +403,7 @@ export class KTable<K, V> {
       keyId = keyIdFunction(this.keySerde ?? (Serdes.JSON<K>() as Serde<K>))
     }
     const valueSerde = this.valueSerde ?? (Serdes.JSON<V>() as Serde<V>)
-    const valueSize = (v: V | null): number => valueSerde.sizeOf?.(v) ?? valueSerde.serialize('', v)?.byteLength ?? 0
+    const valueSize = (v: V | null): number => valueSerde.sizeOf?.(v) ?? valueSerde.serialize(v, '')?.byteLength ?? 0
     // The default size: key bytes (the id is one character per byte) + value bytes + a fixed overhead.
     const sizer = s.sizer ?? ((_k: K, v: V | null, id: string) => id.length + valueSize(v) + ENTRY_OVERHEAD)
     const graceMs = windowed?.graceMs ?? 0

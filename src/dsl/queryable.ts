@@ -8,7 +8,7 @@ import type { StoreQuery } from '../state/stores.js'
  * takes the stored entry apart. Ranges follow the serialized keys' order, as in Kafka Streams.
  */
 export function keyIdQuery<K, S, V>(keyId: (key: K) => string, keySerde: Serde<K>, value: (stored: S) => V): StoreQuery {
-  const keyOf = (id: string): K => keySerde.deserialize('', Buffer.from(id, 'latin1')) as K
+  const keyOf = (id: string): K => keySerde.deserialize(Buffer.from(id, 'latin1'), '') as K
   return {
     kind: 'keyValue',
     view: (store: StateStore): ReadOnlyKeyValueStore<K, V> => {

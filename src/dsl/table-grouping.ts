@@ -18,10 +18,10 @@ export interface Change<V> {
 export function changeSerde<V>(inner: Serde<V>): Serde<Change<V>> {
   return {
     name: `Change<${inner.name}>`,
-    serialize(topic, change) {
+    serialize(change, topic) {
       if (change === null) return null
-      const n = change.newValue === null ? null : inner.serialize(topic, change.newValue)
-      const o = change.oldValue === null ? null : inner.serialize(topic, change.oldValue)
+      const n = change.newValue === null ? null : inner.serialize(change.newValue, topic)
+      const o = change.oldValue === null ? null : inner.serialize(change.oldValue, topic)
       const out = new Uint8Array(5 + (n?.byteLength ?? 0) + (o?.byteLength ?? 0))
       out[0] = (n === null ? 0 : 1) | (o === null ? 0 : 2)
       new DataView(out.buffer).setUint32(1, n?.byteLength ?? 0)
@@ -29,14 +29,14 @@ export function changeSerde<V>(inner: Serde<V>): Serde<Change<V>> {
       if (o !== null) out.set(o, 5 + (n?.byteLength ?? 0))
       return out
     },
-    deserialize(topic, data) {
+    deserialize(data, topic) {
       if (data === null) return null
       if (data.byteLength < 5 || data[0]! > 3) throw new Error(`not a grouped table's change: ${data.byteLength} bytes, flags ${data[0]} on topic ${topic}`)
       const length = new DataView(data.buffer, data.byteOffset, data.byteLength).getUint32(1)
       if (5 + length > data.byteLength) throw new Error(`a grouped table's change holds ${data.byteLength} bytes, fewer than its new value's ${length} on topic ${topic}`)
       return {
-        newValue: (data[0]! & 1) === 0 ? null : inner.deserialize(topic, data.subarray(5, 5 + length)),
-        oldValue: (data[0]! & 2) === 0 ? null : inner.deserialize(topic, data.subarray(5 + length)),
+        newValue: (data[0]! & 1) === 0 ? null : inner.deserialize(data.subarray(5, 5 + length), topic),
+        oldValue: (data[0]! & 2) === 0 ? null : inner.deserialize(data.subarray(5 + length), topic),
       }
     },
   }

@@ -71,9 +71,9 @@ function sameHash(a: Uint8Array | null, b: Uint8Array | null): boolean {
 export function subscriptionSerde<K>(primaryKeySerde: Serde<K>): Serde<Subscription<K>> {
   return {
     name: `Subscription<${primaryKeySerde.name}>`,
-    serialize(topic, s) {
+    serialize(s, topic) {
       if (s === null) return null
-      const key = primaryKeySerde.serialize(topic, s.primaryKey) ?? new Uint8Array(0)
+      const key = primaryKeySerde.serialize(s.primaryKey, topic) ?? new Uint8Array(0)
       const hashLength = s.hash === null ? 0 : HASH_BYTES
       const out = new Uint8Array(3 + hashLength + 4 + key.byteLength)
       out[0] = 1
@@ -84,7 +84,7 @@ export function subscriptionSerde<K>(primaryKeySerde: Serde<K>): Serde<Subscript
       out.set(key, 7 + hashLength)
       return out
     },
-    deserialize(topic, data) {
+    deserialize(data, topic) {
       if (data === null) return null
       if (data.byteLength < 7 || data[0] !== 1 || data[1]! > 3 || data[2]! > 1) throw new Error(`not a foreign-key join subscription: ${data.byteLength} bytes on topic ${topic}`)
       const hashLength = data[2] === 1 ? HASH_BYTES : 0
@@ -93,7 +93,7 @@ export function subscriptionSerde<K>(primaryKeySerde: Serde<K>): Serde<Subscript
         instruction: data[1] as Instruction,
         hash: hashLength === 0 ? null : data.slice(3, 3 + HASH_BYTES),
         primaryPartition: new DataView(data.buffer, data.byteOffset, data.byteLength).getInt32(3 + hashLength),
-        primaryKey: primaryKeySerde.deserialize(topic, data.subarray(7 + hashLength)) as K,
+        primaryKey: primaryKeySerde.deserialize(data.subarray(7 + hashLength), topic) as K,
       }
     },
   }
@@ -106,9 +106,9 @@ export function subscriptionSerde<K>(primaryKeySerde: Serde<K>): Serde<Subscript
 export function subscriptionResponseSerde<VO>(foreignValueSerde: Serde<VO>): Serde<SubscriptionResponse<VO>> {
   return {
     name: `SubscriptionResponse<${foreignValueSerde.name}>`,
-    serialize(topic, r) {
+    serialize(r, topic) {
       if (r === null) return null
-      const value = r.foreignValue === null ? null : foreignValueSerde.serialize(topic, r.foreignValue)
+      const value = r.foreignValue === null ? null : foreignValueSerde.serialize(r.foreignValue, topic)
       const hashLength = r.hash === null ? 0 : HASH_BYTES
       const out = new Uint8Array(1 + hashLength + 4 + (value?.byteLength ?? 0))
       out[0] = (r.hash === null ? 0 : 1) | (value === null ? 0 : 2)
@@ -117,7 +117,7 @@ export function subscriptionResponseSerde<VO>(foreignValueSerde: Serde<VO>): Ser
       if (value !== null) out.set(value, 5 + hashLength)
       return out
     },
-    deserialize(topic, data) {
+    deserialize(data, topic) {
       if (data === null) return null
       if (data.byteLength < 5 || data[0]! > 3) throw new Error(`not a foreign-key join response: ${data.byteLength} bytes on topic ${topic}`)
       const hashLength = (data[0]! & 1) === 0 ? 0 : HASH_BYTES
@@ -125,7 +125,7 @@ export function subscriptionResponseSerde<VO>(foreignValueSerde: Serde<VO>): Ser
       return {
         hash: hashLength === 0 ? null : data.slice(1, 1 + HASH_BYTES),
         primaryPartition: new DataView(data.buffer, data.byteOffset, data.byteLength).getInt32(1 + hashLength),
-        foreignValue: (data[0]! & 2) === 0 ? null : foreignValueSerde.deserialize(topic, data.subarray(5 + hashLength)),
+        foreignValue: (data[0]! & 2) === 0 ? null : foreignValueSerde.deserialize(data.subarray(5 + hashLength), topic),
       }
     },
   }

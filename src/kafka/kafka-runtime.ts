@@ -424,7 +424,7 @@ export class KafkaRuntime {
     const sub = this.topology.subtopologies().find((s) => s.stores.some((b) => b.name === storeName))
     if (sub === undefined) throw new PunctualError('INVALID_TOPOLOGY', `queryMetadataForKey: the topology has no store "${storeName}" in its tasks`)
     const topic = plan.names.get(sub.sourceTopics[0] as string) ?? (sub.sourceTopics[0] as string)
-    const bytes = keySerde.serialize(topic, key)
+    const bytes = keySerde.serialize(key, topic)
     if (bytes === null) throw new PunctualError('INVALID_CONFIG', `queryMetadataForKey("${storeName}"): the key serializes to null`)
     const partitions = plan.partitions.get(sub.id) ?? 0
     return directory.keyMetadata({ topic, partitions }, partitionForKey(bytes, partitions))

@@ -32,8 +32,8 @@ export class KafkaRecordCollector implements RecordCollector {
   send(topic: string, partition: number | undefined, key: unknown, keySerde: Serde<unknown>, value: unknown, valueSerde: Serde<unknown>, timestamp: number, headers: Headers): number {
     const name = this.names.get(topic) ?? topic
     const count = this.partitionsFor(topic)
-    const keyBytes = keySerde.serialize(name, key)
-    const valueBytes = valueSerde.serialize(name, value)
+    const keyBytes = keySerde.serialize(key, name)
+    const valueBytes = valueSerde.serialize(value, name)
     const p = this.partitioner.choose(name, count, partition, key, keySerde, keyBytes)
     this.produce(name, p, keyBytes, valueBytes, timestamp, headers)
     return p

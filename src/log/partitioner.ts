@@ -26,7 +26,7 @@ export class RecordPartitioner {
     if (count === 1) return 0
     if (typeof key === 'string' && keySerde.name === 'String') return partitionForStringKey(key, count)
     if (key !== null) {
-      const bytes = keyBytes === undefined ? keySerde.serialize(topic, key) : keyBytes
+      const bytes = keyBytes === undefined ? keySerde.serialize(key, topic) : keyBytes
       if (bytes !== null) return partitionForKey(bytes, count)
     }
     return this.roundRobin++ % count

@@ -181,7 +181,7 @@ class Writer {
       this.view.setFloat64(this.pos, data as number, true)
       this.pos += 8
     } else {
-      const bytes = serde === undefined ? (data as Uint8Array) : serde.serialize(topic, data)
+      const bytes = serde === undefined ? (data as Uint8Array) : serde.serialize(data, topic)
       if (bytes === null) {
         this.ensure(1)
         this.buf[this.pos++] = NULL

@@ -72,7 +72,7 @@ export interface RecordCollector {
 
 /** The stored form of a key or value: typed when the serde allows it, otherwise serialized now. */
 export function store(serde: Serde<unknown>, topic: string, data: unknown): unknown {
-  return serde.inMemoryIdentity === true ? data : serde.serialize(topic, data)
+  return serde.inMemoryIdentity === true ? data : serde.serialize(data, topic)
 }
 
 export function storedSerde(serde: Serde<unknown>): Serde<unknown> | undefined {
@@ -80,7 +80,7 @@ export function storedSerde(serde: Serde<unknown>): Serde<unknown> | undefined {
 }
 
 function bytesOf(stored: unknown, storedWith: Serde<unknown> | undefined, topic: string): Uint8Array | null {
-  return storedWith === undefined ? (stored as Uint8Array | null) : storedWith.serialize(topic, stored)
+  return storedWith === undefined ? (stored as Uint8Array | null) : storedWith.serialize(stored, topic)
 }
 
 export function keyBytes(r: LogRecord, topic: string): Uint8Array | null {
@@ -93,9 +93,9 @@ export function valueBytes(r: LogRecord, topic: string): Uint8Array | null {
 
 /** Reads a key with `serde`: the stored value itself if it was written with the same serde. */
 export function readKey(r: LogRecord, serde: Serde<unknown>, topic: string): unknown {
-  return r.keySerde === serde ? r.key : serde.deserialize(topic, keyBytes(r, topic))
+  return r.keySerde === serde ? r.key : serde.deserialize(keyBytes(r, topic), topic)
 }
 
 export function readValue(r: LogRecord, serde: Serde<unknown>, topic: string): unknown {
-  return r.valueSerde === serde ? r.value : serde.deserialize(topic, valueBytes(r, topic))
+  return r.valueSerde === serde ? r.value : serde.deserialize(valueBytes(r, topic), topic)
 }

@@ -16,15 +16,17 @@ export interface Serde<T> {
   /** The serialized size in bytes, when it can be known without serializing (buffer accounting). */
   sizeOf?(data: T | null): number
   /**
-   * The bytes of `data` for `topic` (Kafka's `Serializer.serialize`); null for null. What it throws
-   * fails the write.
+   * The bytes of `data` for `topic` (Kafka's `Serializer.serialize`, with the value first: a serializer
+   * of one parameter, `(value) => ...`, then gets the value, not the topic); null for null. What it
+   * throws fails the write.
    */
-  serialize(topic: string, data: T | null): Uint8Array | null
+  serialize(data: T | null, topic: string): Uint8Array | null
   /**
-   * The value of `data` read from `topic` (Kafka's `Deserializer.deserialize`); null for null. What it
-   * throws sends the record to the error handler as a `deserialization` error (by default skipped).
+   * The value of `data` read from `topic` (Kafka's `Deserializer.deserialize`, with the bytes first);
+   * null for null. What it throws sends the record to the error handler as a `deserialization` error (by
+   * default skipped).
    */
-  deserialize(topic: string, data: Uint8Array | null): T | null
+  deserialize(data: Uint8Array | null, topic: string): T | null
 }
 
 /**
@@ -48,8 +50,8 @@ const stringSerde: Checked<string> = {
   [TAKES]: (data) => (typeof data === 'string' ? undefined : 'a string'),
   inMemoryIdentity: true,
   sizeOf: (data) => (data === null ? 0 : Buffer.byteLength(data, 'utf8')),
-  serialize: (_topic, data) => (data === null ? null : Buffer.from(data, 'utf8')),
-  deserialize(topic, data) {
+  serialize: (data) => (data === null ? null : Buffer.from(data, 'utf8')),
+  deserialize(data, topic) {
     if (data === null) return null
     const buf = asBuffer(data)
     const text = buf.toString('utf8')
@@ -64,8 +66,8 @@ const bytesSerde: Checked<Uint8Array> = {
   name: 'Bytes',
   [TAKES]: (data) => (data instanceof Uint8Array ? undefined : 'a Uint8Array'),
   sizeOf: (data) => (data === null ? 0 : data.byteLength),
-  serialize: (_topic, data) => data,
-  deserialize: (_topic, data) => data,
+  serialize: (data) => data,
+  deserialize: (data) => data,
 }
 
 /** IEEE-754 double, 8 bytes big-endian (Kafka's DoubleSerde layout). */
@@ -74,13 +76,13 @@ const doubleSerde: Checked<number> = {
   [TAKES]: (data) => (typeof data === 'number' ? undefined : 'a number'),
   inMemoryIdentity: true,
   sizeOf: (data) => (data === null ? 0 : 8),
-  serialize(_topic, data) {
+  serialize(data) {
     if (data === null) return null
     const buf = Buffer.allocUnsafe(8)
     buf.writeDoubleBE(data, 0)
     return buf
   },
-  deserialize(topic, data) {
+  deserialize(data, topic) {
     if (data === null) return null
     if (data.byteLength !== 8) throw new Error(`Double expects 8 bytes, got ${data.byteLength} on topic ${topic}`)
     return asBuffer(data).readDoubleBE(0)
@@ -92,7 +94,7 @@ const integerSerde: Checked<number> = {
   name: 'Integer',
   [TAKES]: (data) => (isInt32(data) ? undefined : 'a 32-bit integer'),
   sizeOf: (data) => (data === null ? 0 : 4),
-  serialize(topic, data) {
+  serialize(data, topic) {
     if (data === null) return null
     if (!isInt32(data)) {
       throw new RangeError(`Integer serde: ${data} is not a 32-bit integer (topic ${topic})`)
@@ -101,7 +103,7 @@ const integerSerde: Checked<number> = {
     buf.writeInt32BE(data, 0)
     return buf
   },
-  deserialize(topic, data) {
+  deserialize(data, topic) {
     if (data === null) return null
     if (data.byteLength !== 4) throw new Error(`Integer expects 4 bytes, got ${data.byteLength} on topic ${topic}`)
     return asBuffer(data).readInt32BE(0)
@@ -113,14 +115,14 @@ const longSerde: Checked<number> = {
   name: 'Long',
   [TAKES]: (data) => (Number.isSafeInteger(data) ? undefined : 'a safe integer'),
   sizeOf: (data) => (data === null ? 0 : 8),
-  serialize(topic, data) {
+  serialize(data, topic) {
     if (data === null) return null
     if (!Number.isSafeInteger(data)) throw new RangeError(`Long serde: ${data} is not a safe integer (topic ${topic})`)
     const buf = Buffer.allocUnsafe(8)
     buf.writeBigInt64BE(BigInt(data), 0)
     return buf
   },
-  deserialize(topic, data) {
+  deserialize(data, topic) {
     if (data === null) return null
     if (data.byteLength !== 8) throw new Error(`Long expects 8 bytes, got ${data.byteLength} on topic ${topic}`)
     const n = asBuffer(data).readBigInt64BE(0)
@@ -138,8 +140,8 @@ function jsonSerde<T>(): Checked<T> {
   return {
     name: 'JSON',
     [TAKES]: (data) => (NOT_JSON.has(typeof data) ? 'a JSON value (not undefined, a function, a symbol or a bigint)' : undefined),
-    serialize: (_topic, data) => (data === null ? null : Buffer.from(JSON.stringify(data), 'utf8')),
-    deserialize: (_topic, data) => (data === null ? null : (JSON.parse(asBuffer(data).toString('utf8')) as T)),
+    serialize: (data) => (data === null ? null : Buffer.from(JSON.stringify(data), 'utf8')),
+    deserialize: (data) => (data === null ? null : (JSON.parse(asBuffer(data).toString('utf8')) as T)),
   }
 }
 

@@ -97,10 +97,10 @@ export const defaultStoreCodec: StoreCodec = {
 export function storeCodec(topic: string, keySerde: Serde<unknown> | undefined, valueSerde: Serde<unknown> | undefined): StoreCodec {
   if (keySerde === undefined && valueSerde === undefined) return defaultStoreCodec
   return {
-    encodeKey: keySerde === undefined ? encodeStoreKey : (key) => nonNull(keySerde.serialize(topic, key), topic, 'key'),
-    decodeKey: keySerde === undefined ? decodeStoreKey : (bytes) => keySerde.deserialize(topic, bytes) as StoreKey,
-    encodeValue: valueSerde === undefined ? packValue : (value) => nonNull(valueSerde.serialize(topic, value), topic, 'value'),
-    decodeValue: valueSerde === undefined ? unpackValue : (bytes) => valueSerde.deserialize(topic, bytes),
+    encodeKey: keySerde === undefined ? encodeStoreKey : (key) => nonNull(keySerde.serialize(key, topic), topic, 'key'),
+    decodeKey: keySerde === undefined ? decodeStoreKey : (bytes) => keySerde.deserialize(bytes, topic) as StoreKey,
+    encodeValue: valueSerde === undefined ? packValue : (value) => nonNull(valueSerde.serialize(value, topic), topic, 'value'),
+    decodeValue: valueSerde === undefined ? unpackValue : (bytes) => valueSerde.deserialize(bytes, topic),
   }
 }
 

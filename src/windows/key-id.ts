@@ -14,7 +14,7 @@ export function keyIdFunction<K>(keySerde: Serde<K>, topic = ''): (key: K) => st
     }
   }
   return (key) => {
-    const bytes = keySerde.serialize(topic, key)
+    const bytes = keySerde.serialize(key, topic)
     return bytes === null ? '' : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1')
   }
 }

@@ -72,7 +72,7 @@ describe('in-memory topics keep typed records only for identity serdes', () => {
     topics.send('t', undefined, null, Serdes.Bytes() as never, { a: 1 }, Serdes.JSON() as never, 1, NO_HEADERS)
     const r = topics.partitions('t')[0]!.get(0)!
     assert.equal(r.valueSerde, undefined, 'stored as bytes')
-    assert.deepEqual(Serdes.JSON().deserialize('t', r.value as Uint8Array), { a: 1 })
+    assert.deepEqual(Serdes.JSON().deserialize(r.value as Uint8Array, 't'), { a: 1 })
   })
 })
 

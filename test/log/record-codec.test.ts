@@ -55,7 +55,7 @@ describe('log chunk codec', () => {
   it('stores values of other serdes as their bytes', () => {
     const [r] = decodeChunk(encodeChunk([{ timestamp: 5, key: null, keySerde: undefined, value: { a: 1 }, valueSerde: JSON_SERDE, headers: [] }], 't'))
     assert.equal(r!.valueSerde, undefined)
-    assert.deepEqual(JSON_SERDE.deserialize('t', r!.value as Uint8Array), { a: 1 })
+    assert.deepEqual(JSON_SERDE.deserialize(r!.value as Uint8Array, 't'), { a: 1 })
   })
 
   it('refuses a truncated chunk', () => {

@@ -134,7 +134,7 @@ describe('processors, forwarding and stores through the test driver', () => {
 
 describe('Serdes', () => {
   it('round-trip every built-in serde, with null as a tombstone', () => {
-    const cases: Array<[string, { serialize(t: string, v: never): Uint8Array | null; deserialize(t: string, b: Uint8Array | null): unknown }, unknown]> = [
+    const cases: Array<[string, { serialize(v: never, t: string): Uint8Array | null; deserialize(b: Uint8Array | null, t: string): unknown }, unknown]> = [
       ['String', Serdes.String(), 'héllo'],
       ['JSON', Serdes.JSON(), { a: [1, 2], b: null }],
       ['Double', Serdes.Double(), -1.25],
@@ -143,14 +143,14 @@ describe('Serdes', () => {
       ['Bytes', Serdes.Bytes(), Uint8Array.from([1, 2, 3])],
     ]
     for (const [name, serde, value] of cases) {
-      assert.deepEqual(serde.deserialize('t', serde.serialize('t', value as never)), value, name)
-      assert.equal(serde.deserialize('t', serde.serialize('t', null as never)), null, `${name} null`)
+      assert.deepEqual(serde.deserialize(serde.serialize(value as never, 't'), 't'), value, name)
+      assert.equal(serde.deserialize(serde.serialize(null as never, 't'), 't'), null, `${name} null`)
     }
   })
 
   it('rejects bytes of the wrong length and values out of range', () => {
-    assert.throws(() => Serdes.Integer().deserialize('t', Uint8Array.from([1])), /Integer expects 4 bytes, got 1 on topic t/)
-    assert.throws(() => Serdes.Integer().serialize('t', 2 ** 40), /not a 32-bit integer/)
-    assert.throws(() => Serdes.Long().serialize('t', 0.5), /not a safe integer/)
+    assert.throws(() => Serdes.Integer().deserialize(Uint8Array.from([1]), 't'), /Integer expects 4 bytes, got 1 on topic t/)
+    assert.throws(() => Serdes.Integer().serialize(2 ** 40, 't'), /not a 32-bit integer/)
+    assert.throws(() => Serdes.Long().serialize(0.5, 't'), /not a safe integer/)
   })
 })

@@ -50,6 +50,6 @@ export class DeadLetters {
 
 /** A key or value as the bytes it was read as (a typed in-memory one serialized with its serde). */
 function asBytes(data: unknown, serde: Serde<unknown> | undefined, topic: string): Uint8Array | null {
-  if (serde !== undefined) return serde.serialize(topic, data)
+  if (serde !== undefined) return serde.serialize(data, topic)
   return data as Uint8Array | null
 }
