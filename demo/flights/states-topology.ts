@@ -27,7 +27,7 @@ interface StateFlight {
  * Delays by state: flights (keyed by origin airport) join the table of airports (code -> state, from
  * vega-datasets' airports.csv) as they arrive; the joined flights, re-keyed by state, are counted in
  * weekly windows, final results only, to topic `weekly-state-delays`. The airports table's store
- * (`airport-states`) and the weekly aggregate's (`state-delays-store`) answer interactive queries.
+ * (`airport-states`) and the weekly aggregate's (`state-delays`) answer interactive queries.
  */
 export function statesTopology(): Topology {
   const b = new StreamsBuilder()

@@ -74,7 +74,7 @@ describe('punctual inspect STATE_DIR', () => {
     // Over both tasks: four records of three keys.
     const sum = (f: (t: (typeof report.tasks)[number]) => number): number => report.tasks.reduce((n, t) => n + f(t), 0)
     assert.equal(sum((t) => Object.values(t.positions).reduce((a, b) => a + b, 0)), 4, 'every record read')
-    assert.equal(sum((t) => t.stores['counts-store'] ?? 0), 3, 'one count per key')
+    assert.equal(sum((t) => t.stores['counts'] ?? 0), 3, 'one count per key')
     assert.equal(sum((t) => t.keyedStates['alerts/seen'] ?? 0), 3, 'one state entry per key')
     assert.equal(sum((t) => t.timers.ttl.event), 3, 'one TTL timer per key')
     assert.equal(sum((t) => t.timers.user.event), 4, 'one user timer per record, none due (stream time 400 at most)')
@@ -90,7 +90,7 @@ describe('punctual inspect STATE_DIR', () => {
     assert.equal(text.code, 0)
     assert.match(text.out[0] ?? '', /application inspected, format 2/)
     assert.ok(text.out.some((l) => /^ {2}punctuation tick last fired 6000 \(1970-01-01T00:00:06\.000Z\)$/.test(l)))
-    assert.ok(text.out.some((l) => /^ {2}store counts-store: \d entries$/.test(l)))
+    assert.ok(text.out.some((l) => /^ {2}store counts: \d entries$/.test(l)))
   })
 
   it('reads the state directory of a running application, read-only, and says it is live', async () => {

@@ -40,7 +40,7 @@ describe('punctual topology APP [--svg FILE]', () => {
     assert.equal((svg.match(/<g class="node /g) ?? []).length, nodes.length)
     assert.equal((svg.match(/class="edge"/g) ?? []).length, links)
     for (const node of nodes) assert.ok(svg.includes(`: ${node.name}<`), `${node.name} is drawn`)
-    assert.ok(svg.includes('stores: per-page-store'), 'stores are named')
+    assert.ok(svg.includes('stores: per-page'), 'stores are named')
     assert.ok(!/<text[^>]*>[^<]*[<>&"][^<]*<\/text>/.test(svg.replace(/&(amp|lt|gt|quot);/g, '')), 'text is escaped')
   })
 

@@ -203,7 +203,7 @@ describe('stream-table joins', () => {
     Object.keys(airports).forEach((code, i) => rt.producer<string, string>('flights').send(`flight-${i}`, code, 10))
     await rt.idle()
     await rt.stop()
-    assert.equal(rt.committedEndOffsets('city-left-repartition').length, 3)
+    assert.equal(rt.committedEndOffsets('city-repartition').length, 3)
     assert.deepEqual(out.sort(), ['BOS=BOS Boston', 'JFK=JFK New York', 'SEA=SEA Seattle', 'SFO=SFO San Francisco'])
   })
 

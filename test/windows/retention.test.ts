@@ -23,14 +23,7 @@ function counts(retentionMs: number | undefined, finals = false): Topology {
 
 /** The aggregation's window store: `counts`, as Kafka Streams names a store after `Materialized.as`. */
 function windows(driver: TopologyTestDriver) {
-  for (const name of ['counts', 'counts-store']) {
-    try {
-      return driver.store(name, QueryableStoreTypes.windowStore<string, number>())
-    } catch {
-      // not this name
-    }
-  }
-  throw new Error('no window store named counts')
+  return driver.store('counts', QueryableStoreTypes.windowStore<string, number>())
 }
 
 describe('window store retention (Materialized.withRetention)', () => {
