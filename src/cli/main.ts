@@ -59,7 +59,7 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
     .command('run')
     .description('run an application module durably: its state lives in --state-dir and survives restarts')
     .argument('<app>', 'a module whose default export is { applicationId, topology(), config?, start? }')
-    .option('--state-dir <dir>', 'the state directory (created if missing; held exclusively while running); required without --kafka')
+    .option('--state-dir <dir>', 'the state directory (created if missing; held exclusively while running); required without --kafka, with it .punctual/<applicationId> by default')
     .option('--kafka <bootstrap>', 'run on Apache Kafka (host:port[,host:port]) as one instance of the application: its consumer group shares the input partitions, its state is in changelog topics')
     .option('--guarantee <guarantee>', "with --kafka: 'at_least_once' (default) or 'exactly_once_v2'")
     .option('--ui', 'serve the live page (and Prometheus metrics at /metrics) while it runs, and print its address')

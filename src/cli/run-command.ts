@@ -138,11 +138,21 @@ function untilSignal(): { signalled: Promise<Outcome>; off: () => void } {
 }
 
 /**
+ * Where `punctual run APP --kafka` keeps an instance's local state without `--state-dir`: a lasting
+ * place, `.punctual/<applicationId>` under the working directory, so that a restart reads its local
+ * checkpoints rather than the whole changelogs (Kafka Streams' `state.dir` is a fixed place too).
+ */
+export function defaultKafkaStateDir(applicationId: string, cwd: string = process.cwd()): string {
+  return resolve(cwd, '.punctual', applicationId)
+}
+
+/**
  * `punctual run APP --kafka BOOTSTRAP`: runs the application as one instance on Kafka until a signal (its
- * input comes from its source topics; `start` is not called).
+ * input comes from its source topics; `start` is not called, `startOnKafka` runs beside it).
  */
 export async function runKafkaApp(path: string, bootstrapServers: string, opts: { stateDir?: string; guarantee?: string } & RunOptions, io: Io): Promise<number> {
   const app = await loadApp(path)
+  const stateDir = opts.stateDir ?? defaultKafkaStateDir(app.applicationId)
   const logger = app.kafka?.logger ?? app.config?.logger ?? createConsoleLogger({ level: 'warn', write: io.err })
   const runtime = new KafkaRuntime(app.topology(), {
     ...(app.kafka ?? {}),
@@ -151,7 +161,7 @@ export async function runKafkaApp(path: string, bootstrapServers: string, opts: 
     applicationId: app.applicationId,
     bootstrapServers,
     ...(opts.guarantee === undefined ? {} : { processingGuarantee: opts.guarantee as ProcessingGuarantee }),
-    ...(opts.stateDir === undefined ? {} : { stateDir: opts.stateDir }),
+    stateDir,
   })
   const failed = new Promise<Outcome>((resolveFailure) => runtime.on('error', (error) => resolveFailure({ kind: 'failed', error })))
   try {
@@ -162,13 +172,24 @@ export async function runKafkaApp(path: string, bootstrapServers: string, opts: 
     return 1
   }
   const signals = untilSignal()
-  io.err(`punctual: ${app.applicationId} joined its group on ${bootstrapServers}`)
+  io.err(`punctual: ${app.applicationId} joined its group on ${bootstrapServers}; local state in ${stateDir}`)
+  const abort = new AbortController()
   let outcome: Outcome
   try {
     if (opts.ui === true) await announcePage(runtime, io)
-    outcome = await Promise.race([signals.signalled, failed])
+    // The hook settling does not end the run (the input is the topics'); its failure does.
+    const hook = app.startOnKafka === undefined || runtime.state !== 'RUNNING' ? undefined : app.startOnKafka.bind(app)
+    const hookFailed =
+      hook === undefined
+        ? new Promise<never>(() => {})
+        : new Promise<void>((resolveHook) => resolveHook(hook(runtime, { signal: abort.signal }))).then(
+            () => new Promise<never>(() => {}),
+            (error: unknown): Outcome => ({ kind: 'start failed', error }),
+          )
+    outcome = await Promise.race([signals.signalled, failed, hookFailed])
   } finally {
+    abort.abort()
     signals.off()
   }
-  return stopAndReport(runtime, app.applicationId, outcome, 'its state is in its changelog topics', io)
+  return stopAndReport(runtime, app.applicationId, outcome, `its state is in its changelog topics, its local checkpoints in ${stateDir}`, io)
 }

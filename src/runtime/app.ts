@@ -2,6 +2,7 @@ import type { Topology } from '../processor/topology.js'
 import type { EmbeddedRuntime } from './embedded-runtime.js'
 import type { EmbeddedRuntimeConfig } from './config.js'
 import type { KafkaRuntimeConfig } from '../kafka/config.js'
+import type { KafkaRuntime } from '../kafka/kafka-runtime.js'
 
 /**
  * What `punctual run APP --state-dir DIR` expects as the default export of APP: the application's id and
@@ -16,7 +17,7 @@ export interface PunctualApp {
   topology(): Topology
   /** Settings of the embedded runtime (`punctual run APP --state-dir DIR`). */
   readonly config?: Omit<EmbeddedRuntimeConfig, 'applicationId' | 'stateDir'>
-  /** Settings of `punctual run APP --kafka BOOTSTRAP` (the input then comes from the topics: `start` is not called). */
+  /** Settings of `punctual run APP --kafka BOOTSTRAP` (the input then comes from the topics: `start` is not called; `startOnKafka` is). */
   readonly kafka?: Omit<KafkaRuntimeConfig, 'applicationId' | 'bootstrapServers'>
   /**
    * Feeds the running embedded runtime. `resumed` says whether committed state was found (a restart);
@@ -24,4 +25,11 @@ export interface PunctualApp {
    * the runtime stops.
    */
   start?(runtime: EmbeddedRuntime, context: { readonly resumed: boolean; readonly signal: AbortSignal }): void | Promise<void>
+  /**
+   * Runs beside the instance under `punctual run APP --kafka BOOTSTRAP`, once it has joined its group:
+   * host an interactive-query server, report elsewhere. The input comes from the topics, so this
+   * promise settling does not stop the instance (a signal does); a throw or a rejection stops it with
+   * exit 1. `signal` aborts when the run ends, before the instance stops.
+   */
+  startOnKafka?(runtime: KafkaRuntime, context: { readonly signal: AbortSignal }): void | Promise<void>
 }
