@@ -72,6 +72,7 @@ export type {
 } from './keyed/api.js'
 
 export { StreamsBuilder } from './dsl/builder.js'
+export type { StreamsBuilderConfig } from './dsl/builder.js'
 export { KStream, BranchedKStream } from './dsl/kstream.js'
 export type { Named } from './dsl/kstream.js'
 export { KTable } from './dsl/ktable.js'

@@ -22,6 +22,29 @@ import { keyIdQuery } from './queryable.js'
 export class StreamsBuilder {
   private readonly topology = new Topology()
   private index = 0
+  private readonly defaultKeySerde: Serde<unknown> | undefined
+  private readonly defaultValueSerde: Serde<unknown> | undefined
+
+  /**
+   * @param config - the serdes of every key and value the topology's operations are given none for
+   *   (Kafka Streams' `default.key.serde` and `default.value.serde`): sources, sinks, repartition topics
+   *   and stores. Without them a source reads String keys and values, and whatever else has no serde
+   *   and no known one from upstream is JSON.
+   */
+  constructor(config: StreamsBuilderConfig = {}) {
+    this.defaultKeySerde = checkSerde(config.defaultKeySerde, 'defaultKeySerde')
+    this.defaultValueSerde = checkSerde(config.defaultValueSerde, 'defaultValueSerde')
+  }
+
+  /** @internal `serde`, else the default key serde, else `fallback` (String for sources, JSON elsewhere). */
+  keySerdeOr<K>(serde: Serde<K> | undefined, fallback: 'String' | 'JSON' = 'JSON'): Serde<K> {
+    return serde ?? ((this.defaultKeySerde ?? (fallback === 'String' ? Serdes.String() : Serdes.JSON())) as Serde<K>)
+  }
+
+  /** @internal `serde`, else the default value serde, else `fallback` (String for sources, JSON elsewhere). */
+  valueSerdeOr<V>(serde: Serde<V> | undefined, fallback: 'String' | 'JSON' = 'JSON'): Serde<V> {
+    return serde ?? ((this.defaultValueSerde ?? (fallback === 'String' ? Serdes.String() : Serdes.JSON())) as Serde<V>)
+  }
 
   /**
    * A stream of the records of `topics` (Kafka Streams' `StreamsBuilder.stream`), read with
@@ -29,8 +52,8 @@ export class StreamsBuilder {
    * @throws PunctualError `INVALID_TOPOLOGY` for no topic, or a topic another source already reads.
    */
   stream<K = string, V = string>(topics: string | readonly string[], consumed: Consumed<K, V> = {}): KStream<K, V> {
-    const keySerde = consumed.keySerde ?? (Serdes.String() as unknown as Serde<K>)
-    const valueSerde = consumed.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
+    const keySerde = this.keySerdeOr(consumed.keySerde, 'String')
+    const valueSerde = this.valueSerdeOr(consumed.valueSerde, 'String')
     const name = consumed.name ?? this.newName('KSTREAM-SOURCE')
     this.topology.addSource(name, topics, { keySerde, valueSerde, timestampExtractor: consumed.timestampExtractor })
     return new KStream<K, V>(this, name, keySerde, valueSerde)
@@ -42,8 +65,8 @@ export class StreamsBuilder {
    * time.
    */
   table<K = string, V = string>(topic: string, consumed: Consumed<K, V> = {}, options: TableOptions = {}): KTable<K, V> {
-    const keySerde = consumed.keySerde ?? (Serdes.String() as unknown as Serde<K>)
-    const valueSerde = consumed.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
+    const keySerde = this.keySerdeOr(consumed.keySerde, 'String')
+    const valueSerde = this.valueSerdeOr(consumed.valueSerde, 'String')
     // Kafka Streams names the store first: <topic>-STATE-STORE-<n>, spending an index even if never used.
     const storeName = options.storeName ?? this.newName(`${topic}-STATE-STORE`)
     const source = this.newName('KSTREAM-SOURCE')
@@ -75,8 +98,8 @@ export class StreamsBuilder {
       // A global table's records keep no time (no stream time, no windows): an extractor would do nothing.
       throw new PunctualError('INVALID_CONFIG', `globalTable "${topic}": a timestamp extractor has no effect on a global table, whose records carry no stream time; leave timestampExtractor out`)
     }
-    const keySerde = consumed.keySerde ?? (Serdes.String() as unknown as Serde<K>)
-    const valueSerde = consumed.valueSerde ?? (Serdes.String() as unknown as Serde<V>)
+    const keySerde = this.keySerdeOr(consumed.keySerde, 'String')
+    const valueSerde = this.valueSerdeOr(consumed.valueSerde, 'String')
     const storeName = options.storeName ?? this.newName(`${topic}-STATE-STORE`)
     const source = this.newName('KSTREAM-SOURCE')
     const name = consumed.name ?? this.newName('KTABLE-SOURCE')
@@ -117,4 +140,21 @@ export class StreamsBuilder {
   newName(prefix: string): string {
     return `${prefix}-${String(this.index++).padStart(10, '0')}`
   }
+}
+
+/** Settings of a `StreamsBuilder` (Kafka Streams' `TopologyConfig`): its default serdes. */
+export interface StreamsBuilderConfig {
+  /** Kafka Streams' `default.key.serde`: the serde of keys no operation is given one for. */
+  readonly defaultKeySerde?: Serde<unknown>
+  /** Kafka Streams' `default.value.serde`: the serde of values no operation is given one for. */
+  readonly defaultValueSerde?: Serde<unknown>
+}
+
+function checkSerde(serde: unknown, name: string): Serde<unknown> | undefined {
+  if (serde === undefined) return undefined
+  const s = serde as Partial<Serde<unknown>> | null
+  if (typeof s !== 'object' || s === null || typeof s.serialize !== 'function' || typeof s.deserialize !== 'function') {
+    throw new PunctualError('INVALID_CONFIG', `StreamsBuilder: ${name} must be a serde (an object with serialize and deserialize), got ${s === null ? 'null' : typeof s}`)
+  }
+  return s as Serde<unknown>
 }

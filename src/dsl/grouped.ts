@@ -20,7 +20,6 @@ import type { KeyValueMaterialized, Materialized } from './options.js'
 import { aggregateProcessor, statelessProcessor } from './processors.js'
 import type { StoredAggregate } from './processors.js'
 
-const keySerdeOr = <K>(serde: Serde<K> | undefined): Serde<K> => serde ?? (Serdes.JSON<K>() as Serde<K>)
 
 /**
  * An aggregation's processor and store names, as Kafka Streams names them: a `Materialized` name names
@@ -105,7 +104,7 @@ export class KGroupedStream<K, V> {
 
   private aggregateAs<VA>(prefix: string, initializer: () => VA, aggregator: (key: K, value: V, aggregate: VA) => VA, materialized: KeyValueMaterialized<K, VA>): KTable<K, VA> {
     const { name, storeName } = aggregationNames(this.builder, prefix, materialized.name)
-    const keySerde = keySerdeOr(this.keySerde)
+    const keySerde = this.builder.keySerdeOr(this.keySerde)
     const keyId = keyIdFunction(keySerde)
     const storeType = materialized.storeType ?? 'persistent'
     if (storeType !== 'persistent' && storeType !== 'inMemory') {
@@ -191,7 +190,7 @@ export class TimeWindowedKStream<K, V> {
    */
   aggregate<VA>(initializer: () => VA, aggregator: (key: K, value: V, aggregate: VA) => VA, materialized: Materialized<Windowed<K>, VA> = {}): KTable<Windowed<K>, VA> {
     const { name, storeName } = aggregationNames(this.builder, 'KSTREAM-AGGREGATE', materialized.name)
-    const keySerde = keySerdeOr(this.keySerde)
+    const keySerde = this.builder.keySerdeOr(this.keySerde)
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
     const finalResults: FinalResultsHook = { node: name, enabled: () => false }
@@ -254,7 +253,7 @@ export class SessionWindowedKStream<K, V> {
     materialized: Materialized<Windowed<K>, VA> = {},
   ): KTable<Windowed<K>, VA> {
     const { name, storeName } = aggregationNames(this.builder, 'KSTREAM-AGGREGATE', materialized.name)
-    const keySerde = keySerdeOr(this.keySerde)
+    const keySerde = this.builder.keySerdeOr(this.keySerde)
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
     retainedAfterClose(name, windows, materialized.retentionMs)
@@ -362,7 +361,7 @@ export class CogroupedKStream<K, VOut> {
       throw new PunctualError('INVALID_CONFIG', `cogroup aggregate "${name}": storeType must be 'persistent' or 'inMemory', got ${JSON.stringify(storeType)}`)
     }
     // One key id function for every stream, so equal keys share one aggregate whatever serde each carries.
-    const keySerde = keySerdeOr(materialized.keySerde ?? this.parts.find((p) => p.keySerde !== undefined)?.keySerde)
+    const keySerde = this.builder.keySerdeOr(materialized.keySerde ?? this.parts.find((p) => p.keySerde !== undefined)?.keySerde)
     const keyId = keyIdFunction(keySerde)
     const store = storeType === 'persistent' ? Stores.persistentKeyValueStore<string, StoredAggregate<VOut>>(storeName) : Stores.inMemoryKeyValueStore<string, StoredAggregate<VOut>>(storeName)
     const merge = addCogroupNodes(b, name, this.parts, (part) => aggregateProcessor(initializer, part.aggregator, keyId, storeName), {
@@ -398,7 +397,7 @@ export class TimeWindowedCogroupedKStream<K, VOut> {
     if (typeof initializer !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `cogroup aggregate: the initializer must be a function, got ${typeof initializer}`)
     const b = this.builder
     const { name, storeName } = aggregationNames(b, 'COGROUPKSTREAM-AGGREGATE', materialized.name)
-    const keySerde = keySerdeOr(this.parts.find((p) => p.keySerde !== undefined)?.keySerde)
+    const keySerde = this.builder.keySerdeOr(this.parts.find((p) => p.keySerde !== undefined)?.keySerde)
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
     const retained = retainedAfterClose(name, windows, materialized.retentionMs)
@@ -440,7 +439,7 @@ export class SessionWindowedCogroupedKStream<K, VOut> {
     if (typeof merger !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `cogroup aggregate: the session merger must be a function, got ${typeof merger}`)
     const b = this.builder
     const { name, storeName } = aggregationNames(b, 'COGROUPKSTREAM-AGGREGATE', materialized.name)
-    const keySerde = keySerdeOr(this.parts.find((p) => p.keySerde !== undefined)?.keySerde)
+    const keySerde = this.builder.keySerdeOr(this.parts.find((p) => p.keySerde !== undefined)?.keySerde)
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
     const merge = addCogroupNodes(

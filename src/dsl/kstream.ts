@@ -1,4 +1,3 @@
-import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
 import { PunctualError } from '../errors.js'
 import type { ProcessorContext, ProcessorSupplier, StoreKey, StreamRecord } from '../processor/api.js'
@@ -355,7 +354,7 @@ export class KStream<K, V> {
     const sharedSuffix = rightOuter ? '-outer-shared-join' : '-left-shared-join'
     const outerStore = leftOuter ? `${base === undefined ? `KSTREAM-OUTERSHARED-${thisGenerated.slice(thisGenerated.lastIndexOf('-') + 1)}` : base + sharedSuffix}-store` : undefined
     // One key id function for both sides, so equal keys meet whatever serde each side carries.
-    const keyId = keyIdFunction(left.keySerde ?? (right.keySerde as Serde<K> | undefined) ?? (Serdes.JSON<K>() as Serde<K>))
+    const keyId = keyIdFunction(b.keySerdeOr(left.keySerde ?? (right.keySerde as Serde<K> | undefined)))
     const retention = windows.retentionMs()
     const thisSide: JoinSide<K, V, VO, VR> = { left: true, outer: leftOuter, windows, otherStore, outerStore, joiner, keyId }
     const otherSide: JoinSide<K, VO, V, VR> = { left: false, outer: rightOuter, windows, otherStore: thisStore, outerStore, joiner: (r, l, k) => joiner(l, r, k), keyId }
@@ -410,15 +409,15 @@ export class KStream<K, V> {
 
   /** A grouped stream whose aggregations read `stream` through a repartition topic (with the grouping's serdes, else the stream's). */
   private groupedThroughRepartition(stream: KStream<K, V>, grouped: Grouped<K, V>): KGroupedStream<K, V> {
-    const keySerde = grouped.keySerde ?? stream.keySerde ?? (Serdes.JSON<K>() as Serde<K>)
-    const valueSerde = grouped.valueSerde ?? stream.valueSerde ?? (Serdes.JSON<V>() as Serde<V>)
+    const keySerde = this.builder.keySerdeOr(grouped.keySerde ?? stream.keySerde)
+    const valueSerde = this.builder.valueSerdeOr(grouped.valueSerde ?? stream.valueSerde)
     return new KGroupedStream(this.builder, stream.node, keySerde, valueSerde, { stream, name: grouped.name })
   }
 
   /** @internal This stream written to `<name>-repartition` (partitioned by key) and read back: each key in one task. */
   throughRepartitionTopic(name: string, keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): KStream<K, V> {
-    const ks = keySerde ?? this.keySerde ?? (Serdes.JSON<K>() as Serde<K>)
-    const vs = valueSerde ?? this.valueSerde ?? (Serdes.JSON<V>() as Serde<V>)
+    const ks = this.builder.keySerdeOr(keySerde ?? this.keySerde)
+    const vs = this.builder.valueSerdeOr(valueSerde ?? this.valueSerde)
     const topic = `${name}-repartition`
     this.builder.graph.markInternalTopic(topic)
     this.builder.graph.addSink(this.builder.newName('KSTREAM-SINK'), topic, { keySerde: ks, valueSerde: vs }, this.node)
@@ -438,8 +437,8 @@ export class KStream<K, V> {
       produced.name ?? this.builder.newName('KSTREAM-SINK'),
       topic,
       {
-        keySerde: produced.keySerde ?? this.keySerde ?? (Serdes.JSON<K>() as Serde<K>),
-        valueSerde: produced.valueSerde ?? this.valueSerde ?? (Serdes.JSON<V>() as Serde<V>),
+        keySerde: this.builder.keySerdeOr(produced.keySerde ?? this.keySerde),
+        valueSerde: this.builder.valueSerdeOr(produced.valueSerde ?? this.valueSerde),
         ...(produced.partitioner === undefined ? {} : { partitioner: produced.partitioner }),
       },
       this.node,

@@ -1,6 +1,5 @@
 import { invalidConfig } from '../errors.js'
 import type { Processor, ProcessorContext } from '../processor/api.js'
-import { Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
 import { SuppressionStore } from '../suppress/buffer.js'
 import { SuppressProcessor, spillsToDisk } from '../suppress/suppress-processor.js'
@@ -148,7 +147,7 @@ export class KTable<K, V> {
     if (sendsOldValues) m.sendsOldValues = true
     if (m.storeName === undefined || m.keyId === undefined) {
       const storeName = this.storeName ?? `${this.node}-STATE-STORE`
-      const keySerde = this.keySerde ?? (Serdes.JSON<K>() as Serde<K>)
+      const keySerde = this.builder.keySerdeOr(this.keySerde)
       const keyId = keyIdFunction(keySerde)
       m.keyId = keyId
       const builder: StoreBuilder =
@@ -263,10 +262,10 @@ export class KTable<K, V> {
     // Kafka Streams spends one more index on the result's store name, materialized or not.
     b.newName('KTABLE-FK-JOIN-OUTPUT')
 
-    const keySerde = this.keySerde ?? (Serdes.JSON<K>() as Serde<K>)
-    const foreignKeySerde = other.keySerdeOrUndefined ?? (Serdes.JSON<KO>() as Serde<KO>)
-    const valueSerde = this.valueSerde ?? (Serdes.JSON<V>() as Serde<V>)
-    const foreignValueSerde = other.valueSerdeOrUndefined ?? (Serdes.JSON<VO>() as Serde<VO>)
+    const keySerde = b.keySerdeOr(this.keySerde)
+    const foreignKeySerde = b.keySerdeOr(other.keySerdeOrUndefined)
+    const valueSerde = b.valueSerdeOr(this.valueSerde)
+    const foreignValueSerde = b.valueSerdeOr(other.valueSerdeOrUndefined)
     const hashTopic = `${registrationTopic}-vh`
     const valueBytes = (v: V): Uint8Array | null => valueSerde.serialize(v, hashTopic)
     const leftJoin = operation === 'leftJoin'
@@ -348,8 +347,8 @@ export class KTable<K, V> {
     const table = this.valueStore('groupBy', 'oldValue', true)
     const b = this.builder
     const name = grouped.name ?? b.newName('KTABLE-SELECT')
-    const keySerde = grouped.keySerde ?? (Serdes.JSON<KR>() as Serde<KR>)
-    const valueSerde = grouped.valueSerde ?? (Serdes.JSON<VR>() as Serde<VR>)
+    const keySerde = b.keySerdeOr(grouped.keySerde)
+    const valueSerde = b.valueSerdeOr(grouped.valueSerde)
     const groupId = keyIdFunction(keySerde)
     const storeName = table.storeName
     b.graph.addProcessor(
@@ -400,9 +399,9 @@ export class KTable<K, V> {
               return stampedKeyId(w) ?? windowedKeyId(inner(w.key), w.window.start)
             }
     } else {
-      keyId = keyIdFunction(this.keySerde ?? (Serdes.JSON<K>() as Serde<K>))
+      keyId = keyIdFunction(this.builder.keySerdeOr(this.keySerde))
     }
-    const valueSerde = this.valueSerde ?? (Serdes.JSON<V>() as Serde<V>)
+    const valueSerde = this.builder.valueSerdeOr(this.valueSerde)
     const valueSize = (v: V | null): number => valueSerde.sizeOf?.(v) ?? valueSerde.serialize(v, '')?.byteLength ?? 0
     // The default size: key bytes (the id is one character per byte) + value bytes + a fixed overhead.
     const sizer = s.sizer ?? ((_k: K, v: V | null, id: string) => id.length + valueSize(v) + ENTRY_OVERHEAD)
