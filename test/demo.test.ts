@@ -96,7 +96,7 @@ describe('the delays-by-state demo (npm run demo:states)', () => {
   it('joins every flight with its airport’s state, counts weeks once each, and queries the stores at the end', () => {
     const r = spawnSync(process.execPath, ['--import', 'tsx', 'demo/flights/states.ts', '--limit', '120000'], { cwd: ROOT, encoding: 'utf8' })
     assert.equal(r.status, 0, r.stderr)
-    assert.match(r.stdout, /interactive queries: airport-states holds 3,376 airports \(ORD is in IL\); state-delays-store holds \d+ open \(state, week\) windows/)
+    assert.match(r.stdout, /interactive queries: airport-states holds 3,376 airports \(ORD is in IL\); state-delays holds \d+ open \(state, week\) windows/)
     // The first 120,000 flights leave from airports of the table, 1-9 January 2001: the week from 28 December closes.
     assert.match(r.stdout, /\n {2}2000-12-28 {2}[A-Z]{2} +[\d,]+ +[\d.]+ min +\d+%\n/)
     const done = /done: 120,000 flights in [\d.]+ s · ([\d,]+) in (\d+) closed weeks, ([\d,]+) in weeks still open, 0 from airports not in the table · 0 late flights dropped · 0 results emitted twice/.exec(r.stdout)
