@@ -13,22 +13,16 @@ export function keyIdQuery<K, S, V>(keyId: (key: K) => string, keySerde: Serde<K
     kind: 'keyValue',
     view: (store: StateStore): ReadOnlyKeyValueStore<K, V> => {
       const s = store as KeyValueStore<string, S>
-      const entries = (from: string | undefined, to: string | undefined): Array<[K, V]> => {
-        const out: Array<[K, V]> = []
-        for (const [id, stored] of s.all()) {
-          if (from !== undefined && id < from) continue
-          if (to !== undefined && id > to) break
-          out.push([keyOf(id), value(stored)])
-        }
-        return out
+      function* entries(stored: Iterable<[string, S]>): IterableIterator<[K, V]> {
+        for (const [id, entry] of stored) yield [keyOf(id), value(entry)]
       }
       return {
         get: (key) => {
           const stored = s.get(keyId(key))
           return stored === undefined ? undefined : value(stored)
         },
-        range: (from, to) => entries(keyId(from), keyId(to)),
-        all: () => entries(undefined, undefined),
+        range: (from, to) => entries(s.range(keyId(from), keyId(to))),
+        all: () => entries(s.all()),
         approximateNumEntries: () => s.approximateNumEntries(),
       }
     },

@@ -117,9 +117,7 @@ export type StoreKey = string | number | bigint | boolean
  * A task's key-value store (Kafka Streams' `KeyValueStore`), made by {@link Stores}. Writes go to the
  * task's next commit: its checkpoint, and on Kafka the store's changelog topic.
  */
-export interface KeyValueStore<K extends StoreKey, V> extends StateStore {
-  /** The key's value, or undefined. */
-  get(key: K): V | undefined
+export interface KeyValueStore<K extends StoreKey, V> extends StateStore, ReadOnlyKeyValueStore<K, V> {
   /**
    * Sets the key's value.
    * @throws PunctualError `INVALID_ARGUMENT` when the key or value does not fit the store's serdes (a
@@ -133,10 +131,6 @@ export interface KeyValueStore<K extends StoreKey, V> extends StateStore {
   putIfAbsent(key: K, value: V): V | undefined
   /** Removes the key; returns the value it had, or undefined. */
   delete(key: K): V | undefined
-  /** All entries, in key order. */
-  all(): IterableIterator<[K, V]>
-  /** The number of entries: exact for an in-memory store; a persistent store's may be off by the keys changed since the last commit. */
-  approximateNumEntries(): number
 }
 
 /** One version of a key's value in a versioned store (Kafka Streams' `VersionedRecord`). */
@@ -171,20 +165,25 @@ export interface VersionedKeyValueStore<K extends StoreKey, V> extends StateStor
 }
 
 /**
- * A read-only view of a key-value store for interactive queries (Kafka Streams'
- * `ReadOnlyKeyValueStore`), over every task of the application instance that holds the store.
+ * Reads of a key-value store (Kafka Streams' `ReadOnlyKeyValueStore`): what an interactive query gets,
+ * over every task of the application instance that holds the store, and what every
+ * {@link KeyValueStore} offers besides its writes. A key without a value reads as undefined, as a
+ * `Map`'s does. Iterate a scan once, right away (`for ... of`, or `[...store.all()]` to keep it): an
+ * interactive query's scan is a snapshot taken when it is called; a processor's store scans its live
+ * entries, lazily, so a large persistent store is never held in memory whole.
  */
 export interface ReadOnlyKeyValueStore<K, V> {
   /** The key's value, or undefined. */
   get(key: K): V | undefined
   /**
-   * Entries whose keys lie from `from` to `to`, both included, in key order (each task's entries in
-   * turn): for the DSL's stores the order of the serialized keys, as in Kafka Streams.
+   * Entries whose keys lie from `from` to `to`, both included, in key order: for the DSL's stores
+   * the order of the serialized keys, as in Kafka Streams; for `Stores.*` stores booleans, then
+   * numbers, then strings. An interactive query gives each task's entries in turn.
    */
-  range(from: K, to: K): Array<[K, V]>
-  /** Every entry, in key order within each task. */
-  all(): Array<[K, V]>
-  /** The number of entries, summed over the instance's tasks; approximate as each task's store counts them. */
+  range(from: K, to: K): IterableIterator<[K, V]>
+  /** Every entry, in key order (an interactive query: within each task). */
+  all(): IterableIterator<[K, V]>
+  /** The number of entries (an interactive query: summed over the instance's tasks); a persistent store's may be off by the keys changed since the last commit. */
   approximateNumEntries(): number
 }
 

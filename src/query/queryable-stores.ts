@@ -147,8 +147,9 @@ function composite(kind: QueryableStoreKind, current: <V>() => V[], ready: () =>
       const views = current<ReadOnlyKeyValueStore<unknown, unknown>>
       return {
         get: (key) => first(views(), (v) => v.get(key), undefined, ready),
-        range: (from, to) => ofAll(views, (vs) => vs.flatMap((v) => v.range(from, to)), ready),
-        all: () => ofAll(views, (vs) => vs.flatMap((v) => v.all()), ready),
+        // A snapshot, taken now: the stores go on changing while the caller iterates, perhaps across an await.
+        range: (from, to) => ofAll(views, (vs) => vs.flatMap((v) => [...v.range(from, to)]).values(), ready),
+        all: () => ofAll(views, (vs) => vs.flatMap((v) => [...v.all()]).values(), ready),
         approximateNumEntries: () => ofAll(views, (vs) => vs.reduce((n, v) => n + v.approximateNumEntries(), 0), ready),
       } satisfies ReadOnlyKeyValueStore<unknown, unknown>
     }

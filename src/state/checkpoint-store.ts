@@ -241,8 +241,8 @@ export class CheckpointStore {
     const range = { start: ['kv', taskId, store], end: ['kv', taskId, `${store}\u0000`] }
     return {
       get: (key) => (db.get(['kv', taskId, store, keyPart(key)]) as [StoreKey, unknown] | undefined)?.[1],
-      *entries() {
-        for (const { value } of db.getRange(range)) {
+      *entries(from) {
+        for (const { value } of db.getRange(from === undefined ? range : { ...range, start: ['kv', taskId, store, keyPart(from)] })) {
           const [k, v] = value as [StoreKey, unknown]
           yield [k, v]
         }

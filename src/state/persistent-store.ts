@@ -10,8 +10,8 @@ import type { DurableStore } from './durable.js'
 /** A store's committed entries on disk, as the state directory holds them. */
 export interface StoreDisk {
   get(key: StoreKey): unknown
-  /** Every entry, in the disk's key order (booleans, numbers, then strings). */
-  entries(): Iterable<[StoreKey, unknown]>
+  /** Every entry from key `from` on (from the first without it), in the disk's key order (booleans, numbers, then strings). */
+  entries(from?: StoreKey): Iterable<[StoreKey, unknown]>
   count(): number
 }
 
@@ -135,16 +135,27 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
   }
 
   /** All entries in key order: booleans, numbers, then strings (the disk's order, in memory too). */
-  *all(): IterableIterator<[K, V]> {
+  all(): IterableIterator<[K, V]> {
+    return this.scan(undefined, undefined)
+  }
+
+  /** The entries with keys from `from` to `to`, both included, in key order; the disk is read from `from` on. */
+  range(from: K, to: K): IterableIterator<[K, V]> {
+    return this.scan(from, to)
+  }
+
+  private *scan(from: K | undefined, to: K | undefined): IterableIterator<[K, V]> {
+    const within = (k: K): boolean => (from === undefined || compareKeys(k, from) >= 0) && (to === undefined || compareKeys(k, to) <= 0)
     const disk = this.disk
     if (disk === undefined) {
-      for (const k of [...this.mem.keys()].sort(compareKeys)) yield [k, this.mem.get(k) as V]
+      for (const k of [...this.mem.keys()].filter(within).sort(compareKeys)) yield [k, this.mem.get(k) as V]
       return
     }
     // Merge the disk's entries with the changes not on disk yet (few), both in key order.
-    const changes = [...new Set([...this.committing.keys(), ...this.mem.keys()])].sort(compareKeys)
+    const changes = [...new Set([...this.committing.keys(), ...this.mem.keys()])].filter(within).sort(compareKeys)
     let i = 0
-    for (const [dk, dv] of disk.entries()) {
+    for (const [dk, dv] of disk.entries(from)) {
+      if (to !== undefined && compareKeys(dk as K, to) > 0) break
       while (i < changes.length && compareKeys(changes[i] as K, dk) < 0) yield* this.changed_(changes[i++] as K)
       if (i < changes.length && compareKeys(changes[i] as K, dk) === 0) yield* this.changed_(changes[i++] as K)
       else yield [dk as K, dv as V]

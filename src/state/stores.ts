@@ -9,6 +9,7 @@ import type { DurableStore } from './durable.js'
 import { ChangeLog } from './change-log.js'
 import { ShardedMap } from '../util/sharded-map.js'
 import { checkStoreWrite } from './store-writes.js'
+import { compareStoreKeys } from './key-part.js'
 import type { StoreWriteSerdes } from './store-writes.js'
 
 export { DURABLE, durableStore } from './durable.js'
@@ -104,10 +105,15 @@ export class InMemoryKeyValueStore<K extends StoreKey, V> implements KeyValueSto
     if (c !== undefined && !c.has(key)) c.first(key, this.map.has(key))
   }
 
-  *all(): IterableIterator<[K, V]> {
+  all(): IterableIterator<[K, V]> {
     // Sorting here keeps puts O(1); iteration in key order is the rarer operation.
-    const keys = [...this.map.keys()].sort(compareKeys)
-    for (const k of keys) yield [k, this.map.get(k) as V]
+    return this.entriesOf([...this.map.keys()].sort(compareStoreKeys))
+  }
+
+  range(from: K, to: K): IterableIterator<[K, V]> {
+    const keys: K[] = []
+    for (const k of this.map.keys()) if (compareStoreKeys(k, from) >= 0 && compareStoreKeys(k, to) <= 0) keys.push(k)
+    return this.entriesOf(keys.sort(compareStoreKeys))
   }
 
   approximateNumEntries(): number {
@@ -117,10 +123,14 @@ export class InMemoryKeyValueStore<K extends StoreKey, V> implements KeyValueSto
   close(): void {
     this.map.clear()
   }
-}
 
-function compareKeys(a: StoreKey, b: StoreKey): number {
-  return a < b ? -1 : a > b ? 1 : 0
+  /** The entries of `keys` still present when the iteration reaches them. */
+  private *entriesOf(keys: readonly K[]): IterableIterator<[K, V]> {
+    for (const k of keys) {
+      const v = this.map.get(k)
+      if (v !== undefined) yield [k, v]
+    }
+  }
 }
 
 /** Queries of a key-value store whose keys are the application's own. */
@@ -130,8 +140,8 @@ const KEY_VALUE_QUERY: StoreQuery = {
     const s = store as KeyValueStore<StoreKey, unknown>
     return {
       get: (key: StoreKey) => s.get(key),
-      range: (from: StoreKey, to: StoreKey) => [...s.all()].filter(([k]) => compareKeys(k, from) >= 0 && compareKeys(k, to) <= 0),
-      all: () => [...s.all()],
+      range: (from: StoreKey, to: StoreKey) => s.range(from, to),
+      all: () => s.all(),
       approximateNumEntries: () => s.approximateNumEntries(),
     } satisfies ReadOnlyKeyValueStore<StoreKey, unknown>
   },

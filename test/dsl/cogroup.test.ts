@@ -107,7 +107,7 @@ describe('cogroup (KIP-150)', () => {
             rt.producer<string, string | null>(r.side).send(r.key, r.value, r.ts)
             await rt.idle()
           }
-          activity = rt.store('activity', QueryableStoreTypes.keyValueStore<string, string>()).all()
+          activity = [...rt.store('activity', QueryableStoreTypes.keyValueStore<string, string>()).all()]
           await rt.stop()
         }
         const expected = model(records)

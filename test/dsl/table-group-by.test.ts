@@ -146,7 +146,7 @@ describe('KTable.groupBy', () => {
           rt.start()
           for (const u of part) rt.producer<string, string | null>('users').send(u.key, u.value, u.ts)
           await rt.idle()
-          counts = rt.store('counts', QueryableStoreTypes.keyValueStore<string, number>()).all()
+          counts = [...rt.store('counts', QueryableStoreTypes.keyValueStore<string, number>()).all()]
           await rt.stop()
         }
         // Each aggregation reads its own repartition topic (a task of its own): compare each one's results.

@@ -41,8 +41,8 @@ describe('interactive queries', () => {
     assert.equal(counts.get('b'), 3)
     assert.equal(counts.get('a'), 1)
     assert.equal(counts.get('z'), undefined)
-    assert.deepEqual(counts.all(), [['a', 1], ['b', 3], ['c', 1], ['d', 1]])
-    assert.deepEqual(counts.range('b', 'c'), [['b', 3], ['c', 1]])
+    assert.deepEqual([...counts.all()], [['a', 1], ['b', 3], ['c', 1], ['d', 1]])
+    assert.deepEqual([...counts.range('b', 'c')], [['b', 3], ['c', 1]])
     assert.equal(counts.approximateNumEntries(), 4)
     // The view follows the store: a later record shows at the next call.
     input.pipeInput('a', 'x', 7)
@@ -106,7 +106,7 @@ describe('interactive queries', () => {
     assert.deepEqual(versions.get('SEA'), { value: 'high', timestamp: 20 })
     assert.deepEqual(versions.get('SEA', 15), { value: 'low', timestamp: 10, validTo: 20 })
     assert.equal(versions.get('SEA', 5), null)
-    assert.deepEqual(d.store('lengths', QueryableStoreTypes.keyValueStore<string, number>()).all(), [['punctual', 8]])
+    assert.deepEqual([...d.store('lengths', QueryableStoreTypes.keyValueStore<string, number>()).all()], [['punctual', 8]])
     d.close()
   })
 
@@ -136,7 +136,7 @@ describe('interactive queries', () => {
     await first.idle()
     assert.equal(counts.approximateNumEntries(), 40)
     for (const [i, k] of keys.entries()) assert.equal(counts.get(k), (i % 3) + 1, k)
-    assert.deepEqual(counts.all().map(([k]) => k).sort(), [...keys].sort(), 'all() reads the four tasks')
+    assert.deepEqual([...counts.all()].map(([k]) => k).sort(), [...keys].sort(), 'all() reads the four tasks')
     await first.stop()
     assert.throws(() => counts.all(), /the runtime is NOT_RUNNING/)
 
@@ -180,7 +180,7 @@ describe('interactive queries', () => {
     assert.throws(() => sessions.fetch('z'), notReadyError)
     restoring = []
     assert.equal(counts.get('z'), undefined, 'once every task runs, a missing key is absent')
-    assert.deepEqual(counts.all(), [['a', 1], ['b', 2]])
+    assert.deepEqual([...counts.all()], [['a', 1], ['b', 2]])
     assert.deepEqual(windows.fetch('z', 0, 100), [])
     d.close()
   })
@@ -198,9 +198,9 @@ describe('interactive queries', () => {
         const counts = d.store('counts', QueryableStoreTypes.keyValueStore<string, number>())
         // Serialized (UTF-8) key order.
         const expected = [...model].sort(([x], [y]) => Buffer.compare(Buffer.from(x), Buffer.from(y)))
-        assert.deepEqual(counts.all(), expected)
+        assert.deepEqual([...counts.all()], expected)
         for (const [k, n] of model) assert.equal(counts.get(k), n)
-        assert.deepEqual(counts.range('a', 'b'), expected.filter(([k]) => Buffer.compare(Buffer.from(k), Buffer.from('a')) >= 0 && Buffer.compare(Buffer.from(k), Buffer.from('b')) <= 0))
+        assert.deepEqual([...counts.range('a', 'b')], expected.filter(([k]) => Buffer.compare(Buffer.from(k), Buffer.from('a')) >= 0 && Buffer.compare(Buffer.from(k), Buffer.from('b')) <= 0))
         d.close()
       }),
       { numRuns: 100 },

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import fc from '../helpers/fc.js'
 import { EmbeddedRuntime, silentLogger, Stores, StreamsBuilder, TimeWindows, Topology } from '../../src/index.js'
-import type { KeyValueStore, StoreKey } from '../../src/index.js'
+import type { KeyValueStore, ReadOnlyKeyValueStore, StoreKey } from '../../src/index.js'
 import { DURABLE } from '../../src/state/durable.js'
 import { compareStoreKeys } from '../../src/state/key-part.js'
 import { PERSISTENT, PersistentKeyValueStore } from '../../src/state/persistent-store.js'
@@ -23,20 +23,59 @@ function mapDisk(): { disk: StoreDisk; map: Map<StoreKey, unknown>; reads: () =>
         reads++
         return map.get(k)
       },
-      entries: () => [...map].sort((a, b) => compareStoreKeys(a[0], b[0])),
+      entries: (from) => [...map].filter(([k]) => from === undefined || compareStoreKeys(k, from) >= 0).sort((a, b) => compareStoreKeys(a[0], b[0])),
       count: () => map.size,
     },
   }
 }
 
+const key = fc.oneof(fc.integer({ min: -3, max: 3 }), fc.constantFrom('a', 'b', 'é', '𝄞', 'z'))
 const op = fc.oneof(
-  fc.record({ op: fc.constant('put' as const), key: fc.oneof(fc.integer({ min: -3, max: 3 }), fc.constantFrom('a', 'b', 'é', '𝄞', 'z')), value: fc.nat(99) }),
-  fc.record({ op: fc.constant('delete' as const), key: fc.oneof(fc.integer({ min: -3, max: 3 }), fc.constantFrom('a', 'b', 'é', '𝄞', 'z')) }),
-  fc.record({ op: fc.constant('get' as const), key: fc.oneof(fc.integer({ min: -3, max: 3 }), fc.constantFrom('a', 'b', 'é', '𝄞', 'z')) }),
+  fc.record({ op: fc.constant('put' as const), key, value: fc.nat(99) }),
+  fc.record({ op: fc.constant('delete' as const), key }),
+  fc.record({ op: fc.constant('get' as const), key }),
   fc.constant({ op: 'all' as const }),
+  fc.record({ op: fc.constant('range' as const), from: key, to: key }),
   fc.constant({ op: 'commit' as const }),
   fc.constant({ op: 'durable' as const }),
 )
+
+/** The model's entries from `from` to `to`, both included, in the stores' key order. */
+function modelRange(model: ReadonlyMap<StoreKey, number>, from: StoreKey, to: StoreKey): Array<[StoreKey, number]> {
+  return [...model].filter(([k]) => compareStoreKeys(k, from) >= 0 && compareStoreKeys(k, to) <= 0).sort((a, b) => compareStoreKeys(a[0], b[0]))
+}
+
+describe('in-memory key-value store', () => {
+  it('reads, writes, deletes, iterates and ranges like a sorted map (property)', () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 80 }), (ops) => {
+        const store: KeyValueStore<StoreKey, number> = Stores.inMemoryKeyValueStore<StoreKey, number>('s').build()
+        const model = new Map<StoreKey, number>()
+        for (const o of ops) {
+          if (o.op === 'put') {
+            store.put(o.key, o.value)
+            model.set(o.key, o.value)
+          } else if (o.op === 'delete') {
+            assert.equal(store.delete(o.key), model.get(o.key))
+            model.delete(o.key)
+          } else if (o.op === 'get') assert.equal(store.get(o.key), model.get(o.key))
+          else if (o.op === 'all') assert.deepEqual([...store.all()], [...model].sort((a, b) => compareStoreKeys(a[0], b[0])))
+          else if (o.op === 'range') assert.deepEqual([...store.range(o.from, o.to)], modelRange(model, o.from, o.to), `range(${String(o.from)}, ${String(o.to)})`)
+        }
+      }),
+    )
+  })
+
+  it('is a ReadOnlyKeyValueStore: a processor can hand its store to code that only reads', () => {
+    const store = Stores.inMemoryKeyValueStore<string, number>('s').build()
+    store.put('b', 2)
+    store.put('a', 1)
+    const reader: ReadOnlyKeyValueStore<string, number> = store
+    assert.deepEqual([...reader.all()], [['a', 1], ['b', 2]])
+    assert.deepEqual([...reader.range('b', 'z')], [['b', 2]])
+    assert.equal(reader.get('c'), undefined)
+  })
+})
 
 describe('persistent key-value store', () => {
   it('reads, writes, deletes and iterates like a map, across commits, with a tiny cache (property)', () => {
@@ -70,6 +109,8 @@ describe('persistent key-value store', () => {
             assert.equal(store.get(o.key), model.get(o.key))
           } else if (o.op === 'all') {
             assert.deepEqual([...store.all()], [...model].sort((a, b) => compareStoreKeys(a[0], b[0])))
+          } else if (o.op === 'range') {
+            assert.deepEqual([...store.range(o.from, o.to)], modelRange(model, o.from, o.to), `range(${String(o.from)}, ${String(o.to)})`)
           } else if (o.op === 'commit') {
             durable() // one commit in flight at a time
             taken = store[DURABLE].takeChanges()
@@ -129,6 +170,28 @@ describe('persistent key-value store', () => {
     ])
     assert.equal(store!.get('k3'), 6)
     assert.equal(store!.get('new'), 1)
+    // A range reads the disk from its first key on, and ends at its last.
+    assert.deepEqual([...store!.range('k997', 'k999')], [
+      ['k997', 5],
+      ['k998', 5],
+      ['k999', 5],
+    ])
+    assert.deepEqual([...store!.range('k69', 'k7')], [
+      ['k69', 5],
+      ['k690', 5],
+      ['k691', 5],
+      ['k692', 5],
+      ['k693', 5],
+      ['k694', 5],
+      ['k695', 5],
+      ['k696', 5],
+      ['k697', 5],
+      ['k698', 5],
+      ['k699', 5],
+    ], 'k7 itself was deleted')
+    c.producer('in').send('k6999', 'v', 6002)
+    await c.idle()
+    assert.deepEqual([...store!.range('k699', 'k6999z')], [['k699', 5], ['k6999', 1]], 'a change not yet committed is in the range')
     await c.stop()
   })
 })
