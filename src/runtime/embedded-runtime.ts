@@ -453,7 +453,15 @@ export class EmbeddedRuntime {
       }
       const global = this.globals?.get(storeName)
       return global === undefined ? localStores(this.tasks, storeName) : [global]
-    })
+    }, (storeName) => this.tasksRestoring(storeName))
+  }
+
+  /** The tasks restoring here (assigned while running) whose sub-topology holds store `storeName`. */
+  private tasksRestoring(storeName: string): string[] {
+    const restoring = this.taskManager?.restoringIds() ?? []
+    if (restoring.length === 0) return restoring
+    const holding = new Set(this.topology.subtopologies().flatMap((sub, i) => (sub.stores.some((b) => b.name === storeName) ? [i] : [])))
+    return restoring.filter((id) => holding.has(Number(id.slice(0, id.indexOf('_')))))
   }
 
   /** Number of tasks: one per input partition of each sub-topology. */

@@ -17,6 +17,7 @@ import {
 import type { Processor, ProcessorContext, KeyValueStore, PunctualError, StreamRecord, Topology } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
 import { queryableStore } from '../../src/query/queryable-stores.js'
+import { partitionForStringKey } from '../../src/log/murmur2.js'
 import type { StateStore } from '../../src/processor/api.js'
 
 const str = { keySerde: Serdes.String(), valueSerde: Serdes.String() }
@@ -146,6 +147,30 @@ describe('interactive queries', () => {
     for (const [i, k] of keys.entries()) assert.equal(restored.get(k), (i % 3) + 1, `${k} after the restart`)
     assert.equal(second.store('windows', QueryableStoreTypes.windowStore<string, number>()).fetch('key-5', 1000), 3)
     await second.stop()
+  })
+
+  it('the embedded runtime: a task assigned while running answers STORE_NOT_READY until it has restored', async () => {
+    const b = new StreamsBuilder()
+    b.stream<string, string>('in').groupByKey().count({ name: 'counts' })
+    const rt = new EmbeddedRuntime(b.build(), { applicationId: 'iq-restoring', topics: { in: { partitions: 2 } }, logger: silentLogger })
+    rt.start()
+    const keys = Array.from({ length: 8000 }, (_, i) => `key-${i}`)
+    const p = rt.producer<string, string>('in')
+    for (const k of keys) p.send(k, 'v', 1)
+    await rt.idle()
+    const counts = rt.store('counts', QueryableStoreTypes.keyValueStore<string, number>())
+    const of1 = keys.find((k) => partitionForStringKey(k, 2) === 1)!
+    const of0 = keys.find((k) => partitionForStringKey(k, 2) === 0)!
+    await rt.revokeTasks(['0_1'])
+    const assigned = rt.assignTasks(['0_1'])
+    while (rt.restoreProgress().length === 0) await new Promise((r) => setImmediate(r))
+    assert.equal(counts.get(of0), 1, 'a key of the running task is answered')
+    assert.throws(() => counts.get(of1), (e: PunctualError) => e.code === 'STORE_NOT_READY' && /task 0_1 holding it is restoring/.test(e.message))
+    assert.throws(() => counts.all(), (e: PunctualError) => e.code === 'STORE_NOT_READY')
+    await assigned
+    assert.equal(counts.get(of1), 1, 'restored: the key is answered')
+    assert.equal([...counts.all()].length, keys.length)
+    await rt.stop()
   })
 
   it('while a task holding the store restores, fail with STORE_NOT_READY where "absent" may be wrong, and answer keys of running tasks', () => {
