@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Installs the packed package into a fresh app, as a user would (npm pack, npm install the tarball), then
-# type-checks the README's code strictly against the published typings and runs the README's minimal app
-# with `punctual run`; the guides' complete examples type-check too. Needs the npm registry for the
-# app's other dependencies.
+# type-checks the README's code and every docs/*.md example strictly against the published typings and runs
+# the README's minimal app with `punctual run`. Needs the npm registry for the app's other dependencies.
+#
+# The rule for docs/*.md: a doc's ```ts blocks, in order, form one module, so a later fragment uses what an
+# earlier one imported or declared (`declare const topology: Topology` states what a fragment takes as
+# given). Every ```ts block compiles; what is not a program (shell, output, signatures) goes in ```sh,
+# ```text or a bare fence. No other fence is allowed, so TypeScript cannot slip past under ```typescript.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -23,11 +27,32 @@ const blocks = [...readFileSync(process.argv[2], 'utf8').matchAll(/```ts\n([\s\S
 writeFileSync('app.ts', blocks[0])
 const imports = "import { BufferConfig, EmbeddedRuntime, JoinWindows, QueryableStoreTypes, StreamsBuilder, Suppressed, TimeWindows, silentLogger } from 'punctual'\nimport type { Windowed } from 'punctual'\n"
 writeFileSync('tour.ts', imports + blocks[1] + blocks[2] + '\nconst builder = new StreamsBuilder()\n' + blocks[3] + blocks[4] + blocks[5])
-// The guides' first blocks are complete programs: each must compile on its own.
-for (const guide of ['punctuations', 'timers-and-ttl', 'windows-and-suppression', 'joins']) {
-  const text = readFileSync(process.argv[2].replace(/README\.md$/, `docs/${guide}.md`), 'utf8')
-  writeFileSync(`guide-${guide}.ts`, text.match(/```ts\n([\s\S]*?)```/)[1] + '\nexport {}\n')
+JS
+# Each docs/X.md becomes the module docs/X.ts: its ```ts blocks' lines in place, every other line blank (so
+# tsc's line and column numbers are the doc's), then `export {}` (a module even without an import).
+mkdir docs
+node - "$root/docs" <<'JS'
+const { readdirSync, readFileSync, writeFileSync } = await import('node:fs')
+const counts = []
+for (const doc of readdirSync(process.argv[2]).filter((f) => f.endsWith('.md')).sort()) {
+  let fence = null // the open fence's language, or null outside a fence
+  let blocks = 0
+  const lines = readFileSync(`${process.argv[2]}/${doc}`, 'utf8').split('\n').map((line, i) => {
+    const open = line.match(/^ *```(.*)$/)
+    if (fence === null && open) {
+      fence = open[1].trim()
+      if (!['ts', 'sh', 'text', ''].includes(fence)) throw new Error(`docs/${doc}:${i + 1}: fence \`\`\`${fence}: use ts (checked), sh, text or none`)
+      if (fence === 'ts') blocks++
+      return ''
+    }
+    if (fence !== null && /^ *```\s*$/.test(line)) fence = null
+    return fence === 'ts' ? line : ''
+  })
+  if (fence !== null) throw new Error(`docs/${doc}: a fence is not closed`)
+  if (blocks > 0) writeFileSync(`docs/${doc.replace(/\.md$/, '.ts')}`, lines.join('\n') + '\nexport {}\n')
+  counts.push(`${doc} ${blocks}`)
 }
+console.log(`docs' ts blocks checked: ${counts.join(', ')}`)
 JS
 # A published package runs nothing at install: no lifecycle script that npm would run (or ask to approve), and
 # it pulls in no Kafka client (an optional peer dependency; the repository's optional dependency is for a clone).
@@ -52,4 +77,4 @@ for (const [path, text] of [['', '<title>punctual</title>'], ['live.js', 'EventS
 await rt.stop()
 JS
 node live.mjs
-echo "package check: installed from the tarball, README and guide code type-checks, the README app runs, the live page is served"
+echo "package check: installed from the tarball, README and docs code type-checks, the README app runs, the live page is served"
