@@ -1,4 +1,4 @@
-import { EmbeddedRuntime, JoinWindows, Serdes, silentLogger, StreamsBuilder } from '../src/index.js'
+import { EmbeddedRuntime, JoinWindows, Named, Serdes, silentLogger, StreamsBuilder } from '../src/index.js'
 import type { Topology } from '../src/index.js'
 import { loadAirports, loadFlights } from '../demo/flights/data.js'
 import type { Airport, Flights } from '../demo/flights/data.js'
@@ -79,8 +79,8 @@ function topology(out: Output): Topology {
   const sides = b
     .stream<string, number>('airport-events', { valueSerde: Serdes.Double() })
     .split()
-    .branch((_k, v) => (v & 1) === 0, 'departures')
-    .defaultBranch('arriving')
+    .branch((_k, v) => (v & 1) === 0, Named.as('departures'))
+    .defaultBranch(Named.as('arriving'))
   // The side bit comes off in the joiner: (2d + 0) >> 1 = d, (2a + 1) >> 1 = a.
   const departures = sides.departures as NonNullable<typeof sides.departures>
   const arriving = sides.arriving as NonNullable<typeof sides.arriving>

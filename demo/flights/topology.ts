@@ -1,4 +1,4 @@
-import { BufferConfig, PunctuationType, Serdes, StateDescriptors, Stores, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
+import { BufferConfig, Named, PunctuationType, Serdes, StateDescriptors, Stores, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
 import type { ExpiredEntry, KeyedProcessor, KeyedProcessorContext, KeyValueStore, ProcessorContext, StreamRecord, Timer, Topology, ValueState, Windowed } from '../../src/index.js'
 
 export const DAY = 86_400_000
@@ -67,7 +67,7 @@ export function flightsTopology(options: { progressStartMs: number; /** Prepende
   const builder = new StreamsBuilder()
   builder
     .stream<string, FlightValue>(t('flights'), { valueSerde: Serdes.JSON<FlightValue>(), name: 'flights' })
-    .filter((_airport, flight) => flight.delay > DELAYED_MIN, 'delayed-flights')
+    .filter((_airport, flight) => flight.delay > DELAYED_MIN, Named.as('delayed-flights'))
     .groupByKey()
     .windowedBy(TimeWindows.ofSizeAndGrace(HOUR, HOURLY_GRACE))
     .count({ name: 'hourly-delayed-counts' })

@@ -4,7 +4,8 @@ import type { ProcessorContext, ProcessorSupplier, StoreKey, StreamRecord } from
 import type { ExpiredEntry, KeyedProcessorSupplier, Timer } from '../keyed/api.js'
 import type { StreamsBuilder } from './builder.js'
 import { KGroupedStream } from './grouped.js'
-import type { Grouped, KeyValue, Produced } from './options.js'
+import { namedNode } from './options.js'
+import type { Grouped, KeyValue, Named, Produced } from './options.js'
 import { statelessProcessor, tableSourceProcessor } from './processors.js'
 import type { TableMaterialization } from './processors.js'
 import { KTable } from './ktable.js'
@@ -40,25 +41,25 @@ export class KStream<K, V> {
 
   /**
    * The records for which `predicate` holds (Kafka Streams' `KStream.filter`). Keys are kept, so no
-   * repartition follows. Its node is named `name`, else `KSTREAM-FILTER-<n>`.
+   * repartition follows. Its node is named `named.name`, else `KSTREAM-FILTER-<n>`.
    */
-  filter(predicate: (key: K, value: V) => boolean, name?: string): KStream<K, V> {
-    return this.addStatelessNode(name, 'KSTREAM-FILTER', (r, ctx) => predicate(r.key, r.value) && ctx.forward(r), this.keySerde, this.valueSerde)
+  filter(predicate: (key: K, value: V) => boolean, named?: Named): KStream<K, V> {
+    return this.addStatelessNode(namedNode('KStream.filter', named), 'KSTREAM-FILTER', (r, ctx) => predicate(r.key, r.value) && ctx.forward(r), this.keySerde, this.valueSerde)
   }
 
-  /** The records for which `predicate` does not hold (Kafka Streams' `KStream.filterNot`). Its node is named `name`, else `KSTREAM-FILTER-<n>`. */
-  filterNot(predicate: (key: K, value: V) => boolean, name?: string): KStream<K, V> {
-    return this.addStatelessNode(name, 'KSTREAM-FILTER', (r, ctx) => !predicate(r.key, r.value) && ctx.forward(r), this.keySerde, this.valueSerde)
+  /** The records for which `predicate` does not hold (Kafka Streams' `KStream.filterNot`). Its node is named `named.name`, else `KSTREAM-FILTER-<n>`. */
+  filterNot(predicate: (key: K, value: V) => boolean, named?: Named): KStream<K, V> {
+    return this.addStatelessNode(namedNode('KStream.filterNot', named), 'KSTREAM-FILTER', (r, ctx) => !predicate(r.key, r.value) && ctx.forward(r), this.keySerde, this.valueSerde)
   }
 
   /**
    * One record per record, with the key and value `mapper` returns and the same timestamp and headers
    * (Kafka Streams' `KStream.map`). The key may change, so grouping or joining after it goes through a
-   * repartition topic; prefer `mapValues` when the key stays. Its node is named `name`, else `KSTREAM-MAP-<n>`.
+   * repartition topic; prefer `mapValues` when the key stays. Its node is named `named.name`, else `KSTREAM-MAP-<n>`.
    */
-  map<K2, V2>(mapper: (key: K, value: V) => KeyValue<K2, V2>, name?: string): KStream<K2, V2> {
+  map<K2, V2>(mapper: (key: K, value: V) => KeyValue<K2, V2>, named?: Named): KStream<K2, V2> {
     return this.addStatelessNode<K2, V2>(
-      name,
+      namedNode('KStream.map', named),
       'KSTREAM-MAP',
       (r, ctx) => {
         const kv = mapper(r.key, r.value)
@@ -72,28 +73,28 @@ export class KStream<K, V> {
 
   /**
    * One record per record, with the value `mapper` returns (Kafka Streams' `KStream.mapValues`; the key
-   * is read-only). Keeps the key serde and needs no repartition. Its node is named `name`, else `KSTREAM-MAPVALUES-<n>`.
+   * is read-only). Keeps the key serde and needs no repartition. Its node is named `named.name`, else `KSTREAM-MAPVALUES-<n>`.
    */
-  mapValues<V2>(mapper: (value: V, key: K) => V2, name?: string): KStream<K, V2> {
-    return this.addStatelessNode<K, V2>(name, 'KSTREAM-MAPVALUES', (r, ctx) => ctx.forward({ key: r.key, value: mapper(r.value, r.key), timestamp: r.timestamp, headers: r.headers }), this.keySerde)
+  mapValues<V2>(mapper: (value: V, key: K) => V2, named?: Named): KStream<K, V2> {
+    return this.addStatelessNode<K, V2>(namedNode('KStream.mapValues', named), 'KSTREAM-MAPVALUES', (r, ctx) => ctx.forward({ key: r.key, value: mapper(r.value, r.key), timestamp: r.timestamp, headers: r.headers }), this.keySerde)
   }
 
   /**
    * The records with the key `mapper` returns (Kafka Streams' `KStream.selectKey`); grouping or joining
-   * after it goes through a repartition topic. Its node is named `name`, else `KSTREAM-KEY-SELECT-<n>`.
+   * after it goes through a repartition topic. Its node is named `named.name`, else `KSTREAM-KEY-SELECT-<n>`.
    */
-  selectKey<K2>(mapper: (key: K, value: V) => K2, name?: string): KStream<K2, V> {
-    return this.addStatelessNode<K2, V>(name, 'KSTREAM-KEY-SELECT', (r, ctx) => ctx.forward({ key: mapper(r.key, r.value), value: r.value, timestamp: r.timestamp, headers: r.headers }), undefined, this.valueSerde, true)
+  selectKey<K2>(mapper: (key: K, value: V) => K2, named?: Named): KStream<K2, V> {
+    return this.addStatelessNode<K2, V>(namedNode('KStream.selectKey', named), 'KSTREAM-KEY-SELECT', (r, ctx) => ctx.forward({ key: mapper(r.key, r.value), value: r.value, timestamp: r.timestamp, headers: r.headers }), undefined, this.valueSerde, true)
   }
 
   /**
    * Zero or more records per record, each with the key and value `mapper` yields and the input's
    * timestamp and headers (Kafka Streams' `KStream.flatMap`). The key may change, as with `map`.
-   * Its node is named `name`, else `KSTREAM-FLATMAP-<n>`.
+   * Its node is named `named.name`, else `KSTREAM-FLATMAP-<n>`.
    */
-  flatMap<K2, V2>(mapper: (key: K, value: V) => Iterable<KeyValue<K2, V2>>, name?: string): KStream<K2, V2> {
+  flatMap<K2, V2>(mapper: (key: K, value: V) => Iterable<KeyValue<K2, V2>>, named?: Named): KStream<K2, V2> {
     return this.addStatelessNode<K2, V2>(
-      name,
+      namedNode('KStream.flatMap', named),
       'KSTREAM-FLATMAP',
       (r, ctx) => {
         for (const kv of mapper(r.key, r.value)) ctx.forward({ key: kv.key, value: kv.value, timestamp: r.timestamp, headers: r.headers })
@@ -106,11 +107,11 @@ export class KStream<K, V> {
 
   /**
    * Zero or more records per record, one per value `mapper` yields, with the input's key, timestamp and
-   * headers (Kafka Streams' `KStream.flatMapValues`). Its node is named `name`, else `KSTREAM-FLATMAPVALUES-<n>`.
+   * headers (Kafka Streams' `KStream.flatMapValues`). Its node is named `named.name`, else `KSTREAM-FLATMAPVALUES-<n>`.
    */
-  flatMapValues<V2>(mapper: (value: V, key: K) => Iterable<V2>, name?: string): KStream<K, V2> {
+  flatMapValues<V2>(mapper: (value: V, key: K) => Iterable<V2>, named?: Named): KStream<K, V2> {
     return this.addStatelessNode<K, V2>(
-      name,
+      namedNode('KStream.flatMapValues', named),
       'KSTREAM-FLATMAPVALUES',
       (r, ctx) => {
         for (const v of mapper(r.value, r.key)) ctx.forward({ key: r.key, value: v, timestamp: r.timestamp, headers: r.headers })
@@ -121,11 +122,11 @@ export class KStream<K, V> {
 
   /**
    * Calls `action` for each record and passes the record on unchanged (Kafka Streams' `KStream.peek`),
-   * for logging or metrics; what it throws is a processing error. Its node is named `name`, else `KSTREAM-PEEK-<n>`.
+   * for logging or metrics; what it throws is a processing error. Its node is named `named.name`, else `KSTREAM-PEEK-<n>`.
    */
-  peek(action: (key: K, value: V) => void, name?: string): KStream<K, V> {
+  peek(action: (key: K, value: V) => void, named?: Named): KStream<K, V> {
     return this.addStatelessNode(
-      name,
+      namedNode('KStream.peek', named),
       'KSTREAM-PEEK',
       (r, ctx) => {
         action(r.key, r.value)
@@ -199,10 +200,7 @@ export class KStream<K, V> {
     for (const s of stores) {
       if (typeof s !== 'string') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: store names must be strings, got ${JSON.stringify(s)}`)
     }
-    if (named !== undefined && (typeof named.name !== 'string' || named.name.length === 0)) {
-      throw new PunctualError('INVALID_TOPOLOGY', `${operation}: a name must be a non-empty string, got ${JSON.stringify(named.name)}`)
-    }
-    return { name: named?.name ?? this.builder.newName('KSTREAM-PROCESSOR'), stores: stores as string[] }
+    return { name: namedNode(`KStream.${operation}`, named) ?? this.builder.newName('KSTREAM-PROCESSOR'), stores: stores as string[] }
   }
 
   private connect(processor: string, stores: readonly string[]): void {
@@ -219,7 +217,7 @@ export class KStream<K, V> {
    * value deletes it. Records with a null key are dropped, as in Kafka Streams.
    */
   toTable(named?: Named): KTable<K, V> {
-    const name = named?.name ?? this.builder.newName('KSTREAM-TOTABLE')
+    const name = namedNode('KStream.toTable', named) ?? this.builder.newName('KSTREAM-TOTABLE')
     const storeName = this.builder.newName('KSTREAM-TOTABLE-STATE-STORE')
     // After a key-changing operation the records go through a repartition topic first, as in Kafka Streams.
     const from = this.repartitionRequired ? this.throughRepartitionTopic(name, undefined, undefined) : this
@@ -252,11 +250,11 @@ export class KStream<K, V> {
     other: KStream<K, VO> | KTable<K, VO> | GlobalKTable<unknown, VO>,
     joiner: ValueJoiner<V, VO, VR, K> | ((key: K, value: V) => unknown),
     windows?: JoinWindows | Joined<K, V> | ValueJoiner<V, VO, VR, K>,
-    streamJoined: StreamJoined<K, V, VO> | Named = {},
+    streamJoined?: StreamJoined<K, V, VO> | Named,
   ): KStream<K, VR> {
-    if (other instanceof GlobalKTable) return this.globalJoin(other, joiner as (key: K, value: V) => unknown, windows as ValueJoiner<V, VO | null, VR, K>, streamJoined as Named, false)
+    if (other instanceof GlobalKTable) return this.globalJoin(other, joiner as (key: K, value: V) => unknown, windows as ValueJoiner<V, VO | null, VR, K>, streamJoined as Named | undefined, false)
     if (other instanceof KTable) return this.tableJoin(other, joiner as ValueJoiner<V, VO | null, VR, K>, (windows ?? {}) as Joined<K, V>, false)
-    return this.windowedJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, windows as JoinWindows, streamJoined as StreamJoined<K, V, VO>, false, false)
+    return this.windowedJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, windows as JoinWindows, (streamJoined ?? {}) as StreamJoined<K, V, VO>, false, false)
   }
 
   /**
@@ -272,11 +270,11 @@ export class KStream<K, V> {
     other: KStream<K, VO> | KTable<K, VO> | GlobalKTable<unknown, VO>,
     joiner: ValueJoiner<V, VO | null, VR, K> | ((key: K, value: V) => unknown),
     windows?: JoinWindows | Joined<K, V> | ValueJoiner<V, VO | null, VR, K>,
-    streamJoined: StreamJoined<K, V, VO> | Named = {},
+    streamJoined?: StreamJoined<K, V, VO> | Named,
   ): KStream<K, VR> {
-    if (other instanceof GlobalKTable) return this.globalJoin(other, joiner as (key: K, value: V) => unknown, windows as ValueJoiner<V, VO | null, VR, K>, streamJoined as Named, true)
+    if (other instanceof GlobalKTable) return this.globalJoin(other, joiner as (key: K, value: V) => unknown, windows as ValueJoiner<V, VO | null, VR, K>, streamJoined as Named | undefined, true)
     if (other instanceof KTable) return this.tableJoin(other, joiner as ValueJoiner<V, VO | null, VR, K>, (windows ?? {}) as Joined<K, V>, true)
-    return this.windowedJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, windows as JoinWindows, streamJoined as StreamJoined<K, V, VO>, true, false)
+    return this.windowedJoin(other, joiner as ValueJoiner<V | null, VO | null, VR, K>, windows as JoinWindows, (streamJoined ?? {}) as StreamJoined<K, V, VO>, true, false)
   }
 
   /** A windowed outer join: as `leftJoin`, for records of either stream. */
@@ -285,12 +283,12 @@ export class KStream<K, V> {
   }
 
   /** Adds a stream-global table join's processor, reading the global store (Kafka Streams' KSTREAM-JOIN / KSTREAM-LEFTJOIN). */
-  private globalJoin<GK, GV, VR>(table: GlobalKTable<GK, GV>, keySelector: (key: K, value: V) => unknown, joiner: ValueJoiner<V, GV | null, VR, K>, named: Named, left: boolean): KStream<K, VR> {
+  private globalJoin<GK, GV, VR>(table: GlobalKTable<GK, GV>, keySelector: (key: K, value: V) => unknown, joiner: ValueJoiner<V, GV | null, VR, K>, named: Named | undefined, left: boolean): KStream<K, VR> {
     const operation = left ? 'leftJoin' : 'join'
     if (typeof keySelector !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the key selector of a global table join must be a function, got ${typeof keySelector}`)
     if (typeof joiner !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the joiner must be a function, got ${typeof joiner}`)
     // The table holds every key: no repartition, whatever this stream's keys are.
-    const name = named?.name ?? this.builder.newName(left ? 'KSTREAM-LEFTJOIN' : 'KSTREAM-JOIN')
+    const name = namedNode(`KStream.${operation}`, named) ?? this.builder.newName(left ? 'KSTREAM-LEFTJOIN' : 'KSTREAM-JOIN')
     this.builder.graph.addProcessor(name, streamGlobalJoinProcessor<K, V, GK, GV, VR>(table, keySelector as (key: K, value: V) => GK, joiner, left), this.node)
     this.builder.graph.connectProcessorAndStateStores(table.storeName, name)
     return new KStream<K, VR>(this.builder, name, this.keySerde, undefined, this.repartitionRequired)
@@ -370,19 +368,20 @@ export class KStream<K, V> {
     return new KStream<K, VR>(b, merge, left.keySerde, undefined)
   }
 
-  /** Both streams' records, as they arrive. */
-  merge(other: KStream<K, V>, name?: string): KStream<K, V> {
-    const node = name ?? this.builder.newName('KSTREAM-MERGE')
+  /** Both streams' records, as they arrive (Kafka Streams' `KStream.merge`). Its node is named `named.name`, else `KSTREAM-MERGE-<n>`. */
+  merge(other: KStream<K, V>, named?: Named): KStream<K, V> {
+    const node = namedNode('KStream.merge', named) ?? this.builder.newName('KSTREAM-MERGE')
     this.builder.graph.addProcessor(node, statelessProcessor<K, V, K, V>((r, ctx) => ctx.forward(r)), this.node, other.node)
     return new KStream(this.builder, node, this.keySerde, this.valueSerde, this.repartitionRequired || other.repartitionRequired)
   }
 
   /**
-   * Splits by predicates: each record goes to the first branch whose predicate holds, else to the
-   * default branch (if any). Returns the branches by name.
+   * Splits by predicates (Kafka Streams' `KStream.split`): each record goes to the first branch whose
+   * predicate holds, else to the default branch (if any). Returns the branches by name, each prefixed
+   * with `named.name` (Kafka Streams' `split(Named.as(prefix))`), else unprefixed.
    */
-  split(prefix = ''): BranchedKStream<K, V> {
-    return new BranchedKStream(this, prefix)
+  split(named?: Named): BranchedKStream<K, V> {
+    return new BranchedKStream(this, namedNode('KStream.split', named) ?? '')
   }
 
   /**
@@ -403,7 +402,7 @@ export class KStream<K, V> {
    * `<store>-repartition`.
    */
   groupBy<K2>(selector: (key: K, value: V) => K2, grouped: Grouped<K2, V> = {}): KGroupedStream<K2, V> {
-    const selected = this.selectKey(selector, grouped.name ?? this.builder.newName('KSTREAM-KEY-SELECT'))
+    const selected = this.selectKey(selector, { name: grouped.name ?? this.builder.newName('KSTREAM-KEY-SELECT') })
     return selected.groupedThroughRepartition(selected, grouped)
   }
 
@@ -475,17 +474,21 @@ export class BranchedKStream<K, V> {
 
   /**
    * Adds a branch: the records for which `predicate` holds and no earlier branch's did (Kafka Streams'
-   * `BranchedKStream.branch`). Its stream is named `<prefix><name>`, by default `<prefix><n>` counting
-   * branches from 1.
+   * `BranchedKStream.branch`). Its stream is named `<prefix><named.name>`, by default `<prefix><n>`
+   * counting branches from 1.
    */
-  branch(predicate: (key: K, value: V) => boolean, name?: string): this {
+  branch(predicate: (key: K, value: V) => boolean, named?: Named): this {
+    const name = namedNode('BranchedKStream.branch', named)
     this.predicates.push({ name: this.prefix + (name ?? String(this.predicates.length + 1)), predicate })
     return this
   }
 
-  /** Ends the split; records matching no predicate go to the default branch when `name` is given. */
-  defaultBranch(name = '0'): Record<string, KStream<K, V>> {
-    return this.build(this.prefix + name)
+  /**
+   * Ends the split; records matching no predicate go to the default branch, named
+   * `<prefix><named.name>`, by default `<prefix>0`.
+   */
+  defaultBranch(named?: Named): Record<string, KStream<K, V>> {
+    return this.build(this.prefix + (namedNode('BranchedKStream.defaultBranch', named) ?? '0'))
   }
 
   /** Ends the split; records matching no predicate are dropped. Returns the branches by name. */
@@ -517,12 +520,6 @@ export class BranchedKStream<K, V> {
     }
     return out
   }
-}
-
-/** A processor's name in the DSL (Kafka Streams' `Named`). */
-export interface Named {
-  /** The name of the node the operation adds. */
-  readonly name: string
 }
 
 /**

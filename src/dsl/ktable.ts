@@ -12,14 +12,14 @@ import { statelessProcessor } from './processors.js'
 import { heldBeforeUpdate, tableSourceProcessor, valueBeforeUpdate } from './processors.js'
 import { tableSelectProcessor } from './table-grouping.js'
 import { KGroupedTable } from './grouped-table.js'
-import type { Grouped, KeyValue, TableJoined } from './options.js'
+import { namedNode } from './options.js'
+import type { Grouped, KeyValue, Named, TableJoined } from './options.js'
 import type { TableMaterialization } from './processors.js'
 import type { TableEntry } from '../joins/stream-table-join.js'
 import { TableTableJoinProcessor } from '../joins/table-table-join.js'
 import type { TableGetter, TableJoinMode } from '../joins/table-table-join.js'
 import type { ValueJoiner } from '../joins/join-windows.js'
 import type { KeyValueStore, ProcessorContext as Context, VersionedKeyValueStore } from '../processor/api.js'
-import type { Named } from './kstream.js'
 import { PunctualError } from '../errors.js'
 import { Stores } from '../state/stores.js'
 import type { StoreBuilder } from '../state/stores.js'
@@ -170,22 +170,22 @@ export class KTable<K, V> {
     return this.valueSerde
   }
 
-  /** Keys whose value fails the predicate become tombstones. */
-  filter(predicate: (key: K, value: V) => boolean, name?: string): KTable<K, V> {
-    return this.addStatelessNode(name, 'KTABLE-FILTER', (k, v) => (v !== null && predicate(k, v) ? v : null), this.valueSerde, true)
+  /** Keys whose value fails the predicate become tombstones (Kafka Streams' `KTable.filter`). Its node is named `named.name`, else `KTABLE-FILTER-<n>`. */
+  filter(predicate: (key: K, value: V) => boolean, named?: Named): KTable<K, V> {
+    return this.addStatelessNode(namedNode('KTable.filter', named), 'KTABLE-FILTER', (k, v) => (v !== null && predicate(k, v) ? v : null), this.valueSerde, true)
   }
 
-  /** Keys whose value passes the predicate become tombstones (Kafka Streams' `KTable.filterNot`). Its node is named `name`, else `KTABLE-FILTER-<n>`. */
-  filterNot(predicate: (key: K, value: V) => boolean, name?: string): KTable<K, V> {
-    return this.filter((k, v) => !predicate(k, v), name)
+  /** Keys whose value passes the predicate become tombstones (Kafka Streams' `KTable.filterNot`). Its node is named `named.name`, else `KTABLE-FILTER-<n>`. */
+  filterNot(predicate: (key: K, value: V) => boolean, named?: Named): KTable<K, V> {
+    return this.addStatelessNode(namedNode('KTable.filterNot', named), 'KTABLE-FILTER', (k, v) => (v !== null && !predicate(k, v) ? v : null), this.valueSerde, true)
   }
 
   /**
    * A table of the values `mapper` returns, key by key (Kafka Streams' `KTable.mapValues`); a tombstone
-   * stays one, without calling `mapper`. Its node is named `name`, else `KTABLE-MAPVALUES-<n>`.
+   * stays one, without calling `mapper`. Its node is named `named.name`, else `KTABLE-MAPVALUES-<n>`.
    */
-  mapValues<V2>(mapper: (value: V, key: K) => V2, name?: string): KTable<K, V2> {
-    return this.addStatelessNode<V2>(name, 'KTABLE-MAPVALUES', (k, v) => (v === null ? null : mapper(v, k)), undefined, this.filtered)
+  mapValues<V2>(mapper: (value: V, key: K) => V2, named?: Named): KTable<K, V2> {
+    return this.addStatelessNode<V2>(namedNode('KTable.mapValues', named), 'KTABLE-MAPVALUES', (k, v) => (v === null ? null : mapper(v, k)), undefined, this.filtered)
   }
 
   /**
@@ -239,7 +239,11 @@ export class KTable<K, V> {
   ): KTable<K, VR> {
     if (!(other instanceof KTable)) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the other table must be a KTable`)
     if (typeof extractor !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the foreign key extractor must be a function, got ${typeof extractor}`)
-    if (typeof joiner !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the joiner must be a function, got ${typeof joiner}`)
+    if (typeof joiner !== 'function') {
+      // A string here may be a table-table join's name given as a string, not as a Named.
+      const named = typeof joiner === 'string' ? ` ${JSON.stringify(joiner)} (a table-table join is named with Named.as(${JSON.stringify(joiner)}), not a string)` : ''
+      throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the joiner must be a function, got ${typeof joiner}${named}`)
+    }
     const label = tableJoined.name
     if (label !== undefined && (typeof label !== 'string' || label === '')) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: tableJoined.name must be a non-empty string, got ${JSON.stringify(label)}`)
     const mine = this.valueStore(operation, 'oldValue', true)
@@ -315,14 +319,15 @@ export class KTable<K, V> {
   private tableJoin<VO, VR>(other: KTable<K, VO>, joiner: ValueJoiner<V | null, VO | null, VR, K>, operation: string, modes: [TableJoinMode, TableJoinMode], named: Named | undefined): KTable<K, VR> {
     if (!(other instanceof KTable)) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the other table must be a KTable`)
     if (typeof joiner !== 'function') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the joiner must be a function, got ${typeof joiner}`)
+    const label = namedNode(`KTable.${operation}`, named)
     // Kafka Streams has the outer sides send old values (left: this table; outer: both).
     const mine = this.valueStore(operation, 'heldBefore', modes[0] !== 'inner')
     const theirs = other.valueStore(operation, 'heldBefore', modes[1] === 'outer')
     const b = this.builder
     const prefix = modes[0] === 'inner' ? 'KTABLE-JOINTHIS' : modes[0] === 'left' ? 'KTABLE-JOINTHIS' : 'KTABLE-OUTERTHIS'
-    const thisName = named === undefined ? b.newName(prefix) : `${named.name}-join-this`
-    const otherName = named === undefined ? b.newName(prefix.replace('THIS', 'OTHER')) : `${named.name}-join-other`
-    const merge = named?.name ?? b.newName('KTABLE-MERGE')
+    const thisName = label === undefined ? b.newName(prefix) : `${label}-join-this`
+    const otherName = label === undefined ? b.newName(prefix.replace('THIS', 'OTHER')) : `${label}-join-other`
+    const merge = label ?? b.newName('KTABLE-MERGE')
     // The keys of both tables go through this table's key id function, so equal keys meet.
     const keyId = mine.keyId
     b.graph.addProcessor(thisName, () => new TableTableJoinProcessor<K, V, VO, VR>(modes[0], (ctx) => tableGetter<VO>(ctx, theirs), (ctx) => heldBefore(ctx, mine.storeName), keyId, joiner), this.readNode)
@@ -367,9 +372,9 @@ export class KTable<K, V> {
     return new KGroupedTable<KR, VR>(b, name, keySerde, valueSerde, grouped.name)
   }
 
-  /** The table's updates as a stream (tombstones as null values). */
-  toStream(name?: string): KStream<K, V | null> {
-    const node = name ?? this.builder.newName('KTABLE-TOSTREAM')
+  /** The table's updates as a stream, tombstones as null values (Kafka Streams' `KTable.toStream`). Its node is named `named.name`, else `KTABLE-TOSTREAM-<n>`. */
+  toStream(named?: Named): KStream<K, V | null> {
+    const node = namedNode('KTable.toStream', named) ?? this.builder.newName('KTABLE-TOSTREAM')
     this.builder.graph.addProcessor(node, statelessProcessor<K, V | null, K, V | null>((r, ctx) => ctx.forward(r)), this.node)
     return new KStream<K, V | null>(this.builder, node, this.keySerde, this.valueSerde as Serde<V | null> | undefined)
   }

@@ -1,3 +1,4 @@
+import { PunctualError } from '../errors.js'
 import type { Serde } from '../processor/serdes.js'
 import type { StreamPartitioner } from '../processor/topology.js'
 import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
@@ -104,6 +105,52 @@ export interface TableOptions {
 export interface TableJoined {
   /** Base name of the join's nodes, store and internal topics. @default numbered, as Kafka Streams numbers them */
   readonly name?: string
+}
+
+/**
+ * The name of the node an operation adds (Kafka Streams' `Named`): the optional last argument of
+ * `filter`, `map`, `toStream`, `toTable`, `merge`, `process`, table joins, ... Make it with
+ * `Named.as('name')`, or write `{ name: 'name' }`.
+ */
+export interface Named {
+  /** The name of the node the operation adds. */
+  readonly name: string
+}
+
+/** Kafka Streams' `Named` factory: the name of the node an operation adds. */
+export const Named = {
+  /**
+   * Names the node an operation adds, e.g. `stream.filter(p, Named.as('valid-orders'))`.
+   * @throws PunctualError `INVALID_TOPOLOGY` when `name` is not a non-empty string.
+   */
+  as(name: string): Named {
+    if (typeof name !== 'string' || name === '') throw new PunctualError('INVALID_TOPOLOGY', `Named.as: the name must be a non-empty string, got ${describeValue(name)}`)
+    return { name }
+  },
+} as const
+
+/**
+ * @internal The node name an operation's `named` argument gives, else undefined (the operation numbers
+ * its node). Anything else than a `Named` with a non-empty string name is refused, naming the operation:
+ * a bare string (the form of punctual before `Named`) among them.
+ */
+export function namedNode(operation: string, named: Named | undefined): string | undefined {
+  if (named === undefined) return undefined
+  if (typeof named === 'string') {
+    throw new PunctualError('INVALID_TOPOLOGY', `${operation}: a name is given as Named.as(${JSON.stringify(named)}) (or { name: ${JSON.stringify(named)} }), not as the string ${JSON.stringify(named)}`)
+  }
+  if (typeof named !== 'object' || named === null) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the name must be a Named (Named.as('name')), got ${describeValue(named)}`)
+  const name: unknown = named.name
+  if (typeof name !== 'string' || name === '') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: a name must be a non-empty string, got ${describeValue(name)}`)
+  return name
+}
+
+/** A value as an error message shows it: JSON where it has one, else its type. */
+function describeValue(value: unknown): string {
+  if (value === undefined) return 'undefined'
+  if (typeof value === 'function') return 'a function'
+  if (typeof value === 'bigint' || typeof value === 'symbol') return String(value)
+  return JSON.stringify(value) ?? typeof value
 }
 
 // Kafka Streams' static factories, as values beside the option types they make: `Materialized.as('x')`

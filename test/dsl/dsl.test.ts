@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { inspect } from 'node:util'
-import { BufferConfig, EmbeddedRuntime, JoinWindows, Serdes, SessionWindows, silentLogger, SlidingWindows, KStream, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
+import { BufferConfig, EmbeddedRuntime, JoinWindows, Named, Serdes, SessionWindows, silentLogger, SlidingWindows, KStream, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
 import type { Windowed } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
 
@@ -46,10 +46,10 @@ describe('stateless KStream operations', () => {
     const b = new StreamsBuilder()
     const branches = b
       .stream('in')
-      .split('route-')
-      .branch((_k, v) => v.startsWith('a'), 'a')
-      .branch((_k, v) => v.startsWith('b'), 'b')
-      .defaultBranch('other')
+      .split(Named.as('route-'))
+      .branch((_k, v) => v.startsWith('a'), Named.as('a'))
+      .branch((_k, v) => v.startsWith('b'), Named.as('b'))
+      .defaultBranch(Named.as('other'))
     const a = collect(branches['route-a']!)
     const other = collect(branches['route-other']!)
     const { pipe } = drive(b)

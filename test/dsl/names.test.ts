@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { BufferConfig, Serdes, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
+import { BufferConfig, Named, Serdes, StreamsBuilder, Suppressed, TimeWindows } from '../../src/index.js'
 import type { KStream, Topology, Windowed } from '../../src/index.js'
 
 const str = { keySerde: Serdes.String(), valueSerde: Serdes.String() }
@@ -67,8 +67,8 @@ describe('DSL names of internal topics and stores, as Kafka Streams names them',
     const b = new StreamsBuilder()
     const table = b.table<string, string>('regions', str)
     const stream = views(b)
-    stream.selectKey((_k, v) => v, 'by-page').join(table, (v, r) => v + r, { name: 'lookup' }).to('out', str)
-    stream.selectKey((_k, v) => v, 'by-page-2').join(table, (v, r) => v + r).to('out2', str)
+    stream.selectKey((_k, v) => v, Named.as('by-page')).join(table, (v, r) => v + r, { name: 'lookup' }).to('out', str)
+    stream.selectKey((_k, v) => v, Named.as('by-page-2')).join(table, (v, r) => v + r).to('out2', str)
     assert.deepEqual([...b.build().internalTopics()].sort(), ['by-page-2-repartition', 'lookup-repartition'])
   })
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from '../helpers/fc.js'
 import { freshStateDir } from '../helpers/durable.js'
-import { EmbeddedRuntime, Serdes, silentLogger, StreamsBuilder } from '../../src/index.js'
+import { EmbeddedRuntime, Named, Serdes, silentLogger, StreamsBuilder } from '../../src/index.js'
 import type { Processor, StreamRecord, Topology } from '../../src/index.js'
 import { runJoin } from '../helpers/join-driver.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
@@ -169,7 +169,7 @@ describe('stream-table joins', () => {
   it('joins a table derived by filter: a record whose key the filter dropped finds nothing', () => {
     const b = new StreamsBuilder()
     const out: string[] = []
-    const derived = b.table<string, string>('table', str).filter((_k, v) => !v.startsWith('z'), 'only-some')
+    const derived = b.table<string, string>('table', str).filter((_k, v) => !v.startsWith('z'), Named.as('only-some'))
     b.stream<string, string>('stream', str)
       .leftJoin(derived, joined)
       .process(() => ({ process: (r) => void out.push(`${r.key}:${r.value}`) }))

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from '../helpers/fc.js'
-import { Serdes, StreamsBuilder, TimeWindows } from '../../src/index.js'
+import { Named, Serdes, StreamsBuilder, TimeWindows } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
 import type { Topology } from '../../src/index.js'
 import { runJoin } from '../helpers/join-driver.js'
@@ -93,8 +93,8 @@ describe('table-table joins', () => {
   it('joins tables derived by filter and mapValues, each keeping its values below its node', () => {
     const out: string[] = []
     const b = new StreamsBuilder()
-    const left = b.table<string, string>('left', str).filter((_k, v) => !v.startsWith('z'), 'kept')
-    const right = b.table<string, string>('right', str).mapValues((v) => v.toUpperCase(), 'upper')
+    const left = b.table<string, string>('left', str).filter((_k, v) => !v.startsWith('z'), Named.as('kept'))
+    const right = b.table<string, string>('right', str).mapValues((v) => v.toUpperCase(), Named.as('upper'))
     left.join(right, joined).toStream().process(() => ({ process: (r) => void out.push(`${r.key}:${r.value}@${r.timestamp}`) }))
     const topology = b.build()
     assert.match(topology.describe(), /Processor: kept-MATERIALIZED \(stores: \[kept-STATE-STORE\]\)/)
