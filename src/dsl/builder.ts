@@ -1,4 +1,4 @@
-import { Serdes } from '../processor/serdes.js'
+import { fallbackJsonSerde, Serdes } from '../processor/serdes.js'
 import type { Serde } from '../processor/serdes.js'
 import type { StateStore } from '../processor/api.js'
 import type { StoreBuilder } from '../state/stores.js'
@@ -36,14 +36,17 @@ export class StreamsBuilder {
     this.defaultValueSerde = checkSerde(config.defaultValueSerde, 'defaultValueSerde')
   }
 
-  /** @internal `serde`, else the default key serde, else `fallback` (String for sources, JSON elsewhere). */
+  /**
+   * @internal `serde`, else the default key serde, else `fallback`: String for sources, elsewhere JSON,
+   * marked as chosen for want of a serde (`describe()` shows it, a runtime warns of a sink using it).
+   */
   keySerdeOr<K>(serde: Serde<K> | undefined, fallback: 'String' | 'JSON' = 'JSON'): Serde<K> {
-    return serde ?? ((this.defaultKeySerde ?? (fallback === 'String' ? Serdes.String() : Serdes.JSON())) as Serde<K>)
+    return serde ?? ((this.defaultKeySerde ?? (fallback === 'String' ? Serdes.String() : fallbackJsonSerde())) as Serde<K>)
   }
 
-  /** @internal `serde`, else the default value serde, else `fallback` (String for sources, JSON elsewhere). */
+  /** @internal `serde`, else the default value serde, else `fallback`, as for {@link StreamsBuilder.keySerdeOr}. */
   valueSerdeOr<V>(serde: Serde<V> | undefined, fallback: 'String' | 'JSON' = 'JSON'): Serde<V> {
-    return serde ?? ((this.defaultValueSerde ?? (fallback === 'String' ? Serdes.String() : Serdes.JSON())) as Serde<V>)
+    return serde ?? ((this.defaultValueSerde ?? (fallback === 'String' ? Serdes.String() : fallbackJsonSerde())) as Serde<V>)
   }
 
   /**

@@ -145,6 +145,25 @@ function jsonSerde<T>(): Checked<T> {
   }
 }
 
+/** The JSON serdes made where no serde was given or known (see fallbackJsonSerde). */
+const FALLBACKS = new WeakSet<Serde<unknown>>()
+
+/**
+ * @internal A JSON serde for a key or value no serde was given or known for (the DSL's last resort, where
+ * Kafka Streams would fail for want of a default serde). It writes what `Serdes.JSON()` writes; it is
+ * told apart so that `describe()` can mark it and a runtime can warn of a sink that writes with it.
+ */
+export function fallbackJsonSerde<T>(): Serde<T> {
+  const serde = jsonSerde<T>()
+  FALLBACKS.add(serde as Serde<unknown>)
+  return serde
+}
+
+/** @internal Whether `serde` is one that {@link fallbackJsonSerde} made. */
+export function isFallbackSerde(serde: Serde<unknown>): boolean {
+  return FALLBACKS.has(serde)
+}
+
 /** Built-in serdes. Each call returns a serde; the stateless ones are shared. */
 export const Serdes = {
   String: (): Serde<string> => stringSerde,

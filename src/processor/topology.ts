@@ -3,7 +3,7 @@ import type { StoreBuilder } from '../state/stores.js'
 import type { KeyedProcessorSupplier } from '../keyed/api.js'
 import type { ProcessorSupplier, StateStore, StoreKey } from './api.js'
 import type { Serde } from './serdes.js'
-import { Serdes } from './serdes.js'
+import { isFallbackSerde, Serdes } from './serdes.js'
 import { checkTimestampExtractor } from './timestamp-extractor.js'
 import type { TimestampExtractor } from './timestamp-extractor.js'
 
@@ -382,7 +382,13 @@ export class Topology {
     return { sources: [...sources].sort(), sinks: [...sinks].sort() }
   }
 
-  /** A readable description of the graph, in the layout Kafka Streams' `describe()` uses. */
+  /**
+   * A readable description of the graph, in the layout Kafka Streams' `describe()` uses, with one more
+   * line per sink: the key and value serdes it writes with, by name (`serdes: key String, value JSON`).
+   * `(fallback: none given or known)` after a serde marks JSON written for want of a serde: the DSL was
+   * given none (`Produced.with`, the builder's default serdes) and knows none from upstream (after
+   * `mapValues` or a join's joiner, say).
+   */
   describe(): string {
     const children = new Map<string, string[]>()
     for (const node of this.nodes.values()) {
@@ -403,6 +409,7 @@ export class Topology {
         const kids = children.get(node.name)
         if (kids !== undefined) lines.push(`      --> ${kids.join(', ')}`)
         if (node.kind !== 'source') lines.push(`      <-- ${node.parents.join(', ')}`)
+        if (node.kind === 'sink') lines.push(`      serdes: key ${serdeLabel(node.keySerde)}, value ${serdeLabel(node.valueSerde)}`)
       }
     }
     for (const g of this.globals.values()) {
@@ -429,6 +436,12 @@ export class Topology {
       if (node.kind === 'sink') throw topologyError(`"${name}": parent "${p}" is a sink, which has no children`)
     }
   }
+}
+
+/** A serde as `describe()` shows it: its name, marked when it is JSON chosen for want of a serde. */
+function serdeLabel(serde: Serde<unknown>): string {
+  const name = typeof serde.name === 'string' && serde.name !== '' ? serde.name : '(a serde without a name)'
+  return isFallbackSerde(serde) ? `${name} (fallback: none given or known)` : name
 }
 
 function topologyError(message: string): PunctualError {

@@ -55,6 +55,7 @@ describe('Topology structure', () => {
         '      <-- src',
         '    Sink: sink (topic: out)',
         '      <-- upper',
+        '      serdes: key String, value String',
         '',
       ].join('\n'),
     )
