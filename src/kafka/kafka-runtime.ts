@@ -17,6 +17,7 @@ import { Committer } from '../runtime/committer.js'
 import type { CommitStats } from '../runtime/committer.js'
 import type { RuntimeState } from '../runtime/embedded-runtime.js'
 import { checkDeadLetterTopicOf, tasksOf } from '../runtime/task-factory.js'
+import { warnOfSerdeFallbacks } from '../runtime/serde-fallbacks.js'
 import type { TaskDefinition } from '../runtime/task-factory.js'
 import { TaskLoop } from '../runtime/task-loop.js'
 import { TaskManager } from '../runtime/task-manager.js'
@@ -262,6 +263,7 @@ export class KafkaRuntime {
    */
   async start(): Promise<void> {
     if (this.currentState !== 'CREATED') throw new PunctualError('ILLEGAL_STATE', `cannot start the runtime in state ${this.currentState}`)
+    warnOfSerdeFallbacks(this.topology, this.logger)
     const { config } = this
     this.stateDirectory = StateDirectory.open(config.stateDir, config.applicationId)
     try {

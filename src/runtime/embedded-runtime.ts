@@ -31,6 +31,7 @@ import { DurableTopics } from './durable-topics.js'
 import { releaseConsumed, taskReadPositions } from './log-retention.js'
 import { Subscriptions } from './subscriptions.js'
 import { checkDeadLetterTopicOf, taskDefinitions } from './task-factory.js'
+import { warnOfSerdeFallbacks } from './serde-fallbacks.js'
 import { TaskManager } from './task-manager.js'
 import type { RestoreProgress } from './task-manager.js'
 import type { RestoreReport } from './task-factory.js'
@@ -243,6 +244,7 @@ export class EmbeddedRuntime {
    */
   start(): void {
     if (this.currentState !== 'CREATED') throw new PunctualError('ILLEGAL_STATE', `cannot start the runtime in state ${this.currentState}`)
+    warnOfSerdeFallbacks(this.topology, this.logger)
     // Held from start to stop: a second process on the same directory is refused. Nothing has started
     // if this throws, so start() may be called again (once the other process is gone).
     this.stateDirectory = StateDirectory.open(this.config.stateDir, this.config.applicationId)

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
-import { Produced, Serdes, StreamsBuilder } from '../../src/index.js'
-import type { Serde, Topology } from '../../src/index.js'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, describe, it } from 'node:test'
+import { createConsoleLogger, EmbeddedRuntime, KafkaRuntime, Produced, Serdes, silentLogger, StreamsBuilder } from '../../src/index.js'
+import type { Logger, LogFields, Serde, Topology } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
 
 const str = { keySerde: Serdes.String(), valueSerde: Serdes.String() }
@@ -22,7 +25,14 @@ function joinToOut(b: StreamsBuilder, produced?: Produced<string, string>): void
     .to('out', { name: 'joined-out', ...produced })
 }
 
-describe("a sink's serdes: shown by describe(), a fallback to JSON marked", () => {
+/** A logger keeping each warning, with its fields. */
+function warnings(): { logger: Logger; warned: Array<{ fields: LogFields; message: string }> } {
+  const warned: Array<{ fields: LogFields; message: string }> = []
+  const logger: Logger = { debug: silentLogger.debug, info: silentLogger.info, error: silentLogger.error, warn: (fields, message) => void warned.push({ fields, message: message ?? '' }) }
+  return { logger, warned }
+}
+
+describe("a sink's serdes: shown by describe(), and a fallback to JSON warned of at start", () => {
   it('describe() shows the key and value serde of each sink, and marks JSON chosen for want of a serde', () => {
     const b = new StreamsBuilder()
     joinToOut(b)
@@ -70,5 +80,77 @@ describe("a sink's serdes: shown by describe(), a fallback to JSON marked", () =
     assert.ok(sink?.kind === 'sink')
     assert.equal(Buffer.from(sink.valueSerde.serialize('tea for Ada', 'out') ?? []).toString(), '"tea for Ada"')
     assert.deepEqual(sink.valueSerde.serialize({ n: 1 }, 'out'), Serdes.JSON().serialize({ n: 1 }, 'out'))
+  })
+
+  it('EmbeddedRuntime.start logs one WARN per output sink writing JSON for want of a serde: the sink, topic, side and the fix', async () => {
+    const b = new StreamsBuilder()
+    joinToOut(b)
+    const source = b.stream<string, string>('clicks', str)
+    source.filter(() => true).to('kept')
+    source.mapValues((v) => v.length).to('lengths', Produced.with(Serdes.String(), Serdes.Long()))
+    source.map((k, v) => ({ key: [k], value: { v } })).to('pairs', { name: 'pairs-out' })
+    source.selectKey((_k, v) => v).groupByKey().count().toStream().to('counts', { name: 'counts-out', valueSerde: Serdes.Long() })
+    const { logger, warned } = warnings()
+    const rt = new EmbeddedRuntime(b.build(), { applicationId: 'sink-serdes', logger })
+    rt.start()
+    await rt.stop()
+    assert.deepEqual(
+      warned.map((w) => w.fields),
+      [
+        { sink: 'joined-out', topic: 'out', sides: 'value' },
+        { sink: 'pairs-out', topic: 'pairs', sides: 'key,value' },
+        { sink: 'counts-out', topic: 'counts', sides: 'key' },
+      ],
+      'none for the sinks given serdes or knowing them from upstream, none for the repartition topic',
+    )
+    const [join, pairs, counts] = warned.map((w) => w.message)
+    assert.match(join ?? '', /^sink "joined-out" writes the values of topic "out" as JSON, for want of a value serde: none was given, and none is known from upstream \(/)
+    assert.match(join ?? '', /to\("out", Produced\.with\(keySerde, valueSerde\)\), or give StreamsBuilder a defaultValueSerde$/)
+    assert.match(pairs ?? '', /^sink "pairs-out" writes the keys and values of topic "pairs" as JSON, for want of a key or value serde: .* a defaultKeySerde and a defaultValueSerde$/)
+    assert.match(counts ?? '', /^sink "counts-out" writes the keys of topic "counts" as JSON, for want of a key serde: .* a defaultKeySerde$/)
+  })
+
+  it('logs nothing when every sink has its serdes: given, known from upstream, or the builder defaults', async () => {
+    const b = new StreamsBuilder({ defaultKeySerde: Serdes.String(), defaultValueSerde: Serdes.JSON() })
+    joinToOut(b)
+    b.stream<string, string>('clicks', str).map((k, v) => ({ key: k, value: v.length })).to('lengths')
+    const lines: string[] = []
+    const rt = new EmbeddedRuntime(b.build(), { applicationId: 'sink-serdes-quiet', logger: createConsoleLogger({ write: (l) => void lines.push(l) }) })
+    rt.start()
+    await rt.stop()
+    assert.deepEqual(
+      lines.filter((l) => / WARN /.test(l)),
+      [],
+    )
+  })
+
+  it('a console logger writes the warning as one WARN line with the sink, topic and side', async () => {
+    const b = new StreamsBuilder()
+    joinToOut(b)
+    const lines: string[] = []
+    const rt = new EmbeddedRuntime(b.build(), { applicationId: 'sink-serdes-line', logger: createConsoleLogger({ write: (l) => void lines.push(l) }) })
+    rt.start()
+    await rt.stop()
+    const warns = lines.filter((l) => / WARN /.test(l))
+    assert.equal(warns.length, 1, lines.join('\n'))
+    assert.match(warns[0] ?? '', / WARN {2}sink "joined-out" writes the values of topic "out" as JSON.* \(applicationId=sink-serdes-line sink=joined-out topic=out sides=value\)$/)
+  })
+
+  const dir = mkdtempSync(join(tmpdir(), 'punctual-sink-serdes-'))
+  after(() => rmSync(dir, { recursive: true, force: true }))
+
+  it('KafkaRuntime.start warns the same way, first of all (here before the state directory refuses it)', async () => {
+    const b = new StreamsBuilder()
+    joinToOut(b)
+    const { logger, warned } = warnings()
+    const file = join(dir, 'a-file')
+    writeFileSync(file, '')
+    const rt = new KafkaRuntime(b.build(), { applicationId: 'sink-serdes-kafka', bootstrapServers: 'localhost:1', stateDir: file, logger })
+    await assert.rejects(rt.start(), /is a file, not a directory/)
+    assert.deepEqual(
+      warned.map((w) => w.fields),
+      [{ sink: 'joined-out', topic: 'out', sides: 'value' }],
+    )
+    assert.match(warned[0]?.message ?? '', /^sink "joined-out" writes the values of topic "out" as JSON.*Produced\.with\(keySerde, valueSerde\).*defaultValueSerde$/)
   })
 })
