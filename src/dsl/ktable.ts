@@ -470,7 +470,7 @@ function tableGetter<V>(ctx: Context<unknown, unknown>, store: { storeName: stri
     const versions = ctx.getStateStore<VersionedKeyValueStore<string, V>>(store.storeName)
     return (id) => {
       const r = versions.get(id)
-      return r === null ? null : { value: r.value, ts: r.timestamp }
+      return r === undefined ? null : { value: r.value, ts: r.timestamp }
     }
   }
   const plain = ctx.getStateStore<KeyValueStore<string, TableEntry<V>>>(store.storeName)

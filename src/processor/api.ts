@@ -149,19 +149,15 @@ export interface VersionedRecord<V> {
  * history retention is also its grace period: a write older than the store's largest timestamp by
  * more than it is refused, and so is a read that far back (the latest version never expires).
  */
-export interface VersionedKeyValueStore<K extends StoreKey, V> extends StateStore {
+export interface VersionedKeyValueStore<K extends StoreKey, V> extends StateStore, ReadOnlyVersionedKeyValueStore<K, V> {
   /**
    * Adds the version of `key` at `timestamp` (null: a tombstone), replacing one at the same timestamp.
    * Returns when the next version takes over, -1 if this is the latest, or
    * `Number.MIN_SAFE_INTEGER` if the write is older than the grace period (not put).
    */
   put(key: K, value: V | null, timestamp: number): number
-  /** A tombstone at `timestamp`; returns the version that was valid then, or null (also when too old). */
-  delete(key: K, timestamp: number): VersionedRecord<V> | null
-  /** The latest version, or null when there is none or it is a tombstone. */
-  get(key: K): VersionedRecord<V> | null
-  /** The version valid at `asOfTimestamp` (the one with the largest timestamp not after it), or null. */
-  get(key: K, asOfTimestamp: number): VersionedRecord<V> | null
+  /** A tombstone at `timestamp`; returns the version that was valid then, or undefined (also when too old). */
+  delete(key: K, timestamp: number): VersionedRecord<V> | undefined
 }
 
 /**
@@ -187,10 +183,19 @@ export interface ReadOnlyKeyValueStore<K, V> {
   approximateNumEntries(): number
 }
 
-/** A read-only view of a versioned key-value store for interactive queries. */
+/**
+ * Reads of a versioned key-value store: what an interactive query gets, and what every
+ * {@link VersionedKeyValueStore} offers besides its writes. No version reads as undefined, as a
+ * missing key of a key-value store does (Kafka Streams answers null; a tombstone is null here too, as
+ * a written value).
+ */
 export interface ReadOnlyVersionedKeyValueStore<K, V> {
-  /** The latest version, or the one valid at `asOfTimestamp`; null when there is none. */
-  get(key: K, asOfTimestamp?: number): VersionedRecord<V> | null
+  /**
+   * The latest version, or with `asOfTimestamp` the one valid then (the one with the largest timestamp
+   * not after it); undefined when there is none or it is a tombstone. Older than the history kept,
+   * only a latest version old enough answers.
+   */
+  get(key: K, asOfTimestamp?: number): VersionedRecord<V> | undefined
 }
 
 /** Identifies a task: one partition of a sub-topology's input topics (Kafka Streams' `TaskId`). */

@@ -175,7 +175,7 @@ function composite(kind: QueryableStoreKind, current: <V>() => V[], ready: () =>
     }
     case 'versioned': {
       const views = current<ReadOnlyVersionedKeyValueStore<unknown, unknown>>
-      return { get: (key, asOf) => first(views(), (v) => v.get(key, asOf), null, ready) } satisfies ReadOnlyVersionedKeyValueStore<unknown, unknown>
+      return { get: (key, asOf) => first(views(), (v) => v.get(key, asOf), undefined, ready) } satisfies ReadOnlyVersionedKeyValueStore<unknown, unknown>
     }
   }
 }

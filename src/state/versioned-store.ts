@@ -69,29 +69,29 @@ export class PersistentVersionedKeyValueStore<K extends StoreKey, V> implements 
     return validTo
   }
 
-  delete(key: K, timestamp: number): VersionedRecord<V> | null {
-    if (timestamp < this.observed - this.historyRetentionMs) return null
+  delete(key: K, timestamp: number): VersionedRecord<V> | undefined {
+    if (timestamp < this.observed - this.historyRetentionMs) return undefined
     const existing = this.get(key, timestamp)
     this.put(key, null, timestamp)
     return existing
   }
 
-  get(key: K, asOfTimestamp?: number): VersionedRecord<V> | null {
-    if (typeof key === 'boolean') return null
+  get(key: K, asOfTimestamp?: number): VersionedRecord<V> | undefined {
+    if (typeof key === 'boolean') return undefined
     const versions = this.entries.get(key) as Versions<V> | undefined
-    if (versions === undefined || versions.length === 0) return null
+    if (versions === undefined || versions.length === 0) return undefined
     const last = versions.length - 1
     const [lastTs, lastValue] = versions[last] as readonly [number, V | null]
-    if (asOfTimestamp === undefined) return lastValue === null ? null : { value: lastValue, timestamp: lastTs }
+    if (asOfTimestamp === undefined) return lastValue === null ? undefined : { value: lastValue, timestamp: lastTs }
     if (asOfTimestamp < this.observed - this.historyRetentionMs) {
       // Beyond history only the latest version answers, when it is old enough.
-      return lastValue !== null && lastTs <= asOfTimestamp ? { value: lastValue, timestamp: lastTs } : null
+      return lastValue !== null && lastTs <= asOfTimestamp ? { value: lastValue, timestamp: lastTs } : undefined
     }
     let i = last
     while (i >= 0 && (versions[i] as readonly [number, V | null])[0] > asOfTimestamp) i--
-    if (i < 0) return null
+    if (i < 0) return undefined
     const [ts, v] = versions[i] as readonly [number, V | null]
-    if (v === null) return null
+    if (v === null) return undefined
     return i === last ? { value: v, timestamp: ts } : { value: v, timestamp: ts, validTo: (versions[i + 1] as readonly [number, V | null])[0] }
   }
 

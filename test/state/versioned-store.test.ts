@@ -30,22 +30,22 @@ class Model {
     return next === undefined ? -1 : next.ts
   }
 
-  delete(key: string, ts: number): VersionedRecord<string> | null {
-    if (ts < this.observed - this.history) return null
+  delete(key: string, ts: number): VersionedRecord<string> | undefined {
+    if (ts < this.observed - this.history) return undefined
     const existing = this.get(key, ts)
     this.put(key, null, ts)
     return existing
   }
 
-  get(key: string, asOf?: number): VersionedRecord<string> | null {
+  get(key: string, asOf?: number): VersionedRecord<string> | undefined {
     const list = this.versions.get(key) ?? []
     const latest = list[list.length - 1]
-    if (latest === undefined) return null
-    if (asOf === undefined) return latest.value === null ? null : { value: latest.value, timestamp: latest.ts }
-    if (asOf < this.observed - this.history) return latest.value !== null && latest.ts <= asOf ? { value: latest.value, timestamp: latest.ts } : null
+    if (latest === undefined) return undefined
+    if (asOf === undefined) return latest.value === null ? undefined : { value: latest.value, timestamp: latest.ts }
+    if (asOf < this.observed - this.history) return latest.value !== null && latest.ts <= asOf ? { value: latest.value, timestamp: latest.ts } : undefined
     const i = list.findLastIndex((v) => v.ts <= asOf)
     const v = list[i]
-    if (v === undefined || v.value === null) return null
+    if (v === undefined || v.value === null) return undefined
     const next = list[i + 1]
     return next === undefined ? { value: v.value, timestamp: v.ts } : { value: v.value, timestamp: v.ts, validTo: next.ts }
   }
@@ -75,12 +75,12 @@ describe('versioned key-value store', () => {
     assert.equal(s.put('a', 'two', 20), 30)
     assert.deepEqual(s.get('a'), { value: 'three', timestamp: 30 })
     assert.deepEqual(s.get('a', 25), { value: 'two', timestamp: 20, validTo: 30 })
-    assert.equal(s.get('a', 4), null)
+    assert.equal(s.get('a', 4), undefined)
     // 19 is before the history horizon (30 - 10): only the latest version could answer, and it is newer.
-    assert.equal(s.get('a', 19), null)
+    assert.equal(s.get('a', 19), undefined)
     assert.equal(s.put('a', 'late', 19), PUT_RETURN_CODE_NOT_PUT)
     assert.deepEqual(s.delete('a', 35), { value: 'three', timestamp: 30 })
-    assert.equal(s.get('a'), null)
+    assert.equal(s.get('a'), undefined)
     assert.deepEqual(s.get('a', 34), { value: 'three', timestamp: 30, validTo: 35 })
   })
 
@@ -125,7 +125,7 @@ describe('versioned key-value store', () => {
               init: (ctx: ProcessorContext<never, never>) => void (store = ctx.getStateStore('prices')),
               process: (r) => {
                 store.put(r.key, r.value === '-' ? null : r.value, r.timestamp)
-                out.push(JSON.stringify(store.get(r.key, r.timestamp - 5)))
+                out.push(JSON.stringify(store.get(r.key, r.timestamp - 5) ?? 'none'))
               },
             }
           },
@@ -147,6 +147,6 @@ describe('versioned key-value store', () => {
       await rt.stop()
     }
     assert.deepEqual(resumed, once)
-    assert.ok(once.some((l) => l !== 'null'), 'some reads find a version')
+    assert.ok(once.some((l) => l !== '"none"'), 'some reads find a version')
   })
 })
