@@ -25,7 +25,7 @@ node - "$root/README.md" <<'JS'
 const { readFileSync, writeFileSync } = await import('node:fs')
 const blocks = [...readFileSync(process.argv[2], 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1])
 writeFileSync('app.ts', blocks[0])
-const imports = "import { BufferConfig, EmbeddedRuntime, JoinWindows, QueryableStoreTypes, StreamsBuilder, Suppressed, TimeWindows, silentLogger } from 'punctual'\nimport type { Windowed } from 'punctual'\n"
+const imports = "import { BufferConfig, EmbeddedRuntime, JoinWindows, Materialized, Produced, QueryableStoreTypes, StreamsBuilder, Suppressed, TimeWindows, silentLogger } from 'punctual'\nimport type { Windowed } from 'punctual'\n"
 writeFileSync('tour.ts', imports + blocks[1] + blocks[2] + '\nconst builder = new StreamsBuilder()\n' + blocks[3] + blocks[4] + blocks[5])
 JS
 # Each docs/X.md becomes the module docs/X.ts: its ```ts blocks' lines in place, every other line blank (so

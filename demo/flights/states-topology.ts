@@ -31,7 +31,7 @@ interface StateFlight {
  */
 export function statesTopology(): Topology {
   const b = new StreamsBuilder()
-  const airports = b.table<string, string>('airports', { keySerde: Serdes.String(), valueSerde: Serdes.String() }, { storeName: 'airport-states' })
+  const airports = b.table<string, string>('airports', { keySerde: Serdes.String(), valueSerde: Serdes.String() }, { name: 'airport-states' })
   b.stream<string, FlightValue>('flights', { keySerde: Serdes.String(), valueSerde: Serdes.JSON<FlightValue>() })
     .join(airports, (flight, state): StateFlight => ({ state, delay: flight.delay }), { name: 'origin-state' })
     .groupBy((_origin, flight) => flight.state, { name: 'by-state', keySerde: Serdes.String(), valueSerde: Serdes.JSON<StateFlight>() })

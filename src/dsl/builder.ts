@@ -5,8 +5,9 @@ import type { StoreBuilder } from '../state/stores.js'
 import { Topology } from '../processor/topology.js'
 import { KStream } from './kstream.js'
 import { KTable } from './ktable.js'
-import type { Consumed, TableOptions } from './options.js'
+import type { Consumed, TableMaterialized } from './options.js'
 import { PunctualError } from '../errors.js'
+import { shownValue } from '../processor/shown-value.js'
 import { tableSourceProcessor } from './processors.js'
 import type { TableMaterialization } from './processors.js'
 import { Stores } from '../state/stores.js'
@@ -14,6 +15,8 @@ import { keyIdFunction } from '../windows/key-id.js'
 import { GlobalKTable, globalTableProcessor } from '../joins/global-table.js'
 import type { TableEntry } from '../joins/stream-table-join.js'
 import { keyIdQuery } from './queryable.js'
+import { topicArgument } from '../processor/topic.js'
+import type { Topic } from '../processor/topic.js'
 
 /**
  * Builds a topology with the Kafka Streams DSL. Every operation compiles to processor-API nodes on one
@@ -54,56 +57,73 @@ export class StreamsBuilder {
    * `consumed`'s serdes (default `Serdes.String()`) and timestamp extractor.
    * @throws PunctualError `INVALID_TOPOLOGY` for no topic, or a topic another source already reads.
    */
-  stream<K = string, V = string>(topics: string | readonly string[], consumed: Consumed<K, V> = {}): KStream<K, V> {
-    const keySerde = this.keySerdeOr(consumed.keySerde, 'String')
-    const valueSerde = this.valueSerdeOr(consumed.valueSerde, 'String')
+  stream<K, V>(topic: Topic<K, V>, consumed?: Consumed<K, V>): KStream<K, V>
+  /** A stream of the records of `topics`, by name: `K` and `V` are what `consumed`'s serdes read (default `string`). */
+  stream<K = string, V = string>(topics: string | readonly string[], consumed?: Consumed<K, V>): KStream<K, V>
+  stream<K, V>(topics: string | readonly string[] | Topic<K, V>, consumed: Consumed<K, V> = {}): KStream<K, V> {
+    const given = typeof topics === 'string' || Array.isArray(topics) ? undefined : topicArgument('StreamsBuilder.stream', topics as Topic<K, V>, consumed.keySerde, consumed.valueSerde)
+    if (given !== undefined) topics = given.name
+    const keySerde = this.keySerdeOr(given?.keySerde ?? consumed.keySerde, 'String')
+    const valueSerde = this.valueSerdeOr(given?.valueSerde ?? consumed.valueSerde, 'String')
     const name = consumed.name ?? this.newName('KSTREAM-SOURCE')
-    this.topology.addSource(name, topics, { keySerde, valueSerde, timestampExtractor: consumed.timestampExtractor })
+    this.topology.addSource(name, topics as string | readonly string[], { keySerde, valueSerde, timestampExtractor: consumed.timestampExtractor })
     return new KStream<K, V>(this, name, keySerde, valueSerde)
   }
 
   /**
-   * A table: the latest value per key of a topic (null values delete). With `options.versioned` it
-   * keeps each key's versions (KIP-889), and a stream-table join looks it up as of each stream record's
-   * time.
+   * A table: the latest value per key of a topic (null values delete), read with `consumed`'s serdes
+   * (default `Serdes.String()`). `materialized` names its store, and with a history retention makes it
+   * a versioned table (`Materialized.as(Stores.persistentVersionedKeyValueStore(name, historyRetentionMs))`,
+   * KIP-889): it keeps each key's versions, and a stream-table join looks it up as of each stream
+   * record's time.
+   * @throws PunctualError `INVALID_CONFIG` for a history retention that is not an integer >= 0, or
+   *   options a table does not take.
    */
-  table<K = string, V = string>(topic: string, consumed: Consumed<K, V> = {}, options: TableOptions = {}): KTable<K, V> {
-    const keySerde = this.keySerdeOr(consumed.keySerde, 'String')
-    const valueSerde = this.valueSerdeOr(consumed.valueSerde, 'String')
+  table<K, V>(topic: Topic<K, V>, consumed?: Consumed<K, V>, materialized?: TableMaterialized): KTable<K, V>
+  /** A table of topic `topic`, by name: `K` and `V` are what `consumed`'s serdes read (default `string`). */
+  table<K = string, V = string>(topic: string, consumed?: Consumed<K, V>, materialized?: TableMaterialized): KTable<K, V>
+  table<K, V>(handle: string | Topic<K, V>, consumed: Consumed<K, V> = {}, materialized: TableMaterialized = {}): KTable<K, V> {
+    const given = topicArgument('StreamsBuilder.table', handle, consumed.keySerde, consumed.valueSerde)
+    const topic = given.name
+    const history = tableMaterialized(`table "${topic}"`, materialized, true)
+    const keySerde = this.keySerdeOr(given.keySerde, 'String')
+    const valueSerde = this.valueSerdeOr(given.valueSerde, 'String')
     // Kafka Streams names the store first: <topic>-STATE-STORE-<n>, spending an index even if never used.
-    const storeName = options.storeName ?? this.newName(`${topic}-STATE-STORE`)
+    const storeName = materialized.name ?? this.newName(`${topic}-STATE-STORE`)
     const source = this.newName('KSTREAM-SOURCE')
     this.topology.addSource(source, topic, { keySerde, valueSerde, timestampExtractor: consumed.timestampExtractor })
     const name = consumed.name ?? this.newName('KTABLE-SOURCE')
-    const history = options.versioned?.historyRetentionMs
-    if (history !== undefined && (!Number.isSafeInteger(history) || history < 0)) {
-      throw new PunctualError('INVALID_CONFIG', `table "${topic}": versioned.historyRetentionMs must be an integer >= 0, got ${JSON.stringify(history)}`)
-    }
     const materialization: TableMaterialization<K> = { storeName: undefined, keyId: undefined, ...(history === undefined ? {} : { historyRetentionMs: history }) }
     this.topology.addProcessor(name, () => tableSourceProcessor<K, V>(materialization), source)
     const table = new KTable<K, V>(this, name, keySerde, valueSerde, undefined, materialization, storeName)
     // A versioned table keeps its versions whether or not something joins it (its store is its point),
     // and a table whose store is named keeps its values for interactive queries (Kafka Streams'
     // Materialized.as).
-    if (history !== undefined || options.storeName !== undefined) table.valueStore('table')
+    if (history !== undefined || materialized.name !== undefined) table.valueStore('table')
     return table
   }
 
   /**
    * A global table (Kafka Streams' `globalTable`): every application instance keeps all partitions of
-   * `topic` in one store (`options.storeName`, default `<topic>-STATE-STORE-<n>`, as Kafka Streams names it), read from the topic's start
+   * `topic` in one store (`materialized.name`, default `<topic>-STATE-STORE-<n>`, as Kafka Streams names it), read from the topic's start
    * before the tasks process and then as records arrive, ahead of the tasks. Streams join it by a key
    * they pick from each record (`KStream.join(globalTable, keySelector, joiner)`), with no
-   * co-partitioning. Its store answers interactive queries.
+   * co-partitioning. Its store answers interactive queries. A global table is not versioned (as in Kafka Streams).
    */
-  globalTable<K = string, V = string>(topic: string, consumed: Consumed<K, V> = {}, options: { readonly storeName?: string } = {}): GlobalKTable<K, V> {
+  globalTable<K, V>(topic: Topic<K, V>, consumed?: Consumed<K, V>, materialized?: TableMaterialized): GlobalKTable<K, V>
+  /** A global table of topic `topic`, by name: `K` and `V` are what `consumed`'s serdes read (default `string`). */
+  globalTable<K = string, V = string>(topic: string, consumed?: Consumed<K, V>, materialized?: TableMaterialized): GlobalKTable<K, V>
+  globalTable<K, V>(handle: string | Topic<K, V>, consumed: Consumed<K, V> = {}, materialized: TableMaterialized = {}): GlobalKTable<K, V> {
+    const given = topicArgument('StreamsBuilder.globalTable', handle, consumed.keySerde, consumed.valueSerde)
+    const topic = given.name
     if (consumed.timestampExtractor !== undefined) {
       // A global table's records keep no time (no stream time, no windows): an extractor would do nothing.
       throw new PunctualError('INVALID_CONFIG', `globalTable "${topic}": a timestamp extractor has no effect on a global table, whose records carry no stream time; leave timestampExtractor out`)
     }
-    const keySerde = this.keySerdeOr(consumed.keySerde, 'String')
-    const valueSerde = this.valueSerdeOr(consumed.valueSerde, 'String')
-    const storeName = options.storeName ?? this.newName(`${topic}-STATE-STORE`)
+    tableMaterialized(`globalTable "${topic}"`, materialized, false)
+    const keySerde = this.keySerdeOr(given.keySerde, 'String')
+    const valueSerde = this.valueSerdeOr(given.valueSerde, 'String')
+    const storeName = materialized.name ?? this.newName(`${topic}-STATE-STORE`)
     const source = this.newName('KSTREAM-SOURCE')
     const name = consumed.name ?? this.newName('KTABLE-SOURCE')
     const keyId = keyIdFunction(keySerde)
@@ -160,4 +180,29 @@ function checkSerde(serde: unknown, name: string): Serde<unknown> | undefined {
     throw new PunctualError('INVALID_CONFIG', `StreamsBuilder: ${name} must be a serde (an object with serialize and deserialize), got ${s === null ? 'null' : typeof s}`)
   }
   return s as Serde<unknown>
+}
+
+/**
+ * Checks a table's `materialized` where a user may have passed what another operation takes (from
+ * JavaScript, or a `Materialized` builder with serdes): returns its history retention, if versioned.
+ */
+function tableMaterialized(operation: string, materialized: TableMaterialized, versionable: boolean): number | undefined {
+  if (typeof materialized !== 'object' || materialized === null) {
+    throw new PunctualError('INVALID_CONFIG', `${operation}: materialized must be { name?, historyRetentionMs? } or Materialized.as(...), got ${shownValue(materialized)}`)
+  }
+  const m = materialized as TableMaterialized & Record<string, unknown>
+  if ('storeName' in m || 'versioned' in m) {
+    throw new PunctualError('INVALID_CONFIG', `${operation}: a table's store is named with { name } and versioned with { historyRetentionMs } (or Materialized.as(Stores.persistentVersionedKeyValueStore(name, historyRetentionMs))), not storeName or versioned`)
+  }
+  for (const option of ['keySerde', 'valueSerde', 'retentionMs', 'storeType'] as const) {
+    if (m[option] !== undefined) throw new PunctualError('INVALID_CONFIG', `${operation}: materialized ${option} has no effect on a table (its store uses consumed's serdes); leave it out`)
+  }
+  if (m.name !== undefined && (typeof m.name !== 'string' || m.name === '')) {
+    throw new PunctualError('INVALID_CONFIG', `${operation}: the store name must be a non-empty string, got ${shownValue(m.name)}`)
+  }
+  const history = m.historyRetentionMs
+  if (history === undefined) return undefined
+  if (!versionable) throw new PunctualError('INVALID_CONFIG', `${operation}: a global table cannot be versioned (as in Kafka Streams); leave historyRetentionMs out`)
+  if (!Number.isSafeInteger(history) || history < 0) throw new PunctualError('INVALID_CONFIG', `${operation}: historyRetentionMs must be an integer >= 0, got ${shownValue(history)}`)
+  return history
 }

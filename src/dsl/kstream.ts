@@ -19,6 +19,8 @@ import { JoinWindowStore, OuterJoinStore } from '../joins/join-stores.js'
 import { joinWindowedProcessor, StreamStreamJoinProcessor } from '../joins/stream-stream-join.js'
 import type { JoinSide } from '../joins/stream-stream-join.js'
 import { keyIdFunction } from '../windows/key-id.js'
+import { topicArgument } from '../processor/topic.js'
+import type { Topic } from '../processor/topic.js'
 
 /** A record stream (Kafka Streams' KStream). Serdes are tracked where known; unknown ones default to JSON. */
 export class KStream<K, V> {
@@ -305,7 +307,7 @@ export class KStream<K, V> {
     const grace = joined.gracePeriodMs
     if (grace !== undefined) {
       if (!Number.isSafeInteger(grace) || grace < 0) throw new PunctualError('INVALID_CONFIG', `${operation}: gracePeriodMs must be an integer >= 0, got ${JSON.stringify(grace)}`)
-      if (historyRetentionMs === undefined) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: a grace period needs a versioned table (builder.table(topic, consumed, { versioned: { historyRetentionMs } }))`)
+      if (historyRetentionMs === undefined) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: a grace period needs a versioned table (builder.table(topic, consumed, Materialized.as(Stores.persistentVersionedKeyValueStore(name, historyRetentionMs))))`)
       if (historyRetentionMs < grace) {
         throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the grace period (${grace} ms) must not exceed the table's history retention (${historyRetentionMs} ms): late table updates would be gone before the records waiting for them`)
       }
@@ -426,18 +428,23 @@ export class KStream<K, V> {
   }
 
   /**
-   * Writes the stream to `topic` (Kafka Streams' `KStream.to`) through a sink node. Serdes: `produced`'s,
+   * Writes the stream to `topic` (Kafka Streams' `KStream.to`) through a sink node: a {@link (Topic:interface)},
+   * whose types must be the stream's and whose serdes it writes with, or a name. Serdes: `produced`'s,
    * else the stream's where known, else JSON; partitions: `produced.partitioner`, else murmur2 of the
    * serialized key. The topic must exist on Kafka (the embedded runtime creates it).
    * Its sink node is named `produced.name`, else `KSTREAM-SINK-<n>`.
    */
-  to(topic: string, produced: Produced<K, V> = {}): void {
+  to(topic: Topic<K, V>, produced?: Produced<K, V>): void
+  /** Writes the records to topic `topic`, by name, with `produced`'s serdes, else the stream's, else JSON. */
+  to(topic: string, produced?: Produced<K, V>): void
+  to(topic: string | Topic<K, V>, produced: Produced<K, V> = {}): void {
+    const given = topicArgument('KStream.to', topic, produced.keySerde, produced.valueSerde)
     this.builder.graph.addSink(
       produced.name ?? this.builder.newName('KSTREAM-SINK'),
-      topic,
+      given.name,
       {
-        keySerde: this.builder.keySerdeOr(produced.keySerde ?? this.keySerde),
-        valueSerde: this.builder.valueSerdeOr(produced.valueSerde ?? this.valueSerde),
+        keySerde: this.builder.keySerdeOr(given.keySerde ?? this.keySerde),
+        valueSerde: this.builder.valueSerdeOr(given.valueSerde ?? this.valueSerde),
         ...(produced.partitioner === undefined ? {} : { partitioner: produced.partitioner }),
       },
       this.node,

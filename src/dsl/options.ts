@@ -2,6 +2,9 @@ import { PunctualError } from '../errors.js'
 import type { Serde } from '../processor/serdes.js'
 import type { StreamPartitioner } from '../processor/topology.js'
 import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
+import type { VersionedStoreBuilder } from '../state/stores.js'
+import type { StoreKey } from '../processor/api.js'
+import { shownValue } from '../processor/shown-value.js'
 
 /** How a stream is read from a topic. Defaults: String keys and values. */
 export interface Consumed<K, V> {
@@ -81,20 +84,23 @@ export interface KeyValue<K, V> {
 }
 
 /**
- * How a table keeps its values (Kafka Streams' `Materialized` of a table). `versioned` keeps each key's
- * versions for `historyRetentionMs` behind the table's largest timestamp (a versioned store, KIP-889):
- * a stream-table join then looks the table up as of each stream record's time (KIP-914), and may wait
- * a grace period for late table updates (KIP-923).
+ * How a table keeps its values (Kafka Streams' `Materialized` of `builder.table` and `globalTable`):
+ * `{ name }` or `Materialized.as(name)` names its store; `{ name, historyRetentionMs }` or
+ * `Materialized.as(Stores.persistentVersionedKeyValueStore(name, historyRetentionMs))` makes it a
+ * versioned table, which keeps each key's versions for `historyRetentionMs` behind the table's largest
+ * timestamp (KIP-889): a stream-table join then looks the table up as of each stream record's time
+ * (KIP-914), and may wait a grace period for late table updates (KIP-923). The table's store reads and
+ * writes with `consumed`'s serdes.
  */
-export interface TableOptions {
-  /** Keep each key's versions for `historyRetentionMs` (an integer >= 0) behind the table's largest timestamp. @default not versioned */
-  readonly versioned?: { readonly historyRetentionMs: number }
+export interface TableMaterialized {
   /**
-   * The table's store name (default: `<topic>-STATE-STORE-<n>`, or `KSTREAM-TOTABLE-STATE-STORE-<n>`, as Kafka Streams names it). Naming it keeps the table's values in the
-   * store from the start, so interactive queries can read it (`runtime.store(name, ...)`); otherwise the
-   * store exists only once a join reads the table.
+   * The table's store name (default: `<topic>-STATE-STORE-<n>`, as Kafka Streams names it). Naming it
+   * keeps the table's values in the store from the start, so interactive queries can read it
+   * (`runtime.store(name, ...)`); otherwise the store exists only once a join reads the table.
    */
-  readonly storeName?: string
+  readonly name?: string
+  /** Keep each key's versions this long (ms, an integer >= 0) behind the table's largest timestamp: a versioned table. @default not versioned */
+  readonly historyRetentionMs?: number
 }
 
 /**
@@ -267,12 +273,28 @@ export const Grouped = {
   },
 } as const
 
+/** Names the store (and so its changelog topic and what interactive queries ask for). */
+function materializedAs<K = never, V = never>(storeName: string): MaterializedBuilder<K, V>
+/**
+ * A versioned table's store (`builder.table(topic, consumed, Materialized.as(Stores.persistentVersionedKeyValueStore(name, historyRetentionMs)))`):
+ * its name and history retention.
+ */
+function materializedAs(store: VersionedStoreBuilder<StoreKey, unknown>): TableMaterialized
+function materializedAs<K, V>(store: string | VersionedStoreBuilder<StoreKey, unknown>): MaterializedBuilder<K, V> | TableMaterialized {
+  if (typeof store === 'string') return optionBuilder<Materialized<K, V>, MaterializedBuilder<K, V>>({ name: store }, MATERIALIZED)
+  const versioned = store as Partial<VersionedStoreBuilder<StoreKey, unknown>> | null
+  if (typeof versioned?.name !== 'string' || typeof versioned.historyRetentionMs !== 'number') {
+    throw new PunctualError(
+      'INVALID_CONFIG',
+      `Materialized.as takes a store name or a versioned store (Stores.persistentVersionedKeyValueStore(name, historyRetentionMs)), got ${shownValue(store)}; an aggregation's store type is { name, storeType }`,
+    )
+  }
+  return Object.freeze({ name: versioned.name, historyRetentionMs: versioned.historyRetentionMs })
+}
+
 /** Kafka Streams' `Materialized` factories: the name and serdes of an aggregation's store. */
 export const Materialized = {
-  /** Names the store (and so its changelog topic and what interactive queries ask for). */
-  as<K = never, V = never>(storeName: string): MaterializedBuilder<K, V> {
-    return optionBuilder<Materialized<K, V>, MaterializedBuilder<K, V>>({ name: storeName }, MATERIALIZED)
-  },
+  as: materializedAs,
   /** Writes the store's keys and values with these serdes (either may be undefined: the default). */
   with<K, V>(keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): MaterializedBuilder<K, V> {
     return optionBuilder<Materialized<K, V>, MaterializedBuilder<K, V>>(serdes(keySerde, valueSerde), MATERIALIZED)

@@ -38,6 +38,8 @@ import type { RestoreReport } from './task-factory.js'
 import { TaskLoop } from './task-loop.js'
 import { GlobalStores } from '../processor/internal/global-stores.js'
 import { localStores, queryableStore } from '../query/queryable-stores.js'
+import { topicArgument } from '../processor/topic.js'
+import type { Topic } from '../processor/topic.js'
 import type { QueryableStoreType } from '../query/queryable-stores.js'
 import type { RecordListener, SubscribeFrom } from './subscriptions.js'
 import { validateRuntimeConfig } from './config.js'
@@ -141,15 +143,21 @@ export class EmbeddedRuntime {
   }
 
   /**
-   * A producer for an input topic of the topology. Serdes default to the ones its source reads with; an
+   * A producer for an input topic of the topology, given as a {@link (Topic:interface)} (whose key and value types
+   * the compiler then checks at each send) or by name. Serdes default to the ones its source reads with; an
    * unknown topic, a timestamp that is not an integer epoch millisecond >= 0, and a key or value a
    * built-in serde cannot write (a number key on a String topic) are refused at the call. Sends are
    * taken before `start()` and while the runtime runs; once `stop()` is called, or the runtime failed,
    * a send fails with ILLEGAL_STATE (nothing would process or keep the record).
    */
-  producer<K = unknown, V = unknown>(topic: string, serdes: { keySerde?: Serde<K>; valueSerde?: Serde<V> } = {}): Producer<K, V> {
+  producer<K, V>(topic: Topic<K, V>): Producer<K, V>
+  /** A producer for input topic `topic`, by name: `K` and `V` are what the caller says they are. */
+  producer<K = unknown, V = unknown>(topic: string, serdes?: { keySerde?: Serde<K>; valueSerde?: Serde<V> }): Producer<K, V>
+  producer<K, V>(handle: string | Topic<K, V>, serdes: { keySerde?: Serde<K>; valueSerde?: Serde<V> } = {}): Producer<K, V> {
+    const given = topicArgument('runtime.producer', handle, serdes.keySerde, serdes.valueSerde)
+    const topic = given.name
     const caller = `runtime.producer("${topic}")`
-    const { keySerde, valueSerde } = topicSerdes(this.topology, topic, 'input', caller, serdes.keySerde, serdes.valueSerde)
+    const { keySerde, valueSerde } = topicSerdes(this.topology, topic, 'input', caller, given.keySerde, given.valueSerde)
     this.topics.partitions(topic)
     const sendCaller = `${caller}.send`
     return {
@@ -169,7 +177,8 @@ export class EmbeddedRuntime {
   }
 
   /**
-   * Calls `listener` for every record of `topic`, in offset order per partition, right after the
+   * Calls `listener` for every record of `topic` (a {@link (Topic:interface)}, whose types the listener then has, or a
+   * name), in offset order per partition, right after the
    * processing slice that wrote it; in a durable run (a state directory), right after the commit that
    * made it durable, so a listener never sees output a crash takes back. The topic must be one the
    * topology writes (or reads); serdes default to the ones its sinks write with (or its source reads
@@ -179,17 +188,18 @@ export class EmbeddedRuntime {
    * `processing`): by default the runtime stops; under `logAndContinue` the next record is delivered.
    * Returns a function that ends the subscription.
    */
-  subscribe<K = unknown, V = unknown>(
-    topic: string,
-    listener: RecordListener<K, V>,
-    options: { keySerde?: Serde<K>; valueSerde?: Serde<V>; from?: SubscribeFrom } = {},
-  ): () => void {
+  subscribe<K, V>(topic: Topic<K, V>, listener: RecordListener<K, V>, options?: { from?: SubscribeFrom }): () => void
+  /** Subscribes to `topic` by name: `K` and `V` are what the caller says they are. */
+  subscribe<K = unknown, V = unknown>(topic: string, listener: RecordListener<K, V>, options?: { keySerde?: Serde<K>; valueSerde?: Serde<V>; from?: SubscribeFrom }): () => void
+  subscribe<K, V>(handle: string | Topic<K, V>, listener: RecordListener<K, V>, options: { keySerde?: Serde<K>; valueSerde?: Serde<V>; from?: SubscribeFrom } = {}): () => void {
+    const given = topicArgument('runtime.subscribe', handle, options.keySerde, options.valueSerde)
+    const topic = given.name
     const caller = `runtime.subscribe("${topic}")`
     // The dead-letter topic holds records as read, in bytes.
     const { keySerde, valueSerde } =
       topic === this.config.deadLetterTopic
-        ? { keySerde: options.keySerde ?? (Serdes.Bytes() as Serde<K>), valueSerde: options.valueSerde ?? (Serdes.Bytes() as Serde<V>) }
-        : topicSerdes(this.topology, topic, 'any', caller, options.keySerde, options.valueSerde)
+        ? { keySerde: given.keySerde ?? (Serdes.Bytes() as Serde<K>), valueSerde: given.valueSerde ?? (Serdes.Bytes() as Serde<V>) }
+        : topicSerdes(this.topology, topic, 'any', caller, given.keySerde, given.valueSerde)
     const from = options.from ?? 'earliest'
     if (from !== 'earliest' && from !== 'latest') throw new PunctualError('INVALID_CONFIG', `${caller}: from must be 'earliest' or 'latest', got ${JSON.stringify(from)}`)
     const unsubscribe = this.subscriptions.add(topic, this.topics.partitions(topic), this.guardedListener(topic, listener), keySerde, valueSerde, from)

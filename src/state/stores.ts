@@ -37,6 +37,12 @@ export interface StoreBuilder<S extends StateStore = StateStore> {
   build(): S
 }
 
+/** Builds a versioned store ({@link Stores.persistentVersionedKeyValueStore}); a table takes it through `Materialized.as`. */
+export interface VersionedStoreBuilder<K extends StoreKey, V> extends StoreBuilder<VersionedKeyValueStore<K, V>> {
+  /** How long each key's history is kept behind the store's largest timestamp, ms. */
+  readonly historyRetentionMs: number
+}
+
 /** The kinds of store interactive queries know (`QueryableStoreTypes`). */
 export type QueryableStoreKind = 'keyValue' | 'window' | 'session' | 'versioned'
 
@@ -193,7 +199,7 @@ export const Stores = {
    * keys kept in memory after a read. A key's versions are written to its changelog as one MessagePack
    * list; keys may be strings, numbers or bigints. @default cacheEntries 10 000
    */
-  persistentVersionedKeyValueStore<K extends StoreKey, V>(name: string, historyRetentionMs: number, options: { cacheEntries?: number } = {}): StoreBuilder<VersionedKeyValueStore<K, V>> {
+  persistentVersionedKeyValueStore<K extends StoreKey, V>(name: string, historyRetentionMs: number, options: { cacheEntries?: number } = {}): VersionedStoreBuilder<K, V> {
     if (!Number.isSafeInteger(historyRetentionMs) || historyRetentionMs < 0) {
       throw new PunctualError('INVALID_CONFIG', `store "${name}": historyRetentionMs must be an integer >= 0, got ${shownValue(historyRetentionMs)}`)
     }
@@ -201,7 +207,7 @@ export const Stores = {
     if (!Number.isSafeInteger(cacheEntries) || cacheEntries < 0) {
       throw new PunctualError('INVALID_CONFIG', `store "${name}": cacheEntries must be an integer >= 0, got ${shownValue(options.cacheEntries)}`)
     }
-    return { name, persistent: true, query: VERSIONED_QUERY, build: () => new PersistentVersionedKeyValueStore<K, V>(name, historyRetentionMs, cacheEntries) }
+    return { name, historyRetentionMs, persistent: true, query: VERSIONED_QUERY, build: () => new PersistentVersionedKeyValueStore<K, V>(name, historyRetentionMs, cacheEntries) }
   },
 } as const
 

@@ -5,6 +5,8 @@ import { TopicRegistry } from '../log/topics.js'
 import { sumMetrics } from '../metrics.js'
 import type { MetricsSnapshot, TaskMetricsSnapshot } from '../metrics.js'
 import { NO_HEADERS } from '../processor/api.js'
+import { topicArgument } from '../processor/topic.js'
+import type { Topic } from '../processor/topic.js'
 import type { Headers, KeyValueStore, StateStore, StoreKey, StreamRecord, VersionedKeyValueStore } from '../processor/api.js'
 import { ErrorHandlers } from '../processor/errors.js'
 import type { ErrorHandler } from '../processor/errors.js'
@@ -119,20 +121,29 @@ export class TopologyTestDriver {
 
   /**
    * An input topic: one that a source of the topology reads (another name is refused, listing the
-   * topology's topics). The serdes default to the ones the source reads with.
+   * topology's topics), given as a `Topic` (whose types the compiler then checks) or by name. The serdes default to the ones the source reads with.
    */
-  createInputTopic<K = unknown, V = unknown>(name: string, keySerde?: Serde<K>, valueSerde?: Serde<V>): TestInputTopic<K, V> {
-    const serdes = topicSerdes(this.topology, name, 'input', `createInputTopic("${name}")`, keySerde, valueSerde)
-    return new TestInputTopic(this, name, serdes.keySerde, serdes.valueSerde)
+  createInputTopic<K, V>(topic: Topic<K, V>): TestInputTopic<K, V>
+  /** An input topic by name: `K` and `V` are what the caller says they are. */
+  createInputTopic<K = unknown, V = unknown>(name: string, keySerde?: Serde<K>, valueSerde?: Serde<V>): TestInputTopic<K, V>
+  createInputTopic<K, V>(topic: string | Topic<K, V>, keySerde?: Serde<K>, valueSerde?: Serde<V>): TestInputTopic<K, V> {
+    const given = topicArgument('createInputTopic', topic, keySerde, valueSerde)
+    const serdes = topicSerdes(this.topology, given.name, 'input', `createInputTopic("${given.name}")`, given.keySerde, given.valueSerde)
+    return new TestInputTopic(this, given.name, serdes.keySerde, serdes.valueSerde)
   }
 
   /**
-   * An output topic: one that a sink of the topology writes (another name is refused). The serdes default
+   * An output topic: one that a sink of the topology writes (another name is refused), given as a
+   * `Topic` or by name. The serdes default
    * to the ones the sink writes with; a built-in serde other than the sink's is refused.
    */
-  createOutputTopic<K = unknown, V = unknown>(name: string, keySerde?: Serde<K>, valueSerde?: Serde<V>): TestOutputTopic<K, V> {
-    const serdes = topicSerdes(this.topology, name, 'output', `createOutputTopic("${name}")`, keySerde, valueSerde)
-    return new TestOutputTopic(this.topics.partitions(name), name, serdes.keySerde, serdes.valueSerde)
+  createOutputTopic<K, V>(topic: Topic<K, V>): TestOutputTopic<K, V>
+  /** An output topic by name: `K` and `V` are what the caller says they are. */
+  createOutputTopic<K = unknown, V = unknown>(name: string, keySerde?: Serde<K>, valueSerde?: Serde<V>): TestOutputTopic<K, V>
+  createOutputTopic<K, V>(topic: string | Topic<K, V>, keySerde?: Serde<K>, valueSerde?: Serde<V>): TestOutputTopic<K, V> {
+    const given = topicArgument('createOutputTopic', topic, keySerde, valueSerde)
+    const serdes = topicSerdes(this.topology, given.name, 'output', `createOutputTopic("${given.name}")`, given.keySerde, given.valueSerde)
+    return new TestOutputTopic(this.topics.partitions(given.name), given.name, serdes.keySerde, serdes.valueSerde)
   }
 
   /** Moves the manual wall clock forward by `ms` (an integer >= 0) and fires the wall-clock punctuations that became due. */

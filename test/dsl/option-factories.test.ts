@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { Consumed, Grouped, Joined, JoinWindows, Materialized, Produced, QueryableStoreTypes, Serdes, StreamJoined, StreamsBuilder, TimeWindows, WallclockTimestampExtractor } from '../../src/index.js'
+import { Consumed, Grouped, Joined, JoinWindows, Materialized, Produced, QueryableStoreTypes, Serdes, Stores, StreamJoined, StreamsBuilder, TimeWindows, WallclockTimestampExtractor } from '../../src/index.js'
+import type { VersionedStoreBuilder } from '../../src/index.js'
 import type { Windowed } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
 
@@ -49,5 +50,50 @@ describe("Kafka Streams' option factories (Consumed, Produced, Grouped, Material
     const store = driver.store('per-window', QueryableStoreTypes.windowStore<string, number>())
     assert.equal(store.fetch('a', 0), 1)
     driver.close()
+  })
+})
+
+describe("a table's store: Materialized.as(name), or a versioned store as Kafka Streams declares one", () => {
+  it('Materialized.as(Stores.persistentVersionedKeyValueStore(name, history)) makes a versioned table, queried by that name', () => {
+    const versioned = Materialized.as(Stores.persistentVersionedKeyValueStore<string, string>('prices', 100))
+    assert.deepEqual({ ...versioned }, { name: 'prices', historyRetentionMs: 100 })
+    const b = new StreamsBuilder()
+    const prices = b.table('prices-topic', Consumed.with(Serdes.String(), Serdes.String()), versioned)
+    b.stream<string, string>('orders')
+      .leftJoin(prices, (order, price) => `${order} at ${price ?? '?'}`)
+      .to('priced', Produced.with(Serdes.String(), Serdes.String()))
+    const driver = new TopologyTestDriver(b.build())
+    const pricesIn = driver.createInputTopic<string, string>('prices-topic')
+    pricesIn.pipeInput('apple', '1.00', 10)
+    pricesIn.pipeInput('apple', '2.00', 20)
+    driver.createInputTopic<string, string>('orders').pipeInput('apple', 'order-1', 15)
+    assert.deepEqual(driver.createOutputTopic<string, string>('priced').readValuesToList(), ['order-1 at 1.00'], 'joined as of the order, not the latest')
+    const store = driver.store('prices', QueryableStoreTypes.versionedKeyValueStore<string, string>())
+    assert.deepEqual(store.get('apple', 15), { value: '1.00', timestamp: 10, validTo: 20 })
+    assert.equal(store.get('pear'), undefined)
+    driver.close()
+  })
+
+  it('the plain object says the same; a global table is named the same way', () => {
+    const b = new StreamsBuilder()
+    b.table('a', {}, { name: 'a-store', historyRetentionMs: 5 })
+    b.globalTable('g', {}, Materialized.as('g-store'))
+    const driver = new TopologyTestDriver(b.build())
+    driver.createInputTopic<string, string>('a').pipeInput('k', 'v', 1)
+    driver.createInputTopic<string, string>('g').pipeInput('k', 'w', 1)
+    assert.deepEqual(driver.store('a-store', QueryableStoreTypes.versionedKeyValueStore<string, string>()).get('k'), { value: 'v', timestamp: 1 })
+    assert.equal(driver.store('g-store', QueryableStoreTypes.keyValueStore<string, string>()).get('k'), 'w')
+    driver.close()
+  })
+
+  it('refuses what a table does not take, naming the table and the option', () => {
+    const b = new StreamsBuilder()
+    const legacy = { storeName: 'x' } as unknown as { name: string }
+    assert.throws(() => b.table('t1', {}, legacy), /table "t1": a table's store is named with \{ name \} and versioned with \{ historyRetentionMs \}/)
+    assert.throws(() => b.table('t2', {}, Materialized.as('x').withValueSerde(Serdes.Long())), /table "t2": materialized valueSerde has no effect on a table/)
+    assert.throws(() => b.table('t3', {}, { historyRetentionMs: -1 }), /table "t3": historyRetentionMs must be an integer >= 0, got -1/)
+    assert.throws(() => b.globalTable('g1', {}, { historyRetentionMs: 10 }), /globalTable "g1": a global table cannot be versioned/)
+    const plain = Stores.inMemoryKeyValueStore('kv') as unknown as VersionedStoreBuilder<string, unknown>
+    assert.throws(() => Materialized.as(plain), /Materialized.as takes a store name or a versioned store \(Stores.persistentVersionedKeyValueStore\(name, historyRetentionMs\)\), got/)
   })
 })

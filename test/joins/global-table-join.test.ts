@@ -13,7 +13,7 @@ const str = { keySerde: Serdes.String(), valueSerde: Serdes.String() }
 /** flights (flight id -> origin airport) joined with the global table airports (code -> state), by origin. */
 function topology(left: boolean, out: (line: string) => void): Topology {
   const b = new StreamsBuilder()
-  const airports = b.globalTable<string, string>('airports', str, { storeName: 'airports' })
+  const airports = b.globalTable<string, string>('airports', str, { name: 'airports' })
   const flights = b.stream<string, string>('flights', str)
   const joiner = (origin: string, state: string | null): string => `${origin} in ${state}`
   const joined = left ? flights.leftJoin(airports, (_flight, origin) => origin, joiner) : flights.join(airports, (_flight, origin) => origin, joiner)

@@ -28,7 +28,7 @@ function topology(left: boolean, out: (line: string) => void, viaToTable = false
   const stream = b.stream<string, string>('stream', str)
   const table = viaToTable
     ? b.stream<string, string>('table', str).toTable()
-    : b.table<string, string>('table', str, versioning === undefined ? {} : { versioned: { historyRetentionMs: versioning.history } })
+    : b.table<string, string>('table', str, versioning === undefined ? {} : { historyRetentionMs: versioning.history })
   const options = versioning?.grace === undefined ? {} : { gracePeriodMs: versioning.grace }
   const result = left ? stream.leftJoin(table, joined, options) : stream.join(table, joined, options)
   result.process((): Processor<string, string> => ({ process: (r: StreamRecord<string, string>) => out(`${r.key}:${r.value}@${r.timestamp}`) }))
@@ -163,7 +163,7 @@ describe('stream-table joins', () => {
     const b = new StreamsBuilder()
     const s = b.stream<string, string>('stream', str)
     assert.throws(() => s.join(b.table<string, string>('t1', str), joined, { gracePeriodMs: 5 }), /join: a grace period needs a versioned table/)
-    assert.throws(() => s.leftJoin(b.table<string, string>('t2', str, { versioned: { historyRetentionMs: 4 } }), joined, { gracePeriodMs: 5 }), /leftJoin: the grace period \(5 ms\) must not exceed the table's history retention \(4 ms\)/)
+    assert.throws(() => s.leftJoin(b.table<string, string>('t2', str, { historyRetentionMs: 4 }), joined, { gracePeriodMs: 5 }), /leftJoin: the grace period \(5 ms\) must not exceed the table's history retention \(4 ms\)/)
   })
 
   it('joins a table derived by filter: a record whose key the filter dropped finds nothing', () => {

@@ -153,7 +153,7 @@ describe('KafkaRuntime: joins on a real broker', () => {
     const second = Array.from({ length: 600 }, (_, i) => flight(600 + i))
     const topology = (): Topology => {
       const b = new StreamsBuilder()
-      const table = b.globalTable<string, string>(`${name}-airports`, str, { storeName: 'airports' })
+      const table = b.globalTable<string, string>(`${name}-airports`, str, { name: 'airports' })
       b.stream<string, string>(`${name}-flights`, str)
         .join(table, (_flight, airport) => airport, (airport, state) => `${airport} in ${state}`)
         .to(`${name}-out`, str)

@@ -82,8 +82,8 @@ describe('interactive queries', () => {
 
   it('read a table with a named store, a versioned table as of a time, and a store of your own', () => {
     const b = new StreamsBuilder()
-    b.table<string, string>('cities', str, { storeName: 'cities' })
-    b.table<string, string>('levels', str, { versioned: { historyRetentionMs: 1000 }, storeName: 'levels' })
+    b.table<string, string>('cities', str, { name: 'cities' })
+    b.table<string, string>('levels', str, { historyRetentionMs: 1000, name: 'levels' })
     b.addStateStore(Stores.inMemoryKeyValueStore<string, number>('lengths'))
     b.stream<string, string>('words', str).process(
       (): Processor<string, string> => {
@@ -106,7 +106,7 @@ describe('interactive queries', () => {
     const versions = d.store('levels', QueryableStoreTypes.versionedKeyValueStore<string, string>())
     assert.deepEqual(versions.get('SEA'), { value: 'high', timestamp: 20 })
     assert.deepEqual(versions.get('SEA', 15), { value: 'low', timestamp: 10, validTo: 20 })
-    assert.equal(versions.get('SEA', 5), null)
+    assert.equal(versions.get('SEA', 5), undefined)
     assert.deepEqual([...d.store('lengths', QueryableStoreTypes.keyValueStore<string, number>()).all()], [['punctual', 8]])
     d.close()
   })

@@ -86,7 +86,7 @@ export const streamTableJoinKind: ScenarioKind = {
     const stream = builder.stream<string, string>('left')
     const how = derivation(t, 'right')
     if (how !== undefined && history !== undefined) throw malformed('topology.derive.right', 'applies to a plain table, not a versioned one')
-    const table = derived(builder.table<string, string>('right', {}, history === undefined ? {} : { versioned: { historyRetentionMs: history } }), how)
+    const table = derived(builder.table<string, string>('right', {}, history === undefined ? {} : { historyRetentionMs: history }), how)
     const joinedOptions = grace === undefined ? {} : { gracePeriodMs: grace }
     const result = type === 'inner' ? stream.join(table, joined, joinedOptions) : stream.leftJoin(table, joined, joinedOptions)
     result.addStatelessNode<string, string>(undefined, 'SCENARIO-OUTPUT', (r) => out.emit({ key: r.key, value: r.value, ts: r.timestamp }))
