@@ -28,8 +28,8 @@ export interface Produced<K, V> {
   readonly keySerde?: Serde<K>
   /** Writes the values. */
   readonly valueSerde?: Serde<V>
-  /** Chooses each record's partition (Kafka Streams' `Produced.streamPartitioner`). @default murmur2 of the serialized key */
-  readonly partitioner?: StreamPartitioner<K, V>
+  /** Chooses each record's partition (Kafka Streams' `Produced.streamPartitioner`). It gets null for a tombstone. @default murmur2 of the serialized key */
+  readonly partitioner?: StreamPartitioner<K, V | null>
   /** Names the sink node (Kafka Streams' `Produced.as`). @default `KSTREAM-SINK-<n>` */
   readonly name?: string
 }
@@ -182,7 +182,7 @@ export interface ProducedBuilder<K, V> extends Produced<K, V> {
   /** A copy that writes values with `valueSerde`. */
   withValueSerde<V2>(valueSerde: Serde<V2>): ProducedBuilder<K, V2>
   /** A copy that chooses partitions with `partitioner`. */
-  withStreamPartitioner(partitioner: StreamPartitioner<K, V>): ProducedBuilder<K, V>
+  withStreamPartitioner(partitioner: StreamPartitioner<K, V | null>): ProducedBuilder<K, V>
   /** A copy that names the sink node `name`. */
   withName(name: string): ProducedBuilder<K, V>
 }
@@ -256,7 +256,7 @@ export const Produced = {
     return optionBuilder<Produced<K, V>, ProducedBuilder<K, V>>({ name }, PRODUCED)
   },
   /** Chooses each record's partition with `partitioner`. */
-  streamPartitioner<K, V>(partitioner: StreamPartitioner<K, V>): ProducedBuilder<K, V> {
+  streamPartitioner<K, V>(partitioner: StreamPartitioner<K, V | null>): ProducedBuilder<K, V> {
     return optionBuilder<Produced<K, V>, ProducedBuilder<K, V>>({ partitioner }, PRODUCED)
   },
 } as const

@@ -74,6 +74,24 @@ describe("a table's store: Materialized.as(name), or a versioned store as Kafka 
     driver.close()
   })
 
+  it("a table's changes are written with Produced.with, though their values may be null (tombstones)", () => {
+    const b = new StreamsBuilder()
+    const seen: Array<string | null> = []
+    b.table('t', Consumed.with(Serdes.String(), Serdes.String()))
+      .toStream()
+      .to('changes', Produced.with(Serdes.String(), Serdes.String()).withStreamPartitioner((_topic, _key, value) => {
+        seen.push(value)
+        return 0
+      }))
+    const driver = new TopologyTestDriver(b.build())
+    const input = driver.createInputTopic<string, string | null>('t')
+    input.pipeInput('k', 'v', 1)
+    input.pipeInput('k', null, 2)
+    assert.deepEqual(seen, ['v', null], 'the partitioner is given the tombstone')
+    assert.deepEqual(driver.createOutputTopic<string, string | null>('changes').readValuesToList(), ['v', null])
+    driver.close()
+  })
+
   it('the plain object says the same; a global table is named the same way', () => {
     const b = new StreamsBuilder()
     b.table('a', {}, { name: 'a-store', historyRetentionMs: 5 })
