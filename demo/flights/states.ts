@@ -95,7 +95,7 @@ const seconds = (Date.now() - startedAt) / 1000
 
 // Interactive queries while it runs: the table's store, and the weeks not closed yet.
 const table = runtime.store('airport-states', QueryableStoreTypes.keyValueStore<string, string>())
-const open = runtime.store('state-delays', QueryableStoreTypes.windowStore<string, StateDelays>()).all()
+const open = [...runtime.store('state-delays', QueryableStoreTypes.windowStore<string, StateDelays>()).all()]
 const openFlights = open.reduce((n, [, d]) => n + d.flights, 0)
 console.log(`\ninteractive queries: airport-states holds ${fmt(table.approximateNumEntries())} airports (ORD is in ${table.get('ORD') ?? '?'}); state-delays holds ${fmt(open.length)} open (state, week) windows, ${fmt(openFlights)} flights`)
 const lastOpen = open.reduce((latest, [w]) => Math.max(latest, w.window.start), -Infinity)

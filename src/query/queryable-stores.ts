@@ -128,10 +128,10 @@ function first<V, R>(views: readonly V[], ask: (view: V) => R, none: R, ready: (
 }
 
 /** Every view's answers in turn, for a key: a non-empty answer comes from the one task that holds the key. */
-function ofKey<V, E>(views: readonly V[], ask: (view: V) => E[], ready: () => void): E[] {
-  const out = views.flatMap(ask)
+function ofKey<V, E>(views: readonly V[], ask: (view: V) => Iterable<E>, ready: () => void): IterableIterator<E> {
+  const out = views.flatMap((view) => [...ask(view)])
   if (out.length === 0) ready()
-  return out
+  return out.values()
 }
 
 /** Every view's answers in turn, for a range or scan: complete only when every task holding the store runs. */
@@ -156,14 +156,14 @@ function composite(kind: QueryableStoreKind, current: <V>() => V[], ready: () =>
     case 'window': {
       const views = current<ReadOnlyWindowStore<unknown, unknown>>
       function fetch(key: unknown, windowStart: number): unknown
-      function fetch(key: unknown, timeFrom: number, timeTo: number): Array<[number, unknown]>
+      function fetch(key: unknown, timeFrom: number, timeTo: number): IterableIterator<[number, unknown]>
       function fetch(key: unknown, from: number, to?: number): unknown {
         return to === undefined ? first(views(), (v) => v.fetch(key, from), undefined, ready) : ofKey(views(), (v) => v.fetch(key, from, to), ready)
       }
       return {
         fetch,
-        fetchAll: (from, to) => ofAll(views, (vs) => vs.flatMap((v) => v.fetchAll(from, to)), ready),
-        all: () => ofAll(views, (vs) => vs.flatMap((v) => v.all()), ready),
+        fetchAll: (from, to) => ofAll(views, (vs) => vs.flatMap((v) => [...v.fetchAll(from, to)]).values(), ready),
+        all: () => ofAll(views, (vs) => vs.flatMap((v) => [...v.all()]).values(), ready),
       } satisfies ReadOnlyWindowStore<unknown, unknown>
     }
     case 'session': {

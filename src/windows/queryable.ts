@@ -13,8 +13,8 @@ export function timeWindowQuery<K, VA>(keyId: (key: K) => string): StoreQuery {
     view: (store: StateStore): ReadOnlyWindowStore<K, VA> => {
       const s = store as unknown as TimeWindowStore<K, VA>
       function fetch(key: K, windowStart: number): VA | undefined
-      function fetch(key: K, timeFrom: number, timeTo: number): Array<[number, VA]>
-      function fetch(key: K, from: number, to?: number): VA | undefined | Array<[number, VA]> {
+      function fetch(key: K, timeFrom: number, timeTo: number): IterableIterator<[number, VA]>
+      function fetch(key: K, from: number, to?: number): VA | undefined | IterableIterator<[number, VA]> {
         const id = keyId(key)
         if (to === undefined) return s.get(from, id)?.agg
         const out: Array<[number, VA]> = []
@@ -24,12 +24,12 @@ export function timeWindowQuery<K, VA>(keyId: (key: K) => string): StoreQuery {
           const cell = s.get(start, id)
           if (cell !== undefined) out.push([start, cell.agg])
         }
-        return out
+        return out.values()
       }
       return {
         fetch,
-        fetchAll: (from, to) => s.cellsBetween(from, to).map((c) => [c.key, c.agg]),
-        all: () => s.allCells().map((c) => [c.key, c.agg]),
+        fetchAll: (from, to) => s.cellsBetween(from, to).map((c): [Windowed<K>, VA] => [c.key, c.agg]).values(),
+        all: () => s.allCells().map((c): [Windowed<K>, VA] => [c.key, c.agg]).values(),
       }
     },
   }
@@ -44,11 +44,13 @@ export function slidingWindowQuery<K, VA>(keyId: (key: K) => string): StoreQuery
       const inOrder = (ws: ReadonlyArray<SlidingWindow<K, VA>>): Array<SlidingWindow<K, VA>> => [...ws].sort((a, b) => a.start - b.start)
       const between = (ws: ReadonlyArray<SlidingWindow<K, VA>>, from: number, to: number): Array<SlidingWindow<K, VA>> => inOrder(ws).filter((w) => w.start >= from && w.start <= to)
       function fetch(key: K, windowStart: number): VA | undefined
-      function fetch(key: K, timeFrom: number, timeTo: number): Array<[number, VA]>
-      function fetch(key: K, from: number, to?: number): VA | undefined | Array<[number, VA]> {
+      function fetch(key: K, timeFrom: number, timeTo: number): IterableIterator<[number, VA]>
+      function fetch(key: K, from: number, to?: number): VA | undefined | IterableIterator<[number, VA]> {
         const list = s.get(keyId(key))?.list ?? []
         if (to === undefined) return list.find((w) => w.start === from)?.agg
-        return between(list, from, to).map((w) => [w.start, w.agg])
+        return between(list, from, to)
+          .map((w): [number, VA] => [w.start, w.agg])
+          .values()
       }
       const windows = (from: number, to: number): Array<[Windowed<K>, VA]> =>
         s
@@ -56,7 +58,7 @@ export function slidingWindowQuery<K, VA>(keyId: (key: K) => string): StoreQuery
           .flatMap((entry) => between(entry.list, from, to))
           .sort((a, b) => a.start - b.start)
           .map((w) => [w.key, w.agg])
-      return { fetch, fetchAll: windows, all: () => windows(-Infinity, Infinity) }
+      return { fetch, fetchAll: (from, to) => windows(from, to).values(), all: () => windows(-Infinity, Infinity).values() }
     },
   }
 }
@@ -75,7 +77,7 @@ export function sessionQuery<K, VA>(keyId: (key: K) => string): StoreQuery {
           .sort((a, b) => a.start - b.start)
           .map((w) => [{ key: entry.key, window: { start: w.start, end: w.end } }, w.agg])
       }
-      return { fetch: (key) => sessions(key, -Infinity, Infinity), findSessions: sessions }
+      return { fetch: (key) => sessions(key, -Infinity, Infinity).values(), findSessions: (key, earliestEnd, latestStart) => sessions(key, earliestEnd, latestStart).values() }
     },
   }
 }

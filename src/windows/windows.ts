@@ -19,25 +19,27 @@ export interface Windowed<K> {
 
 /**
  * A read-only view of a window store for interactive queries (Kafka Streams' `ReadOnlyWindowStore`):
- * the windows a windowed aggregation holds (open windows: until their end plus the grace period).
+ * the windows a windowed aggregation holds (open windows: until their end plus the grace period; over
+ * `TimeWindows`, closed ones within the store's retention). Scans iterate, as a key-value store's do:
+ * `for ... of`, or `[...scan]` to keep them.
  */
 export interface ReadOnlyWindowStore<K, V> {
   /** The key's aggregate in the window starting at `windowStart`, or undefined. */
   fetch(key: K, windowStart: number): V | undefined
   /** The key's windows starting from `timeFrom` to `timeTo` (both included), oldest first: [start, value]. */
-  fetch(key: K, timeFrom: number, timeTo: number): Array<[number, V]>
+  fetch(key: K, timeFrom: number, timeTo: number): IterableIterator<[number, V]>
   /** Every key's windows starting from `timeFrom` to `timeTo`, oldest window first. */
-  fetchAll(timeFrom: number, timeTo: number): Array<[Windowed<K>, V]>
+  fetchAll(timeFrom: number, timeTo: number): IterableIterator<[Windowed<K>, V]>
   /** Every window held. */
-  all(): Array<[Windowed<K>, V]>
+  all(): IterableIterator<[Windowed<K>, V]>
 }
 
-/** A read-only view of a session store for interactive queries (Kafka Streams' `ReadOnlySessionStore`). */
+/** A read-only view of a session store for interactive queries (Kafka Streams' `ReadOnlySessionStore`); scans iterate. */
 export interface ReadOnlySessionStore<K, V> {
   /** The key's sessions, oldest first. */
-  fetch(key: K): Array<[Windowed<K>, V]>
+  fetch(key: K): IterableIterator<[Windowed<K>, V]>
   /** The key's sessions that end at or after `earliestSessionEndTime` and start at or before `latestSessionStartTime`. */
-  findSessions(key: K, earliestSessionEndTime: number, latestSessionStartTime: number): Array<[Windowed<K>, V]>
+  findSessions(key: K, earliestSessionEndTime: number, latestSessionStartTime: number): IterableIterator<[Windowed<K>, V]>
 }
 
 /** A duration or time difference in ms, checked: an integer >= `min`, else an error naming `name` and the value. */

@@ -24,9 +24,7 @@ function recordingLogger(onInfo: (fields: Record<string, unknown>) => void): Log
 
 /** The windows of the `counts` aggregation a runtime holds, through an interactive query. */
 function windowsOf(rt: { store: KafkaRuntime['store'] }): string[] {
-  return rt
-    .store('counts', QueryableStoreTypes.windowStore<string, number>())
-    .all()
+  return [...rt.store('counts', QueryableStoreTypes.windowStore<string, number>()).all()]
     .map(([w, n]) => `${w.key}@${w.window.start}=${n}`)
     .sort()
 }

@@ -58,25 +58,25 @@ describe('interactive queries', () => {
     const windows = d.store('windows', QueryableStoreTypes.windowStore<string, number>())
     assert.equal(windows.fetch('a', 10), 2)
     assert.equal(windows.fetch('a', 11), undefined)
-    assert.deepEqual(windows.fetch('a', 0, 19), [[0, 1], [10, 2]])
-    assert.deepEqual(windows.fetch('a', 10, 20), [[10, 2], [20, 1]], 'both ends included')
-    assert.deepEqual(windows.fetch('a', 0, 30), [[0, 1], [10, 2], [20, 1]])
+    assert.deepEqual([...windows.fetch('a', 0, 19)], [[0, 1], [10, 2]])
+    assert.deepEqual([...windows.fetch('a', 10, 20)], [[10, 2], [20, 1]], 'both ends included')
+    assert.deepEqual([...windows.fetch('a', 0, 30)], [[0, 1], [10, 2], [20, 1]])
     assert.deepEqual(
-      windows.fetchAll(10, 10).map(([w, n]) => `${w.key}@${w.window.start}-${w.window.end}=${n}`),
+      [...windows.fetchAll(10, 10)].map(([w, n]) => `${w.key}@${w.window.start}-${w.window.end}=${n}`),
       ['a@10-20=2', 'b@10-20=1'],
     )
-    assert.equal(windows.all().length, 4)
+    assert.equal([...windows.all()].length, 4)
 
     const sessions = d.store('sessions', QueryableStoreTypes.sessionStore<string, number>())
     // a: 1 alone, then 12 and 14 within the 5 ms gap, then 25.
-    assert.deepEqual(sessions.fetch('a').map(([w, n]) => `${w.window.start}-${w.window.end}=${n}`), ['1-1=1', '12-14=2', '25-25=1'])
-    assert.deepEqual(sessions.findSessions('a', 13, 20).map(([w]) => w.window.start), [12])
-    assert.deepEqual(sessions.fetch('nobody'), [])
+    assert.deepEqual([...sessions.fetch('a')].map(([w, n]) => `${w.window.start}-${w.window.end}=${n}`), ['1-1=1', '12-14=2', '25-25=1'])
+    assert.deepEqual([...sessions.findSessions('a', 13, 20)].map(([w]) => w.window.start), [12])
+    assert.deepEqual([...sessions.fetch('nobody')], [])
 
     const sliding = d.store('sliding', QueryableStoreTypes.windowStore<string, number>())
     // b's only record at 13 makes its left window [3, 13].
-    assert.deepEqual(sliding.fetch('b', 0, 100), [[3, 1]])
-    assert.ok(sliding.all().length > 0)
+    assert.deepEqual([...sliding.fetch('b', 0, 100)], [[3, 1]])
+    assert.ok([...sliding.all()].length > 0)
     d.close()
   })
 
@@ -194,7 +194,7 @@ describe('interactive queries', () => {
     }
     assert.equal(counts.get('b'), 2, 'a key of a running task is answered')
     assert.equal(windows.fetch('a', 0), 1)
-    assert.deepEqual(sessions.fetch('b'), [[{ key: 'b', window: { start: 2, end: 3 } }, 2]])
+    assert.deepEqual([...sessions.fetch('b')], [[{ key: 'b', window: { start: 2, end: 3 } }, 2]])
     assert.throws(() => counts.get('z'), notReadyError)
     assert.throws(() => counts.all(), notReadyError)
     assert.throws(() => counts.range('a', 'z'), notReadyError)
@@ -206,7 +206,7 @@ describe('interactive queries', () => {
     restoring = []
     assert.equal(counts.get('z'), undefined, 'once every task runs, a missing key is absent')
     assert.deepEqual([...counts.all()], [['a', 1], ['b', 2]])
-    assert.deepEqual(windows.fetch('z', 0, 100), [])
+    assert.deepEqual([...windows.fetch('z', 0, 100)], [])
     d.close()
   })
 
