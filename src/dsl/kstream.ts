@@ -428,7 +428,7 @@ export class KStream<K, V> {
   }
 
   /**
-   * Writes the stream to `topic` (Kafka Streams' `KStream.to`) through a sink node: a {@link (Topic:interface)},
+   * Writes the stream to `topic` (Kafka Streams' `KStream.to`) through a sink node: a `Topic`,
    * whose types must be the stream's and whose serdes it writes with, or a name. Serdes: `produced`'s,
    * else the stream's where known, else JSON; partitions: `produced.partitioner`, else murmur2 of the
    * serialized key. The topic must exist on Kafka (the embedded runtime creates it).

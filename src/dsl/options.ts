@@ -293,11 +293,20 @@ function materializedAs<K, V>(store: string | VersionedStoreBuilder<StoreKey, un
 }
 
 /** Kafka Streams' `Materialized` factories: the name and serdes of an aggregation's store. */
-export const Materialized = {
-  as: materializedAs,
+export const Materialized: {
+  /** Names the store (and so its changelog topic and what interactive queries ask for). */
+  as<K = never, V = never>(storeName: string): MaterializedBuilder<K, V>
+  /**
+   * A versioned table's store (`builder.table(topic, consumed, Materialized.as(Stores.persistentVersionedKeyValueStore(name, historyRetentionMs)))`):
+   * its name and history retention.
+   */
+  as(store: VersionedStoreBuilder<StoreKey, unknown>): TableMaterialized
   /** Writes the store's keys and values with these serdes (either may be undefined: the default). */
+  with<K, V>(keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): MaterializedBuilder<K, V>
+} = {
+  as: materializedAs,
   with<K, V>(keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): MaterializedBuilder<K, V> {
     return optionBuilder<Materialized<K, V>, MaterializedBuilder<K, V>>(serdes(keySerde, valueSerde), MATERIALIZED)
   },
-} as const
+}
 

@@ -21,7 +21,7 @@ export interface Topic<K, V> {
   readonly valueSerde: Serde<V>
 }
 
-/** Makes {@link (Topic:interface)} handles. */
+/** Makes `Topic` handles. */
 export const Topic = {
   /**
    * The topic `name`, whose keys are `K`s written with `keySerde` and values `V`s written with `valueSerde`.
@@ -43,7 +43,7 @@ export const Topic = {
 } as const
 
 /**
- * @internal A topic given by name or as a {@link (Topic:interface)}: its name, and the serdes the handle carries or the
+ * @internal A topic given by name or as a `Topic`: its name, and the serdes the handle carries or the
  * caller passed (a handle's serdes win over none; a caller may not pass others beside a handle).
  */
 export function topicArgument<K, V>(

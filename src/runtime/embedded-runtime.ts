@@ -143,7 +143,7 @@ export class EmbeddedRuntime {
   }
 
   /**
-   * A producer for an input topic of the topology, given as a {@link (Topic:interface)} (whose key and value types
+   * A producer for an input topic of the topology, given as a `Topic` (whose key and value types
    * the compiler then checks at each send) or by name. Serdes default to the ones its source reads with; an
    * unknown topic, a timestamp that is not an integer epoch millisecond >= 0, and a key or value a
    * built-in serde cannot write (a number key on a String topic) are refused at the call. Sends are
@@ -177,7 +177,7 @@ export class EmbeddedRuntime {
   }
 
   /**
-   * Calls `listener` for every record of `topic` (a {@link (Topic:interface)}, whose types the listener then has, or a
+   * Calls `listener` for every record of `topic` (a `Topic`, whose types the listener then has, or a
    * name), in offset order per partition, right after the
    * processing slice that wrote it; in a durable run (a state directory), right after the commit that
    * made it durable, so a listener never sees output a crash takes back. The topic must be one the
