@@ -45,23 +45,28 @@ function modelRange(model: ReadonlyMap<StoreKey, number>, from: StoreKey, to: St
   return [...model].filter(([k]) => compareStoreKeys(k, from) >= 0 && compareStoreKeys(k, to) <= 0).sort((a, b) => compareStoreKeys(a[0], b[0]))
 }
 
+type StoreOp = typeof op extends fc.Arbitrary<infer O> ? O : never
+
+/** Applies a read or write to the store and to the model, asserting that the store answers as the model does. */
+function applyToBoth(store: KeyValueStore<StoreKey, number>, model: Map<StoreKey, number>, o: Exclude<StoreOp, { op: 'commit' | 'durable' }>): void {
+  if (o.op === 'put') {
+    store.put(o.key, o.value)
+    model.set(o.key, o.value)
+  } else if (o.op === 'delete') {
+    assert.equal(store.delete(o.key), model.get(o.key))
+    model.delete(o.key)
+  } else if (o.op === 'get') assert.equal(store.get(o.key), model.get(o.key))
+  else if (o.op === 'all') assert.deepEqual([...store.all()], [...model].sort((a, b) => compareStoreKeys(a[0], b[0])))
+  else assert.deepEqual([...store.range(o.from, o.to)], modelRange(model, o.from, o.to), `range(${String(o.from)}, ${String(o.to)})`)
+}
+
 describe('in-memory key-value store', () => {
   it('reads, writes, deletes, iterates and ranges like a sorted map (property)', () => {
     fc.assert(
       fc.property(fc.array(op, { maxLength: 80 }), (ops) => {
         const store: KeyValueStore<StoreKey, number> = Stores.inMemoryKeyValueStore<StoreKey, number>('s').build()
         const model = new Map<StoreKey, number>()
-        for (const o of ops) {
-          if (o.op === 'put') {
-            store.put(o.key, o.value)
-            model.set(o.key, o.value)
-          } else if (o.op === 'delete') {
-            assert.equal(store.delete(o.key), model.get(o.key))
-            model.delete(o.key)
-          } else if (o.op === 'get') assert.equal(store.get(o.key), model.get(o.key))
-          else if (o.op === 'all') assert.deepEqual([...store.all()], [...model].sort((a, b) => compareStoreKeys(a[0], b[0])))
-          else if (o.op === 'range') assert.deepEqual([...store.range(o.from, o.to)], modelRange(model, o.from, o.to), `range(${String(o.from)}, ${String(o.to)})`)
-        }
+        for (const o of ops) if (o.op !== 'commit' && o.op !== 'durable') applyToBoth(store, model, o)
       }),
     )
   })
@@ -99,19 +104,8 @@ describe('persistent key-value store', () => {
           store[DURABLE].committed!()
         }
         for (const o of ops) {
-          if (o.op === 'put') {
-            store.put(o.key, o.value)
-            model.set(o.key, o.value)
-          } else if (o.op === 'delete') {
-            assert.equal(store.delete(o.key), model.get(o.key))
-            model.delete(o.key)
-          } else if (o.op === 'get') {
-            assert.equal(store.get(o.key), model.get(o.key))
-          } else if (o.op === 'all') {
-            assert.deepEqual([...store.all()], [...model].sort((a, b) => compareStoreKeys(a[0], b[0])))
-          } else if (o.op === 'range') {
-            assert.deepEqual([...store.range(o.from, o.to)], modelRange(model, o.from, o.to), `range(${String(o.from)}, ${String(o.to)})`)
-          } else if (o.op === 'commit') {
+          if (o.op !== 'commit' && o.op !== 'durable') applyToBoth(store, model, o)
+          else if (o.op === 'commit') {
             durable() // one commit in flight at a time
             taken = store[DURABLE].takeChanges()
           } else durable()
