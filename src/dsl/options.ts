@@ -2,8 +2,8 @@ import { PunctualError } from '../errors.js'
 import type { Serde } from '../processor/serdes.js'
 import type { StreamPartitioner } from '../processor/topology.js'
 import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
-import type { VersionedStoreBuilder } from '../state/stores.js'
-import type { StoreKey } from '../processor/api.js'
+import type { StoreBuilder, VersionedStoreBuilder } from '../state/stores.js'
+import type { KeyValueStore, StoreKey } from '../processor/api.js'
 import { shownValue } from '../processor/shown-value.js'
 
 /** How a stream is read from a topic. Defaults: String keys and values. */
@@ -275,21 +275,27 @@ export const Grouped = {
 
 /** Names the store (and so its changelog topic and what interactive queries ask for). */
 function materializedAs<K = never, V = never>(storeName: string): MaterializedBuilder<K, V>
-/**
- * A versioned table's store (`builder.table(topic, consumed, Materialized.as(Stores.persistentVersionedKeyValueStore(name, historyRetentionMs)))`):
- * its name and history retention.
- */
+/** A versioned table's store: see `Materialized.as`. */
 function materializedAs(store: VersionedStoreBuilder<StoreKey, unknown>): TableMaterialized
-function materializedAs<K, V>(store: string | VersionedStoreBuilder<StoreKey, unknown>): MaterializedBuilder<K, V> | TableMaterialized {
+/** An aggregation's key-value store, by its builder: see `Materialized.as`. */
+function materializedAs<K extends StoreKey, V>(store: StoreBuilder<KeyValueStore<K, V>>): KeyValueMaterialized<K, V>
+function materializedAs<K, V>(store: string | VersionedStoreBuilder<StoreKey, unknown> | StoreBuilder): MaterializedBuilder<K, V> | TableMaterialized | KeyValueMaterialized<K, V> {
   if (typeof store === 'string') return optionBuilder<Materialized<K, V>, MaterializedBuilder<K, V>>({ name: store }, MATERIALIZED)
-  const versioned = store as Partial<VersionedStoreBuilder<StoreKey, unknown>> | null
-  if (typeof versioned?.name !== 'string' || typeof versioned.historyRetentionMs !== 'number') {
-    throw new PunctualError(
-      'INVALID_CONFIG',
-      `Materialized.as takes a store name or a versioned store (Stores.persistentVersionedKeyValueStore(name, historyRetentionMs)), got ${shownValue(store)}; an aggregation's store type is { name, storeType }`,
-    )
+  const given = store as Partial<VersionedStoreBuilder<StoreKey, unknown>> | null
+  if (typeof given?.name === 'string' && typeof given.historyRetentionMs === 'number') return Object.freeze({ name: given.name, historyRetentionMs: given.historyRetentionMs })
+  // A key-value store of Stores: its name, where it lives and its serdes; the aggregation builds the store.
+  if (typeof given?.name === 'string' && given.query?.kind === 'keyValue') {
+    return Object.freeze({
+      name: given.name,
+      storeType: given.persistent === true ? ('persistent' as const) : ('inMemory' as const),
+      ...(given.keySerde === undefined ? {} : { keySerde: given.keySerde as Serde<K> }),
+      ...(given.valueSerde === undefined ? {} : { valueSerde: given.valueSerde as Serde<V> }),
+    })
   }
-  return Object.freeze({ name: versioned.name, historyRetentionMs: versioned.historyRetentionMs })
+  throw new PunctualError(
+    'INVALID_CONFIG',
+    `Materialized.as takes a store name, a key-value store (Stores.persistentKeyValueStore(name), Stores.inMemoryKeyValueStore(name)) or a versioned one (Stores.persistentVersionedKeyValueStore(name, historyRetentionMs)), got ${shownValue(store)}`,
+  )
 }
 
 /** Kafka Streams' `Materialized` factories: the name and serdes of an aggregation's store. */
@@ -301,6 +307,13 @@ export const Materialized: {
    * its name and history retention.
    */
   as(store: VersionedStoreBuilder<StoreKey, unknown>): TableMaterialized
+  /**
+   * An aggregation's store as Kafka Streams chooses one (`count(Materialized.as(Stores.inMemoryKeyValueStore('counts')))`):
+   * the builder's name, where the store lives (`storeType`: `inMemoryKeyValueStore` or
+   * `persistentKeyValueStore`) and its serdes. The aggregation builds the store itself, so other
+   * options of the builder (`cacheEntries`) have no effect.
+   */
+  as<K extends StoreKey, V>(store: StoreBuilder<KeyValueStore<K, V>>): KeyValueMaterialized<K, V>
   /** Writes the store's keys and values with these serdes (either may be undefined: the default). */
   with<K, V>(keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): MaterializedBuilder<K, V>
 } = {

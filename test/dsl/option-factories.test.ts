@@ -111,7 +111,22 @@ describe("a table's store: Materialized.as(name), or a versioned store as Kafka 
     assert.throws(() => b.table('t2', {}, Materialized.as('x').withValueSerde(Serdes.Long())), /table "t2": materialized valueSerde has no effect on a table/)
     assert.throws(() => b.table('t3', {}, { historyRetentionMs: -1 }), /table "t3": historyRetentionMs must be an integer >= 0, got -1/)
     assert.throws(() => b.globalTable('g1', {}, { historyRetentionMs: 10 }), /globalTable "g1": a global table cannot be versioned/)
-    const plain = Stores.inMemoryKeyValueStore('kv') as unknown as VersionedStoreBuilder<string, unknown>
-    assert.throws(() => Materialized.as(plain), /Materialized.as takes a store name or a versioned store \(Stores.persistentVersionedKeyValueStore\(name, historyRetentionMs\)\), got/)
+    const notAStore = { name: 'kv', build: () => ({}) } as unknown as VersionedStoreBuilder<string, unknown>
+    assert.throws(() => Materialized.as(notAStore), /Materialized.as takes a store name, a key-value store \(Stores.persistentKeyValueStore\(name\), Stores.inMemoryKeyValueStore\(name\)\) or a versioned one .*, got/)
+  })
+})
+
+describe("an aggregation's store chosen as Kafka Streams chooses it: Materialized.as(Stores.*KeyValueStore(name))", () => {
+  it('takes the builder name, where the store lives and its serdes; the store answers queries by that name', () => {
+    assert.deepEqual({ ...Materialized.as(Stores.inMemoryKeyValueStore<string, number>('counts')) }, { name: 'counts', storeType: 'inMemory' })
+    assert.deepEqual({ ...Materialized.as(Stores.persistentKeyValueStore<string, number>('counts', { valueSerde: Serdes.Long() })) }, { name: 'counts', storeType: 'persistent', valueSerde: Serdes.Long() })
+    const b = new StreamsBuilder()
+    b.stream<string, string>('clicks').groupByKey().count(Materialized.as(Stores.inMemoryKeyValueStore<string, number>('clicks-per-user')))
+    const driver = new TopologyTestDriver(b.build())
+    const clicks = driver.createInputTopic<string, string>('clicks')
+    clicks.pipeInput('u1', 'x', 1)
+    clicks.pipeInput('u1', 'y', 2)
+    assert.equal(driver.store('clicks-per-user', QueryableStoreTypes.keyValueStore<string, number>()).get('u1'), 2)
+    driver.close()
   })
 })
