@@ -273,12 +273,19 @@ export const Grouped = {
   },
 } as const
 
+/**
+ * `T`, or `never` when `T` is only the widest type it could be (`Wide`): a store builder made without
+ * type arguments (`Stores.inMemoryKeyValueStore('counts')`) has `StoreKey` keys and `unknown` values,
+ * and its `Materialized` then fits any aggregation's types rather than none.
+ */
+export type Unstated<T, Wide> = Wide extends T ? never : T
+
 /** Names the store (and so its changelog topic and what interactive queries ask for). */
 function materializedAs<K = never, V = never>(storeName: string): MaterializedBuilder<K, V>
 /** A versioned table's store: see `Materialized.as`. */
 function materializedAs(store: VersionedStoreBuilder<StoreKey, unknown>): TableMaterialized
 /** An aggregation's key-value store, by its builder: see `Materialized.as`. */
-function materializedAs<K extends StoreKey, V>(store: StoreBuilder<KeyValueStore<K, V>>): KeyValueMaterialized<K, V>
+function materializedAs<K extends StoreKey, V>(store: StoreBuilder<KeyValueStore<K, V>>): KeyValueMaterialized<Unstated<K, StoreKey>, Unstated<V, unknown>>
 function materializedAs<K, V>(store: string | VersionedStoreBuilder<StoreKey, unknown> | StoreBuilder): MaterializedBuilder<K, V> | TableMaterialized | KeyValueMaterialized<K, V> {
   if (typeof store === 'string') return optionBuilder<Materialized<K, V>, MaterializedBuilder<K, V>>({ name: store }, MATERIALIZED)
   const given = store as Partial<VersionedStoreBuilder<StoreKey, unknown>> | null
@@ -313,7 +320,7 @@ export const Materialized: {
    * `persistentKeyValueStore`) and its serdes. The aggregation builds the store itself, so other
    * options of the builder (`cacheEntries`) have no effect.
    */
-  as<K extends StoreKey, V>(store: StoreBuilder<KeyValueStore<K, V>>): KeyValueMaterialized<K, V>
+  as<K extends StoreKey, V>(store: StoreBuilder<KeyValueStore<K, V>>): KeyValueMaterialized<Unstated<K, StoreKey>, Unstated<V, unknown>>
   /** Writes the store's keys and values with these serdes (either may be undefined: the default). */
   with<K, V>(keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined): MaterializedBuilder<K, V>
 } = {

@@ -122,6 +122,12 @@ describe("an aggregation's store chosen as Kafka Streams chooses it: Materialize
     assert.deepEqual({ ...Materialized.as(Stores.persistentKeyValueStore<string, number>('counts', { valueSerde: Serdes.Long() })) }, { name: 'counts', storeType: 'persistent', valueSerde: Serdes.Long() })
     const b = new StreamsBuilder()
     b.stream<string, string>('clicks').groupByKey().count(Materialized.as(Stores.inMemoryKeyValueStore<string, number>('clicks-per-user')))
+    // A builder made without type arguments fits any aggregation; one whose types differ does not compile.
+    b.stream<string, string>('likes').groupByKey().count(Materialized.as(Stores.persistentKeyValueStore('likes', { valueSerde: Serdes.Long() })))
+    b.stream<string, string>('shares').groupByKey().count(Materialized.as(Stores.inMemoryKeyValueStore('shares')))
+    // @ts-expect-error a store of string values does not hold counts
+    const typeOnly = (): unknown => b.stream<string, string>('x').groupByKey().count(Materialized.as(Stores.inMemoryKeyValueStore<string, string>('x')))
+    void typeOnly
     const driver = new TopologyTestDriver(b.build())
     const clicks = driver.createInputTopic<string, string>('clicks')
     clicks.pipeInput('u1', 'x', 1)
