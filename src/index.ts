@@ -75,6 +75,7 @@ export type {
 export { StreamsBuilder } from './dsl/builder.js'
 export type { StreamsBuilderConfig } from './dsl/builder.js'
 export { KStream, BranchedKStream } from './dsl/kstream.js'
+export type { TopicTakes } from './dsl/kstream.js'
 export { KTable } from './dsl/ktable.js'
 export { CogroupedKStream, KGroupedStream, SessionWindowedCogroupedKStream, TimeWindowedCogroupedKStream, TimeWindowedKStream, SessionWindowedKStream } from './dsl/grouped.js'
 export { KGroupedTable } from './dsl/grouped-table.js'

@@ -434,7 +434,7 @@ export class KStream<K, V> {
    * serialized key. The topic must exist on Kafka (the embedded runtime creates it).
    * Its sink node is named `produced.name`, else `KSTREAM-SINK-<n>`.
    */
-  to(topic: Topic<K, V>, produced?: Produced<K, V>): void
+  to<KT, VT>(topic: Topic<KT, VT> & TopicTakes<K, V, KT, VT>, produced?: Produced<K, V>): void
   /** Writes the records to topic `topic`, by name, with `produced`'s serdes, else the stream's, else JSON. */
   to(topic: string, produced?: Produced<K, V>): void
   to(topic: string | Topic<K, V>, produced: Produced<K, V> = {}): void {
@@ -601,3 +601,14 @@ interface FixedKeyCallbacks<K, V, VOut> {
   onExpire?(entry: ExpiredEntry<K>): void
   close?(): void
 }
+
+/**
+ * What `KStream.to(topic)` asks of a typed topic: its key and value types take the stream's (a stream of
+ * `'big' | 'small'` is written to a topic of strings; null, a tombstone, to any topic). Otherwise a type whose one property names the
+ * mismatch, which the compiler then shows.
+ */
+export type TopicTakes<K, V, KT, VT> = [K] extends [KT | null]
+  ? [V] extends [VT | null]
+    ? unknown
+    : { readonly "the topic's value type does not take the stream's values": VT }
+  : { readonly "the topic's key type does not take the stream's keys": KT }

@@ -61,8 +61,24 @@ describe('typed topics (Topic.of)', () => {
       void output
       // @ts-expect-error a stream of Orders is not written to a topic of numbers
       new StreamsBuilder().stream(orders).to(totals)
+      // @ts-expect-error nor is a stream of numbers written to a topic of Orders
+      new StreamsBuilder().stream(totals).to(orders)
+      // @ts-expect-error nor a stream of string keys to a topic of number keys
+      new StreamsBuilder().stream(totals).to(Topic.of('by-number', Serdes.Double(), Serdes.Double()))
     }
     assert.equal(typeof typeOnly, 'function')
+  })
+
+  it("a stream whose values are narrower than the topic's is written to it (a literal union to a topic of strings)", () => {
+    const sizes = Topic.of('sizes', Serdes.String(), Serdes.String())
+    const b = new StreamsBuilder()
+    b.stream(orders)
+      .mapValues((o): 'big' | 'small' => (o.cents > 100 ? 'big' : 'small'))
+      .to(sizes)
+    const driver = new TopologyTestDriver(b.build())
+    driver.createInputTopic(orders).pipeInput('c1', { customer: 'c1', cents: 250 }, 1)
+    assert.deepEqual(driver.createOutputTopic(sizes).readValuesToList(), ['big'])
+    driver.close()
   })
 
   it('refuses a handle that is not one, and serdes passed beside a handle, naming the call', () => {
