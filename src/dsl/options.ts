@@ -130,7 +130,7 @@ export const Named = {
    * @throws PunctualError `INVALID_TOPOLOGY` when `name` is not a non-empty string.
    */
   as(name: string): Named {
-    if (typeof name !== 'string' || name === '') throw new PunctualError('INVALID_TOPOLOGY', `Named.as: the name must be a non-empty string, got ${describeValue(name)}`)
+    if (typeof name !== 'string' || name === '') throw new PunctualError('INVALID_TOPOLOGY', `Named.as: the name must be a non-empty string, got ${shownValue(name)}`)
     return { name }
   },
 } as const
@@ -145,18 +145,10 @@ export function namedNode(operation: string, named: Named | undefined): string |
   if (typeof named === 'string') {
     throw new PunctualError('INVALID_TOPOLOGY', `${operation}: a name is given as Named.as(${JSON.stringify(named)}) (or { name: ${JSON.stringify(named)} }), not as the string ${JSON.stringify(named)}`)
   }
-  if (typeof named !== 'object' || named === null) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the name must be a Named (Named.as('name')), got ${describeValue(named)}`)
+  if (typeof named !== 'object' || named === null) throw new PunctualError('INVALID_TOPOLOGY', `${operation}: the name must be a Named (Named.as('name')), got ${shownValue(named)}`)
   const name: unknown = named.name
-  if (typeof name !== 'string' || name === '') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: a name must be a non-empty string, got ${describeValue(name)}`)
+  if (typeof name !== 'string' || name === '') throw new PunctualError('INVALID_TOPOLOGY', `${operation}: a name must be a non-empty string, got ${shownValue(name)}`)
   return name
-}
-
-/** A value as an error message shows it: JSON where it has one, else its type. */
-function describeValue(value: unknown): string {
-  if (value === undefined) return 'undefined'
-  if (typeof value === 'function') return 'a function'
-  if (typeof value === 'bigint' || typeof value === 'symbol') return String(value)
-  return JSON.stringify(value) ?? typeof value
 }
 
 // Kafka Streams' static factories, as values beside the option types they make: `Materialized.as('x')`
