@@ -1,5 +1,5 @@
 import { PunctualError } from '../errors.js'
-import { RecordPartitioner } from '../log/partitioner.js'
+import { RecordPartitioner } from '../processor/partitioner.js'
 import type { Headers } from '../processor/api.js'
 import type { RecordCollector } from '../processor/record-io.js'
 import type { Serde } from '../processor/serdes.js'

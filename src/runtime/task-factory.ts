@@ -1,5 +1,4 @@
 import { PunctualError } from '../errors.js'
-import type { TopicRegistry } from '../log/topics.js'
 import type { StateStore } from '../processor/api.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import type { InputPartition, RecordCollector } from '../processor/record-io.js'
@@ -56,18 +55,30 @@ export interface TaskDefinition {
 }
 
 /**
- * Every task of a topology over these topics: one per input partition of each sub-topology (Kafka
- * Streams' task model). Repartition topics not created explicitly are sized as Kafka Streams sizes them
- * (partitionCounts), and every sink topic is created before any task runs, so keys are partitioned
- * over their final count; co-partitioned source topics must have equal partition counts.
+ * The topics a runtime keeps itself, as `taskDefinitions` sizes them (the embedded runtime's log): which
+ * exist, their partition counts, and creating one.
  */
-export function taskDefinitions(topology: Topology, topics: TopicRegistry): TaskDefinition[] {
+export interface TopicSizes {
+  has(topic: string): boolean
+  /** The partition count of `topic`; a topic that does not exist yet is created with the default count. */
+  partitionsFor(topic: string): number
+  /** Creates `topic` with `partitions` partitions. */
+  create(topic: string, partitions: number): void
+}
+
+/**
+ * Every task of a topology over topics the runtime keeps: one per input partition of each sub-topology
+ * (Kafka Streams' task model). Repartition topics not created explicitly are sized as Kafka Streams
+ * sizes them (partitionCounts), and every sink topic is created before any task runs, so keys are
+ * partitioned over their final count; co-partitioned source topics must have equal partition counts.
+ */
+export function taskDefinitions(topology: Topology, topics: TopicSizes): TaskDefinition[] {
   const internal = topology.internalTopics()
   const sizes = partitionCounts(topology, (t) => (topics.has(t) ? topics.partitionsFor(t) : internal.has(t) ? undefined : topics.partitionsFor(t)))
   for (const [topic, count] of sizes.internal) if (!topics.has(topic)) topics.create(topic, count)
-  for (const sub of topology.subtopologies()) for (const node of sub.nodes) if (node.kind === 'sink') topics.partitions(node.topic)
+  for (const sub of topology.subtopologies()) for (const node of sub.nodes) if (node.kind === 'sink') topics.partitionsFor(node.topic)
   return tasksOf(topology, (sub) => {
-    const counts = sub.sourceTopics.map((t) => topics.partitions(t).length)
+    const counts = sub.sourceTopics.map((t) => topics.partitionsFor(t))
     const partitions = counts[0] ?? 0
     if (counts.some((c) => c !== partitions)) {
       throw new PunctualError(

@@ -39,10 +39,12 @@ export interface LoopHost {
 }
 
 /**
- * The embedded runtime's task loop: processes records in short slices on the event loop (so timers and
- * I/O interleave), fires wall-clock punctuations and processing-time timers through one timer armed
+ * The task loop both runtimes run their tasks on: processes records in short slices on the event loop
+ * (so timers and I/O interleave), fires wall-clock punctuations and processing-time timers through one timer armed
  * for the earliest due time (nothing polls), and decides when to commit: every `commitIntervalMs` of
  * work, every `commitMaxRecords` records in a durable run, and right after wall-clock punctuations fired.
+ * What differs between the runtimes comes through its `LoopHost`: where commits go, how restores read,
+ * what happens after each slice.
  */
 export class TaskLoop {
   private readonly alarm: Alarm

@@ -1,6 +1,6 @@
 import type * as Client from '@confluentinc/kafka-javascript'
 import { loadKafkaClient } from '../../src/kafka/client.js'
-import { partitionForStringKey } from '../../src/log/murmur2.js'
+import { partitionForStringKey } from '../../src/processor/murmur2.js'
 
 /** The broker of `npm run test:kafka`. */
 export function bootstrapServers(): string {

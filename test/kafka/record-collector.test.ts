@@ -5,7 +5,7 @@ import fc from '../helpers/fc.js'
 import { NO_HEADERS, Serdes } from '../../src/index.js'
 import type { Serde } from '../../src/index.js'
 import { KafkaRecordCollector } from '../../src/kafka/record-collector.js'
-import { TopicRegistry } from '../../src/log/topics.js'
+import { TopicRegistry } from '../../src/embedded/log/topics.js'
 
 type Sent = { topic: string; partition: number; key: Uint8Array | null; value: Uint8Array | null; timestamp: number }
 

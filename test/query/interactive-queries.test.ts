@@ -17,7 +17,7 @@ import {
 import type { Processor, ProcessorContext, KeyValueStore, PunctualError, StreamRecord, Topology } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
 import { queryableStore } from '../../src/query/queryable-stores.js'
-import { partitionForStringKey } from '../../src/log/murmur2.js'
+import { partitionForStringKey } from '../../src/processor/murmur2.js'
 import type { StateStore } from '../../src/processor/api.js'
 
 const str = { keySerde: Serdes.String(), valueSerde: Serdes.String() }

@@ -1,5 +1,5 @@
 import { readKey, readValue } from '../processor/record-io.js'
-import type { PartitionLog } from '../log/partition-log.js'
+import type { PartitionLog } from './log/partition-log.js'
 import type { StreamRecord } from '../processor/api.js'
 import type { Serde } from '../processor/serdes.js'
 

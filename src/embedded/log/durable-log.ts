@@ -1,6 +1,6 @@
 import type { Database } from 'lmdb'
-import { PunctualError } from '../errors.js'
-import type { LogRecord } from '../processor/record-io.js'
+import { PunctualError } from '../../errors.js'
+import type { LogRecord } from '../../processor/record-io.js'
 import { decodeChunk, encodeRange } from './record-codec.js'
 import type { RecordSource } from './record-codec.js'
 

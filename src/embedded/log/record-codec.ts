@@ -1,8 +1,8 @@
-import type { Header } from '../processor/api.js'
-import { NO_HEADERS } from '../processor/api.js'
-import { Serdes } from '../processor/serdes.js'
-import type { Serde } from '../processor/serdes.js'
-import type { LogRecord, MutableLogRecord } from '../processor/record-io.js'
+import type { Header } from '../../processor/api.js'
+import { NO_HEADERS } from '../../processor/api.js'
+import { Serdes } from '../../processor/serdes.js'
+import type { Serde } from '../../processor/serdes.js'
+import type { LogRecord, MutableLogRecord } from '../../processor/record-io.js'
 
 /**
  * The on-disk form of a chunk of consecutive records: one buffer, written in one pass, with no object per

@@ -1,7 +1,7 @@
 import { PunctualError } from '../errors.js'
-import type { DiskRange, DurableLog, LogCommitWriter } from '../log/durable-log.js'
-import type { PartitionLog } from '../log/partition-log.js'
-import type { TopicRegistry } from '../log/topics.js'
+import type { DiskRange, DurableLog, LogCommitWriter } from './log/durable-log.js'
+import type { PartitionLog } from './log/partition-log.js'
+import type { TopicRegistry } from './log/topics.js'
 
 /**
  * Keeps the embedded runtime's topics on disk in a durable run. Each partition's disk holds one range of

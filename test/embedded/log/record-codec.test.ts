@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import fc from '../helpers/fc.js'
-import { decodeChunk, encodeChunk } from '../../src/log/record-codec.js'
-import type { LogRecord } from '../../src/processor/record-io.js'
-import { Serdes } from '../../src/processor/serdes.js'
-import type { Serde } from '../../src/processor/serdes.js'
+import fc from '../../helpers/fc.js'
+import { decodeChunk, encodeChunk } from '../../../src/embedded/log/record-codec.js'
+import type { LogRecord } from '../../../src/processor/record-io.js'
+import { Serdes } from '../../../src/processor/serdes.js'
+import type { Serde } from '../../../src/processor/serdes.js'
 
 const STRING = Serdes.String() as Serde<unknown>
 const DOUBLE = Serdes.Double() as Serde<unknown>

@@ -1,7 +1,7 @@
-import { NO_HEADERS } from '../processor/api.js'
-import type { Headers } from '../processor/api.js'
-import type { Serde } from '../processor/serdes.js'
-import type { InputPartition, LogRecord, MutableLogRecord } from '../processor/record-io.js'
+import { NO_HEADERS } from '../../processor/api.js'
+import type { Headers } from '../../processor/api.js'
+import type { Serde } from '../../processor/serdes.js'
+import type { InputPartition, LogRecord, MutableLogRecord } from '../../processor/record-io.js'
 
 /** Where a durable runtime reads records that are on disk only. */
 export interface DiskReader {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import fc from '../helpers/fc.js'
-import { PartitionLog } from '../../src/log/partition-log.js'
-import type { DiskReader } from '../../src/log/partition-log.js'
-import type { LogRecord } from '../../src/processor/record-io.js'
+import fc from '../../helpers/fc.js'
+import { PartitionLog } from '../../../src/embedded/log/partition-log.js'
+import type { DiskReader } from '../../../src/embedded/log/partition-log.js'
+import type { LogRecord } from '../../../src/processor/record-io.js'
 
 const rec = (n: number): LogRecord => ({ key: `k${n}`, keySerde: undefined, value: n % 3 === 0 ? null : n * 1.5, valueSerde: undefined, timestamp: 1_767_225_600_000 + n, headers: [] })
 

@@ -1,5 +1,5 @@
 import { PunctualError } from '../errors.js'
-import type { Serde } from '../processor/serdes.js'
+import type { Serde } from './serdes.js'
 import { partitionForKey, partitionForStringKey } from './murmur2.js'
 
 /**

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { murmur2, partitionForKey } from '../../src/log/murmur2.js'
-import { TopicRegistry } from '../../src/log/topics.js'
+import { murmur2, partitionForKey } from '../../src/processor/murmur2.js'
+import { TopicRegistry } from '../../src/embedded/log/topics.js'
 import { NO_HEADERS } from '../../src/processor/api.js'
 
 // Values Kafka's own UtilsTest asserts for Utils.murmur2.
@@ -79,7 +79,7 @@ describe('in-memory topics keep typed records only for identity serdes', () => {
 describe('partitionForStringKey', () => {
   it('agrees with murmur2 over the UTF-8 bytes, ASCII or not (property)', async () => {
     const fc = (await import('fast-check')).default
-    const { partitionForStringKey } = await import('../../src/log/murmur2.js')
+    const { partitionForStringKey } = await import('../../src/processor/murmur2.js')
     fc.assert(
       fc.property(fc.string({ unit: 'grapheme' }), fc.integer({ min: 1, max: 64 }), (s, n) => {
         assert.equal(partitionForStringKey(s, n), partitionForKey(Buffer.from(s, 'utf8'), n))

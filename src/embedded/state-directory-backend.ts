@@ -4,7 +4,7 @@ import type { StoreKey } from '../processor/api.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import type { CheckpointStore, CommitHolds, CommitWriter, KeyedLater } from '../state/checkpoint-store.js'
 import type { StoreDisk } from '../state/persistent-store.js'
-import type { CheckpointRestore, CommitBackend, TaskCommit } from './commit-backend.js'
+import type { CheckpointRestore, CommitBackend, TaskCommit } from '../runtime/commit-backend.js'
 
 /**
  * The embedded runtime's commit backend: the state directory's checkpoint store, one atomic commit

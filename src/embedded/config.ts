@@ -10,7 +10,7 @@ import type { Scheduler } from '../time/scheduler.js'
 import { consoleLogger } from '../util/logger.js'
 import type { Logger } from '../util/logger.js'
 import { temporaryStateDir } from '../util/state-dir.js'
-import type { ChangelogListener } from './changelog.js'
+import type { ChangelogListener } from '../runtime/changelog.js'
 import { SLICE_COMMITS_ABOVE } from '../state/checkpoint-store.js'
 import { validateMetricsEndpoint } from '../monitoring/metrics-server.js'
 import type { MetricsEndpoint } from '../monitoring/metrics-server.js'
@@ -103,10 +103,10 @@ export interface EmbeddedRuntimeConfig {
 
 /** Validates once, at construction, and fills in defaults. */
 /** A validated configuration: every setting filled in but the optional listener. */
-export type ValidRuntimeConfig = Required<Omit<EmbeddedRuntimeConfig, 'topics' | 'changelog' | 'deadLetterTopic' | 'metrics' | 'defaultTimestampExtractor'>> &
+export type ValidEmbeddedConfig = Required<Omit<EmbeddedRuntimeConfig, 'topics' | 'changelog' | 'deadLetterTopic' | 'metrics' | 'defaultTimestampExtractor'>> &
   Pick<EmbeddedRuntimeConfig, 'changelog'> & { readonly defaultTimestampExtractor: TimestampExtractor | undefined; readonly deadLetterTopic: string | undefined; readonly metrics: Required<MetricsEndpoint> | undefined }
 
-export function validateRuntimeConfig(config: EmbeddedRuntimeConfig): ValidRuntimeConfig {
+export function validateEmbeddedConfig(config: EmbeddedRuntimeConfig): ValidEmbeddedConfig {
   const where = 'EmbeddedRuntime config'
   if (config === null || typeof config !== 'object') throw invalidConfig(where, 'expected an object with at least applicationId')
   if (typeof config.applicationId !== 'string' || !/^[A-Za-z0-9._-]+$/.test(config.applicationId)) {

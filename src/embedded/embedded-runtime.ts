@@ -1,11 +1,11 @@
 import { rmSync } from 'node:fs'
 import { PunctualError } from '../errors.js'
-import { DurableLog } from '../log/durable-log.js'
-import { TopicRegistry } from '../log/topics.js'
-import type { PartitionLog } from '../log/partition-log.js'
+import { DurableLog } from './log/durable-log.js'
+import { TopicRegistry } from './log/topics.js'
+import type { PartitionLog } from './log/partition-log.js'
 import type { RuntimeMetrics, TaskEvent } from '../metrics.js'
-import { runtimeMetrics } from './runtime-metrics.js'
-import { RuntimeEvents } from './runtime-events.js'
+import { runtimeMetrics } from '../runtime/runtime-metrics.js'
+import { RuntimeEvents } from '../runtime/runtime-events.js'
 import { RuntimeMetricsServer } from '../monitoring/metrics-server.js'
 import { topologySvg } from '../processor/topology-svg.js'
 import type { MetricsAddress } from '../monitoring/metrics-server.js'
@@ -22,35 +22,29 @@ import { CheckpointStore } from '../state/checkpoint-store.js'
 import { StateDirectory } from '../state/state-directory.js'
 import type { Clock } from '../time/clock.js'
 import type { Logger } from '../util/logger.js'
-import { Committer } from './committer.js'
-import type { CommitStats } from './committer.js'
+import { Committer } from '../runtime/committer.js'
+import type { CommitStats } from '../runtime/committer.js'
 import { StateDirectoryBackend } from './state-directory-backend.js'
-import type { ChangelogRecord } from './changelog.js'
-import type { ChangelogSource } from './changelog-source.js'
+import type { ChangelogRecord } from '../runtime/changelog.js'
+import type { ChangelogSource } from '../runtime/changelog-source.js'
 import { DurableTopics } from './durable-topics.js'
 import { releaseConsumed, taskReadPositions } from './log-retention.js'
 import { Subscriptions } from './subscriptions.js'
-import { checkDeadLetterTopicOf, taskDefinitions } from './task-factory.js'
-import { warnOfSerdeFallbacks } from './serde-fallbacks.js'
-import { TaskManager } from './task-manager.js'
-import type { RestoreProgress } from './task-manager.js'
-import type { RestoreReport } from './task-factory.js'
-import { TaskLoop } from './task-loop.js'
+import { checkDeadLetterTopicOf, taskDefinitions } from '../runtime/task-factory.js'
+import { warnOfSerdeFallbacks } from '../runtime/serde-fallbacks.js'
+import { TaskManager } from '../runtime/task-manager.js'
+import type { RestoreProgress } from '../runtime/task-manager.js'
+import type { RestoreReport } from '../runtime/task-factory.js'
+import { TaskLoop } from '../runtime/task-loop.js'
 import { GlobalStores } from '../processor/internal/global-stores.js'
 import { localStores, queryableStore } from '../query/queryable-stores.js'
 import { topicArgument } from '../processor/topic.js'
 import type { Topic } from '../processor/topic.js'
 import type { QueryableStoreType } from '../query/queryable-stores.js'
 import type { RecordListener, SubscribeFrom } from './subscriptions.js'
-import { validateRuntimeConfig } from './config.js'
-import type { EmbeddedRuntimeConfig, ValidRuntimeConfig } from './config.js'
-
-/**
- * A runtime's lifecycle, as Kafka Streams' `KafkaStreams.State` names it: `CREATED` until `start()`,
- * `RUNNING`, `PENDING_SHUTDOWN` while `stop()` commits and closes, then `NOT_RUNNING`; `ERROR` after a
- * failure stopped it.
- */
-export type RuntimeState = 'CREATED' | 'RUNNING' | 'PENDING_SHUTDOWN' | 'NOT_RUNNING' | 'ERROR'
+import { validateEmbeddedConfig } from './config.js'
+import type { EmbeddedRuntimeConfig, ValidEmbeddedConfig } from './config.js'
+import type { RuntimeState } from '../runtime/runtime.js'
 
 /** Writes records to one topic of an embedded runtime, as `EmbeddedRuntime.producer` gives it (a Kafka producer's part). */
 export interface Producer<K, V> {
@@ -66,7 +60,7 @@ export type { RecordListener } from './subscriptions.js'
  * time, so wall-clock punctuations fire on time with no input and nothing polls in between.
  */
 export class EmbeddedRuntime {
-  private readonly config: ValidRuntimeConfig
+  private readonly config: ValidEmbeddedConfig
   private readonly clock: Clock
   private readonly logger: Logger
   private readonly errorHandler: ErrorHandler
@@ -96,7 +90,7 @@ export class EmbeddedRuntime {
     private readonly topology: Topology,
     config: EmbeddedRuntimeConfig,
   ) {
-    const valid = validateRuntimeConfig(config)
+    const valid = validateEmbeddedConfig(config)
     checkDeadLetterTopicOf(topology, valid.deadLetterTopic, 'EmbeddedRuntime config')
     this.ownsStateDir = config.stateDir === undefined
     this.config = valid

@@ -1,6 +1,6 @@
 import type { Topology } from '../processor/topology.js'
-import type { EmbeddedRuntime } from './embedded-runtime.js'
-import type { EmbeddedRuntimeConfig } from './config.js'
+import type { EmbeddedRuntime } from '../embedded/embedded-runtime.js'
+import type { EmbeddedRuntimeConfig } from '../embedded/config.js'
 import type { KafkaRuntimeConfig } from '../kafka/config.js'
 import type { KafkaRuntime } from '../kafka/kafka-runtime.js'
 

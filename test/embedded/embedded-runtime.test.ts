@@ -4,7 +4,7 @@ import { setImmediate as tick } from 'node:timers/promises'
 import { EmbeddedRuntime, ErrorHandlers, PunctualError, PunctuationType, Serdes, silentLogger, StreamsBuilder, Topology } from '../../src/index.js'
 import type { ProcessorContext, StreamRecord } from '../../src/index.js'
 import { ManualClock } from '../../src/testing/index.js'
-import { partitionForKey } from '../../src/log/murmur2.js'
+import { partitionForKey } from '../../src/processor/murmur2.js'
 
 const passThrough = (): Topology => new Topology().addSource('src', 'in').addSink('sink', 'out', {}, 'src')
 

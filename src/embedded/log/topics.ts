@@ -1,11 +1,11 @@
-import { PunctualError } from '../errors.js'
-import type { Headers } from '../processor/api.js'
-import { Serdes } from '../processor/serdes.js'
-import type { Serde } from '../processor/serdes.js'
-import { store, storedSerde } from '../processor/record-io.js'
-import type { InputPartition, RecordCollector } from '../processor/record-io.js'
+import { PunctualError } from '../../errors.js'
+import type { Headers } from '../../processor/api.js'
+import { Serdes } from '../../processor/serdes.js'
+import type { Serde } from '../../processor/serdes.js'
+import { store, storedSerde } from '../../processor/record-io.js'
+import type { InputPartition, RecordCollector } from '../../processor/record-io.js'
 import { PartitionLog } from './partition-log.js'
-import { RecordPartitioner } from './partitioner.js'
+import { RecordPartitioner } from '../../processor/partitioner.js'
 
 const BYTES = Serdes.Bytes() as Serde<unknown>
 

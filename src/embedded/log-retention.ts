@@ -1,5 +1,5 @@
-import type { PartitionLog } from '../log/partition-log.js'
-import type { TopicRegistry } from '../log/topics.js'
+import type { PartitionLog } from './log/partition-log.js'
+import type { TopicRegistry } from './log/topics.js'
 import type { StreamTask } from '../processor/internal/task.js'
 import type { DurableTopics } from './durable-topics.js'
 import type { Subscriptions } from './subscriptions.js'
