@@ -91,6 +91,7 @@ export { BufferConfig, Suppressed } from './suppress/config.js'
 export type { BufferConfigMethods, EagerBufferConfig, Sizer, SuppressedCommon, StrictBufferConfig, TimeLimitSuppressed, WaitFrom, WhenFull, WindowClosesSuppressed } from './suppress/config.js'
 
 export type { RuntimeState } from './runtime/runtime.js'
+export type { RuntimeConfig } from './runtime/config.js'
 export { EmbeddedRuntime } from './embedded/embedded-runtime.js'
 export type { CommitStats } from './runtime/committer.js'
 export type { Producer, RecordListener } from './embedded/embedded-runtime.js'

@@ -1,16 +1,13 @@
 import { checkDeadLetterTopic, checkStateDir, configInt, invalidConfig } from '../errors.js'
 import { ErrorHandlers } from '../processor/errors.js'
-import type { ErrorHandler } from '../processor/errors.js'
 import { checkTimestampExtractor } from '../processor/timestamp-extractor.js'
 import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
 import { systemClock } from '../time/clock.js'
-import type { Clock } from '../time/clock.js'
 import { isScheduler, timerScheduler } from '../time/scheduler.js'
-import type { Scheduler } from '../time/scheduler.js'
 import { consoleLogger } from '../util/logger.js'
-import type { Logger } from '../util/logger.js'
 import { temporaryStateDir } from '../util/state-dir.js'
 import type { ChangelogListener } from '../runtime/changelog.js'
+import type { RuntimeConfig } from '../runtime/config.js'
 import { SLICE_COMMITS_ABOVE } from '../state/checkpoint-store.js'
 import { validateMetricsEndpoint } from '../monitoring/metrics-server.js'
 import type { MetricsEndpoint } from '../monitoring/metrics-server.js'
@@ -27,34 +24,19 @@ export interface TopicConfig {
 }
 
 /**
- * Settings of an {@link EmbeddedRuntime} (what Kafka Streams' `StreamsConfig` sets for a `KafkaStreams`).
- * Checked by the constructor: an invalid value throws `INVALID_CONFIG`, naming it.
+ * Settings of an `EmbeddedRuntime`: those both runtimes take (`RuntimeConfig`), its topics, and how it
+ * writes commits. Checked by the constructor: an invalid value throws `INVALID_CONFIG`, naming it.
+ *
+ * `stateDir`, given, makes the run durable: each commit writes the tasks' state, their input positions
+ * and the topics to it, and a restart with the same directory resumes exactly where the last commit left
+ * off. Without it nothing survives the process: the runtime uses a temporary directory (for spill files)
+ * and deletes it on stop.
  */
-export interface EmbeddedRuntimeConfig {
-  /** Names the application in logs (and, with durable state, its state directory). */
-  applicationId: string
+export interface EmbeddedRuntimeConfig extends RuntimeConfig {
   /** Partitions of topics not created explicitly. @default 1 */
   defaultPartitions?: number
   /** Topics to create up front, with their partition counts. */
   topics?: Record<string, TopicConfig>
-  /**
-   * How long a task of several input partitions waits for an empty one before processing the others
-   * (Kafka Streams' `max.task.idle.ms`); -1, as in Kafka Streams, never waits (here the same as 0: every
-   * record appended is there to read). @default 0
-   */
-  maxTaskIdleMs?: number
-  /**
-   * Where the event time of records comes from, for sources that set no `timestampExtractor` (Kafka
-   * Streams' `default.timestamp.extractor`). Default: each record's own timestamp.
-   */
-  defaultTimestampExtractor?: TimestampExtractor
-  /** How often processed positions are committed. @default 100 */
-  commitIntervalMs?: number
-  /**
-   * With a state directory: commit also after this many records, so one commit never holds too many
-   * changes (commits run on the event loop; a big one delays everything else). @default 10000
-   */
-  commitMaxRecords?: number
   /**
    * With a state directory: a commit with more writes than this (changed state entries and timers) is
    * written a slice of a few milliseconds per event-loop turn, so that it never holds the event loop
@@ -62,38 +44,6 @@ export interface EmbeddedRuntimeConfig {
    * are queued at once. 0 slices every commit. @default 4096
    */
   sliceCommitsAbove?: number
-  /** @default the system clock */
-  clock?: Clock
-  /**
-   * Runs the runtime's one armed timer (wall-clock punctuations, processing-time timers, commits).
-   * @default the clock, when it is a Scheduler too (punctual/testing's ManualClock is), else setTimeout
-   */
-  scheduler?: Scheduler
-  /** @default ErrorHandlers.failOnUserCodeErrors(logger) */
-  errorHandler?: ErrorHandler
-  /**
-   * Where input records go that the error handler lets pass (bad input, or a processing error it
-   * continues after): their key and value bytes as read, with headers naming the error and the source
-   * topic, partition and offset (Kafka Streams' KIP-1034 headers). It must not be a source topic.
-   * @default none: such records are only counted and reported to the handler
-   */
-  deadLetterTopic?: string
-  /** @default writes to stderr */
-  logger?: Logger
-  /**
-   * Serves the metrics over HTTP, opt-in: `GET http://host:port/metrics` in Prometheus' text format
-   * (`metricsAddress()` tells where, with port 0 a free one). @default none
-   */
-  metrics?: MetricsEndpoint
-  /**
-   * The application's state directory. Given, it makes the run durable: each commit writes the tasks'
-   * state, their input positions and the topics to it, and a restart with the same directory resumes
-   * exactly where the last commit left off. It must be new, empty, or this application's (another
-   * folder is refused), and one process holds it at a time. Without it nothing survives the process:
-   * the runtime uses a temporary directory (for spill files) and deletes it on stop.
-   * @default a temporary directory, removed on stop
-   */
-  stateDir?: string
   /**
    * @internal Told what each commit changed in the tasks' state. The record format is not settled yet:
    * it becomes the changelog topics of the Kafka runtime.
@@ -101,11 +51,11 @@ export interface EmbeddedRuntimeConfig {
   changelog?: ChangelogListener
 }
 
-/** Validates once, at construction, and fills in defaults. */
 /** A validated configuration: every setting filled in but the optional listener. */
 export type ValidEmbeddedConfig = Required<Omit<EmbeddedRuntimeConfig, 'topics' | 'changelog' | 'deadLetterTopic' | 'metrics' | 'defaultTimestampExtractor'>> &
   Pick<EmbeddedRuntimeConfig, 'changelog'> & { readonly defaultTimestampExtractor: TimestampExtractor | undefined; readonly deadLetterTopic: string | undefined; readonly metrics: Required<MetricsEndpoint> | undefined }
 
+/** Validates once, at construction, and fills in defaults. */
 export function validateEmbeddedConfig(config: EmbeddedRuntimeConfig): ValidEmbeddedConfig {
   const where = 'EmbeddedRuntime config'
   if (config === null || typeof config !== 'object') throw invalidConfig(where, 'expected an object with at least applicationId')
