@@ -101,7 +101,7 @@ export async function restoreTime(keys = 1_000_000): Promise<RestoreResult> {
   const dir = join(mkdtempSync(join(tmpdir(), 'punctual-durable-')), 'state')
   const t0 = performance.now()
   const first = new EmbeddedRuntime(topology(), { applicationId: 'bench-durable', stateDir: dir, logger: silentLogger })
-  first.start()
+  await first.start()
   await writeKeys(first, keys)
   await first.stop()
   const firstRunSeconds = (performance.now() - t0) / 1000
@@ -125,7 +125,7 @@ export async function latenessDuringCommits(keys = 1_000_000): Promise<CommitLat
   const dir = join(mkdtempSync(join(tmpdir(), 'punctual-durable-')), 'state')
   const lateness: number[] = []
   const rt = new EmbeddedRuntime(topology(lateness), { applicationId: 'bench-durable-lateness', stateDir: dir, clock: preciseClock, logger: silentLogger })
-  rt.start()
+  await rt.start()
   await writeKeys(rt, keys)
   await rt.stop()
   rmSync(dir, { recursive: true, force: true })
@@ -148,7 +148,7 @@ export async function changelogRestoreTime(keys = 1_000_000): Promise<ChangelogR
     child: () => logger,
   }
   const rt = new EmbeddedRuntime(topology(), { applicationId: 'bench-changelog', logger })
-  rt.start()
+  await rt.start()
   await writeKeys(rt, keys)
   await rt.idle()
   let t0 = performance.now()
@@ -180,7 +180,7 @@ export async function countKeys(keys = 1_000_000): Promise<CountKeysResult> {
   const b = new StreamsBuilder()
   b.stream<string, string>('input').groupByKey().count({ name: 'counts' })
   const rt = new EmbeddedRuntime(b.build(), { applicationId: 'bench-count-keys', stateDir: dir, logger: silentLogger })
-  rt.start()
+  await rt.start()
   const t0 = performance.now()
   await writeKeys(rt, keys)
   await rt.stop()
@@ -194,7 +194,7 @@ export async function countKeys(keys = 1_000_000): Promise<CountKeysResult> {
 async function restoreProcess(dir: string): Promise<void> {
   const t0 = performance.now()
   const rt = new EmbeddedRuntime(topology(), { applicationId: 'bench-durable', stateDir: dir, logger: silentLogger })
-  rt.start()
+  await rt.start()
   const restoreSeconds = (performance.now() - t0) / 1000
   await rt.stop()
   console.log(JSON.stringify({ restoreSeconds }))

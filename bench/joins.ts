@@ -93,7 +93,7 @@ function topology(out: Output): Topology {
 export async function punctual(f: Flights): Promise<Output> {
   const out: Output = []
   const rt = new EmbeddedRuntime(topology(out), { applicationId: 'bench-join', logger: silentLogger })
-  rt.start()
+  await rt.start()
   const producer = rt.producer<string, number>('airport-events', { valueSerde: Serdes.Double() })
   const send = (airport: string, value: number, ts: number): void => {
     producer.send(airport, value, ts)
@@ -194,7 +194,7 @@ function enrichTopology(out: Output): Topology {
 export async function punctualEnrich(f: Flights, airports: readonly Airport[]): Promise<Output> {
   const out: Output = []
   const rt = new EmbeddedRuntime(enrichTopology(out), { applicationId: 'bench-enrich', logger: silentLogger })
-  rt.start()
+  await rt.start()
   const table = rt.producer<string, Airport>('airports', { valueSerde: Serdes.JSON<Airport>() })
   for (const a of airports) table.send(a.iata, a, 0)
   await rt.idle()

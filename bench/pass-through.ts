@@ -22,7 +22,7 @@ export async function passThrough(records = 2_000_000, partitions = 1): Promise<
   const producer = rt.producer('in')
   for (let i = 0; i < records; i++) producer.send('key-' + (i % 10_000), 'value-' + i, i)
   const t0 = performance.now()
-  rt.start()
+  await rt.start()
   while (rt.metrics().processedRecords < records) await sleep(1)
   const seconds = (performance.now() - t0) / 1000
   await rt.stop()

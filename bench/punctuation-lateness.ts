@@ -37,7 +37,7 @@ export async function punctuationLateness(mode: 'idle' | 'load', durationMs = 10
     )
     .addSink('sink', 'out', {}, 'src')
   const rt = new EmbeddedRuntime(topology, { applicationId: 'bench-lateness', clock: preciseClock, logger: silentLogger })
-  rt.start()
+  await rt.start()
   const end = start + durationMs
   if (mode === 'idle') {
     await sleep(end - preciseClock.now())

@@ -126,7 +126,7 @@ export async function punctual(f: Flights, stateDir?: string, metricsPort?: numb
     ...(stateDir === undefined ? {} : { stateDir }),
     ...(metricsPort === undefined ? {} : { metrics: { port: metricsPort } }),
   })
-  rt.start()
+  await rt.start()
   const producer = rt.producer<string, number>('flights', { valueSerde: Serdes.Double() })
   let peakHeap = 0
   const BATCH = 50_000
@@ -255,7 +255,7 @@ export async function windowedFinal(): Promise<WindowedFinalResult> {
  */
 async function servingCost(f: Flights): Promise<{ scrapeMs: number; eventMs: number }> {
   const rt = new EmbeddedRuntime(windowedFinalTopology([]), { applicationId: 'bench-serving', logger: silentLogger })
-  rt.start()
+  await rt.start()
   const producer = rt.producer<string, number>('flights', { valueSerde: Serdes.Double() })
   for (let j = 0; j < Math.min(f.count, 500_000); j++) {
     const i = f.replayOrder[j] as number

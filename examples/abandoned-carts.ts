@@ -43,7 +43,7 @@ export const cartsTopology = (): Topology =>
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const runtime = new EmbeddedRuntime(cartsTopology(), { applicationId: 'abandoned-carts' })
   runtime.subscribe<string, string>('cart-alerts', (r) => console.log(`${r.timestamp / 60_000} min\t${r.key}\t${r.value}`))
-  runtime.start()
+  await runtime.start()
   const orders = runtime.producer<string, string>('orders')
   orders.send('ann', 'order', 0)
   orders.send('ann', 'order', 30 * 60_000) // moves ann's timer to 1:30

@@ -22,7 +22,7 @@ export function viewsPerMinute(): Topology {
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const runtime = new EmbeddedRuntime(viewsPerMinute(), { applicationId: 'views-per-minute' })
   runtime.subscribe<Windowed<string>, number>('views-per-minute', (r) => console.log(`${r.key!.key}\t[${r.key!.window.start}, ${r.key!.window.end})\t${r.value}`))
-  runtime.start()
+  await runtime.start()
   const views = runtime.producer<string, string>('page-views')
   views.send('ann', '/home', 1_000)
   views.send('ann', '/health', 2_000) // filtered out

@@ -68,7 +68,7 @@ npx punctual scenario run node_modules/punctual/conformance/scenarios --check | 
 cat > live.mjs <<'JS'
 import { EmbeddedRuntime, Topology, silentLogger } from 'punctual'
 const rt = new EmbeddedRuntime(new Topology().addSource('in', 'input'), { applicationId: 'pkg', logger: silentLogger, metrics: { port: 0 } })
-rt.start()
+await rt.start()
 const { pageUrl } = await rt.metricsAddress()
 for (const [path, text] of [['', '<title>punctual</title>'], ['live.js', 'EventSource'], ['topology.svg', 'Source: in']]) {
   const body = await (await fetch(pageUrl + path)).text()

@@ -90,7 +90,7 @@ export type { JoinedBuilder, StreamJoinedBuilder, ValueJoiner } from './joins/jo
 export { BufferConfig, Suppressed } from './suppress/config.js'
 export type { BufferConfigMethods, EagerBufferConfig, Sizer, SuppressedCommon, StrictBufferConfig, TimeLimitSuppressed, WaitFrom, WhenFull, WindowClosesSuppressed } from './suppress/config.js'
 
-export type { RuntimeState } from './runtime/runtime.js'
+export type { RuntimeState, StreamsRuntime } from './runtime/runtime.js'
 export type { RuntimeConfig } from './runtime/config.js'
 export { EmbeddedRuntime } from './embedded/embedded-runtime.js'
 export type { CommitStats } from './runtime/committer.js'

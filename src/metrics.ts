@@ -1,4 +1,5 @@
 import type { DropReason } from './processor/errors.js'
+import type { RuntimeState } from './runtime/runtime.js'
 
 /**
  * Upper bounds (ms) of the buckets of wall-clock punctuation lateness; a last bucket takes the rest.
@@ -217,7 +218,7 @@ export interface RuntimeMetrics extends MetricsSnapshot {
   /** The application id of the runtime's config. */
   readonly applicationId: string
   /** The runtime's state (CREATED, RUNNING, ...). */
-  readonly state: string
+  readonly state: RuntimeState
   /** The runtime's clock when the snapshot was taken. */
   readonly wallClockTime: number
   /** The active tasks, in the order they process. */

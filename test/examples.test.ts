@@ -129,12 +129,12 @@ describe('the examples run as programs', () => {
     const stateDir = join(mkdtempSync(join(tmpdir(), 'punctual-example-')), 'state')
     // A first run that committed only the first two lines before it ended.
     const first = new EmbeddedRuntime(app.topology(), { ...app.config, applicationId: app.applicationId, stateDir, logger: silentLogger })
-    first.start()
+    await first.start()
     first.producer<string, string>('lines').send(null, 'the quick brown fox', 0)
     first.producer<string, string>('lines').send(null, 'jumps over the lazy dog', 25_000)
     await first.stop({ drain: true })
     const second = new EmbeddedRuntime(app.topology(), { ...app.config, applicationId: app.applicationId, stateDir, logger: silentLogger })
-    second.start()
+    await second.start()
     assert.equal(second.resumed, true)
     const printed: string[] = []
     const log = console.log

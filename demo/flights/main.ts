@@ -202,7 +202,7 @@ runtime.subscribe<Windowed<string>, number>(
   { keySerde: Serdes.JSON<Windowed<string>>(), valueSerde: Serdes.Long() },
 )
 
-runtime.start()
+await runtime.start()
 const progress = setInterval(progressLine, 1000)
 if (ui) {
   const address = await runtime.metricsAddress()

@@ -67,7 +67,7 @@ runtime.subscribe<Windowed<string>, StateDelays>(
   },
   { keySerde: Serdes.JSON<Windowed<string>>(), valueSerde: Serdes.JSON<StateDelays>() },
 )
-runtime.start()
+await runtime.start()
 
 // The table first: every airport at timestamp 0, so each task reads them before any flight.
 const airports = loadAirports()

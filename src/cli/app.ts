@@ -20,13 +20,16 @@ export interface PunctualApp {
   /** Settings of `punctual run APP --kafka BOOTSTRAP` (the input then comes from the topics: `start` is not called; `startOnKafka` is). */
   readonly kafka?: Omit<KafkaRuntimeConfig, 'applicationId' | 'bootstrapServers'>
   /**
-   * Feeds the running embedded runtime. `resumed` says whether committed state was found (a restart);
+   * Feeds the running embedded runtime, through its producers (the embedded runtime's own: on Kafka the
+   * input comes from the topics); what it shares with the Kafka runtime, `StreamsRuntime`, is there
+   * too. `resumed` says whether committed state was found (a restart);
    * `signal` aborts when the run ends (a signal, the runtime failing, or this promise settling), before
    * the runtime stops.
    */
   start?(runtime: EmbeddedRuntime, context: { readonly resumed: boolean; readonly signal: AbortSignal }): void | Promise<void>
   /**
-   * Runs beside the instance under `punctual run APP --kafka BOOTSTRAP`, once it has joined its group:
+   * Runs beside the instance (a `StreamsRuntime`, with the Kafka runtime's own instance lookups) under
+   * `punctual run APP --kafka BOOTSTRAP`, once it has joined its group:
    * host an interactive-query server, report elsewhere. The input comes from the topics, so this
    * promise settling does not stop the instance (a signal does); a throw or a rejection stops it with
    * exit 1. `signal` aborts when the run ends, before the instance stops.

@@ -8,7 +8,7 @@ import type { PunctualApp } from './app.js'
 import { createConsoleLogger } from '../util/logger.js'
 import type { Io } from './scenario-command.js'
 import { describeError } from './errors.js'
-import type { MetricsAddress } from '../monitoring/metrics-server.js'
+import type { StreamsRuntime } from '../runtime/runtime.js'
 
 /** An application module's default export; `command` names the command in errors. TypeScript files need tsx (a dev dependency of most TypeScript projects). */
 export async function loadApp(path: string, command = 'run'): Promise<PunctualApp> {
@@ -52,9 +52,9 @@ export async function runApp(path: string, stateDir: string, io: Io, opts: RunOp
   const runtime = new EmbeddedRuntime(app.topology(), { ...(app.config ?? {}), ...metricsSetting(opts), logger, applicationId: app.applicationId, stateDir })
   const failed = new Promise<Outcome>((resolveFailure) => runtime.on('error', (error) => resolveFailure({ kind: 'failed', error })))
   try {
-    runtime.start()
+    await runtime.start()
   } catch (err) {
-    // Nothing runs when start throws: there is nothing to stop.
+    // Nothing runs when start fails: there is nothing to stop.
     io.err(`punctual: ${app.applicationId} cannot start: ${describeError(err)}`)
     return 1
   }
@@ -86,7 +86,7 @@ function metricsSetting(opts: RunOptions): { metrics?: { port: number } } {
 export const DEFAULT_UI_PORT = 9464
 
 /** Prints where the live page is, once it listens (a port it cannot have fails the runtime, which ends the run). */
-async function announcePage(runtime: { metricsAddress(): Promise<MetricsAddress | undefined> }, io: Io): Promise<void> {
+async function announcePage(runtime: Pick<StreamsRuntime, 'metricsAddress'>, io: Io): Promise<void> {
   const address = await runtime.metricsAddress()
   if (address !== undefined) io.err(`punctual: live page at ${address.pageUrl} (Prometheus metrics at ${address.url})`)
 }
@@ -96,7 +96,7 @@ async function announcePage(runtime: { metricsAddress(): Promise<MetricsAddress 
  * ended is processed to its end first; a signal or a failed start stops after committing what was
  * processed, since a backlog may take long to drain and whoever pressed Ctrl-C wants it to stop.
  */
-async function stopAndReport(runtime: { stop(options?: { drain?: boolean }): Promise<void> }, applicationId: string, outcome: Outcome, stateIs: string, io: Io): Promise<number> {
+async function stopAndReport(runtime: Pick<StreamsRuntime, 'stop'>, applicationId: string, outcome: Outcome, stateIs: string, io: Io): Promise<number> {
   if (outcome.kind === 'failed') {
     io.err(`punctual: ${applicationId} stopped on an error: ${describeError(outcome.error)}`)
     return 1

@@ -44,7 +44,7 @@ import type { QueryableStoreType } from '../query/queryable-stores.js'
 import type { RecordListener, SubscribeFrom } from './subscriptions.js'
 import { validateEmbeddedConfig } from './config.js'
 import type { EmbeddedRuntimeConfig, ValidEmbeddedConfig } from './config.js'
-import type { RuntimeState } from '../runtime/runtime.js'
+import type { RuntimeState, StreamsRuntime } from '../runtime/runtime.js'
 
 /** Writes records to one topic of an embedded runtime, as `EmbeddedRuntime.producer` gives it (a Kafka producer's part). */
 export interface Producer<K, V> {
@@ -57,9 +57,11 @@ export type { RecordListener } from './subscriptions.js'
 /**
  * Runs a topology in this process over in-memory partitioned topics: one task per input partition, the
  * task loop on the event loop in short slices, and one real timer armed for the earliest wall-clock due
- * time, so wall-clock punctuations fire on time with no input and nothing polls in between.
+ * time, so wall-clock punctuations fire on time with no input and nothing polls in between. A
+ * `StreamsRuntime`, as the Kafka runtime is; its own are the input it takes (`producer`), the output it
+ * delivers (`subscribe`), its topics, and `resumed` and `idle()`.
  */
-export class EmbeddedRuntime {
+export class EmbeddedRuntime implements StreamsRuntime {
   private readonly config: ValidEmbeddedConfig
   private readonly clock: Clock
   private readonly logger: Logger
@@ -242,15 +244,19 @@ export class EmbeddedRuntime {
   }
 
   /**
-   * Opens the state directory, restores and initializes the tasks, and starts processing. A failure here
-   * (an invalid schedule, a state directory that cannot be used) is thrown from this call, and only
-   * there: it is not also emitted as `'error'`, and a later `stop()` resolves.
+   * Opens the state directory, restores and initializes every task, and starts processing, all within
+   * this call: when it returns, the runtime is `RUNNING`, its tasks restored (or it failed, and the
+   * promise it returned rejects), so producers, queries and `resumed` may be used at once, before the
+   * promise is awaited. A failure here (an invalid schedule, a state directory that cannot be used)
+   * rejects the promise, and only it: it is not also emitted as `'error'`, and a later `stop()`
+   * resolves. A state directory held by another process leaves the runtime `CREATED`: `start()` may be
+   * called again once that process is gone.
    */
-  start(): void {
+  async start(): Promise<void> {
     if (this.currentState !== 'CREATED') throw new PunctualError('ILLEGAL_STATE', `cannot start the runtime in state ${this.currentState}`)
     warnOfSerdeFallbacks(this.topology, this.logger)
     // Held from start to stop: a second process on the same directory is refused. Nothing has started
-    // if this throws, so start() may be called again (once the other process is gone).
+    // if this fails, so start() may be called again (once the other process is gone).
     this.stateDirectory = StateDirectory.open(this.config.stateDir, this.config.applicationId)
     try {
       // Durable only with a state directory the application chose: a temporary one dies with the process.
@@ -312,8 +318,11 @@ export class EmbeddedRuntime {
   }
 
   /**
-   * Stops: by default first processes every record already in the input topics, then commits and closes
-   * the processors. Rejects with the failure if the runtime had stopped on an error.
+   * Stops: with `drain` (the default) first finishes the restores under way and processes every record
+   * already in the input topics; then commits, closes the processors and releases the state directory.
+   * With `drain: false` the records not processed yet stay in the topics: a durable run processes them
+   * after a restart, a run without a state directory loses them. Rejects with the failure if the
+   * runtime had stopped on an error.
    */
   async stop(options: { drain?: boolean } = {}): Promise<void> {
     if (this.currentState === 'RUNNING') {
@@ -405,7 +414,10 @@ export class EmbeddedRuntime {
     return this.loop.idle()
   }
 
-  /** @internal The tasks restoring (from changelog records or the state directory), and how far each has come. */
+  /**
+   * The tasks restoring, and how far each has come: empty, unless tasks were moved while the runtime
+   * runs (`start()` restores every task from the state directory before it returns).
+   */
   restoreProgress(): RestoreProgress[] {
     return this.taskManager?.restoreProgress() ?? []
   }
@@ -470,7 +482,7 @@ export class EmbeddedRuntime {
     return restoring.filter((id) => holding.has(Number(id.slice(0, id.indexOf('_')))))
   }
 
-  /** Number of tasks: one per input partition of each sub-topology. */
+  /** The tasks this runtime runs (`<subtopology>_<partition>`): one per input partition of each sub-topology. */
   taskIds(): string[] {
     return this.tasks.map((t) => t.taskId.toString())
   }

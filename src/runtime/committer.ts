@@ -12,6 +12,9 @@ import type { CommitStats } from '../metrics.js'
 
 export type { CommitStats } from '../metrics.js'
 
+/** The commit stats of a runtime that has not committed yet (`commitStats()` before `start()`). */
+export const NO_COMMITS: CommitStats = Object.freeze({ commits: 0, meanMs: 0, maxMs: 0, blockingMeanMs: 0, blockingMaxMs: 0 })
+
 /**
  * Collects each task's commit (checkpoint, state changes, their changelog records) the same way for
  * every runtime, has the commit backend make them durable (none: in memory only), then hands the records

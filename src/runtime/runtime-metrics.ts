@@ -1,12 +1,13 @@
 import { sumMetrics } from '../metrics.js'
 import type { CommitStats, RuntimeMetrics } from '../metrics.js'
 import type { Clock } from '../time/clock.js'
+import type { RuntimeState } from './runtime.js'
 import type { TaskManager } from './task-manager.js'
 
 /** What a runtime's metrics are made of: shared by the embedded and the Kafka runtime. */
 export interface MetricsSource {
   readonly applicationId: string
-  readonly state: string
+  readonly state: RuntimeState
   readonly clock: Clock
   readonly tasks: TaskManager | undefined
   readonly commits: CommitStats | undefined

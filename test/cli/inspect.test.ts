@@ -43,7 +43,7 @@ async function runOnce(stateDir: string): Promise<void> {
   )
   const clock = new ManualClock(5_000)
   const rt = new EmbeddedRuntime(topology, { applicationId: 'inspected', stateDir, clock, topics: { input: { partitions: 2 } }, logger: silentLogger })
-  rt.start()
+  await rt.start()
   const input = rt.producer('input', { keySerde: Serdes.String(), valueSerde: Serdes.String() })
   for (const [key, ts] of [['a', 100], ['b', 200], ['c', 300], ['a', 400]] as const) input.send(key, 'v', ts)
   await rt.idle()
@@ -99,7 +99,7 @@ describe('punctual inspect STATE_DIR', () => {
     b.stream<string, string>('input').groupByKey().count({ name: 'counts' })
     const clock = new ManualClock(5_000)
     const rt = new EmbeddedRuntime(b.build(), { applicationId: 'running', stateDir: dir, clock, commitIntervalMs: 100, logger: silentLogger })
-    rt.start()
+    await rt.start()
     try {
       const input = rt.producer('input', { keySerde: Serdes.String(), valueSerde: Serdes.String() })
       for (const key of ['a', 'b', 'a']) input.send(key, 'v', 100)
@@ -147,7 +147,7 @@ describe('punctual inspect STATE_DIR', () => {
     const b = new StreamsBuilder()
     b.stream<string, string>('input').groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(1000, 10_000)).count({ name: 'per-second' })
     const rt = new EmbeddedRuntime(b.build(), { applicationId: 'windowed', stateDir: dir, clock: new ManualClock(5_000), logger: silentLogger })
-    rt.start()
+    await rt.start()
     const input = rt.producer('input', { keySerde: Serdes.String(), valueSerde: Serdes.String() })
     // Three windows of key a, one of key b, all open (stream time 2100, grace 10 s).
     for (const [key, ts] of [['a', 100], ['a', 1100], ['b', 1200], ['a', 2100]] as const) input.send(key, 'v', ts)

@@ -45,7 +45,7 @@ async function restartsExactly(applicationId: string, build: (out: (line: string
       const out: string[] = []
       for (const part of [records.slice(0, 10), records.slice(10, 20), records.slice(20)]) {
         const rt = new EmbeddedRuntime(build((l) => out.push(l)), { applicationId, stateDir: dir, commitMaxRecords: 3, logger: silentLogger })
-        rt.start()
+        await rt.start()
         for (const r of part) {
           rt.producer<string, string | null>(r.side).send(r.key, r.value, r.ts)
           await rt.idle()
@@ -101,7 +101,7 @@ describe('cogroup (KIP-150)', () => {
         let activity: Array<[string, string]> = []
         for (const part of thirds) {
           const rt = new EmbeddedRuntime(topology((l) => out.push(l)), { applicationId: 'cogroup', stateDir: dir, commitMaxRecords: 3, logger: silentLogger })
-          rt.start()
+          await rt.start()
           // One record at a time, so the order across the two topics is the order given.
           for (const r of part) {
             rt.producer<string, string | null>(r.side).send(r.key, r.value, r.ts)

@@ -113,7 +113,7 @@ describe('aggregations', () => {
       const rt = new EmbeddedRuntime(b.build(), { applicationId: `rekey-${rekey}`, topics: { lines: { partitions: 3 } }, logger: silentLogger })
       const last = new Map<string, number>()
       rt.subscribe<string, number>('counts', (r) => void last.set(r.key!, r.value!))
-      rt.start()
+      await rt.start()
       const p = rt.producer<string, string>('lines')
       ;['the fox', 'the dog', 'a dog', 'the end'].forEach((line, i) => p.send(`line-${i}`, line, i))
       await rt.stop()
@@ -346,7 +346,7 @@ describe('DSL on the embedded runtime', () => {
       .toStream()
       .addStatelessNode(undefined, 'OUT', (r) => results.push(`${win(r.key)}=${r.value}`))
     const rt = new EmbeddedRuntime(b.build(), { applicationId: 'dsl', topics: { in: { partitions: 3 } }, logger: silentLogger })
-    rt.start()
+    await rt.start()
     const p = rt.producer('in')
     for (let i = 0; i < 30; i++) p.send(`k${i % 3}`, 'v', i)
     // Each key is in one partition; its windows close once that task's stream time passes them.

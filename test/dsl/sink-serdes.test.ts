@@ -92,7 +92,7 @@ describe("a sink's serdes: shown by describe(), and a fallback to JSON warned of
     source.selectKey((_k, v) => v).groupByKey().count().toStream().to('counts', { name: 'counts-out', valueSerde: Serdes.Long() })
     const { logger, warned } = warnings()
     const rt = new EmbeddedRuntime(b.build(), { applicationId: 'sink-serdes', logger })
-    rt.start()
+    await rt.start()
     await rt.stop()
     assert.deepEqual(
       warned.map((w) => w.fields),
@@ -116,7 +116,7 @@ describe("a sink's serdes: shown by describe(), and a fallback to JSON warned of
     b.stream<string, string>('clicks', str).map((k, v) => ({ key: k, value: v.length })).to('lengths')
     const lines: string[] = []
     const rt = new EmbeddedRuntime(b.build(), { applicationId: 'sink-serdes-quiet', logger: createConsoleLogger({ write: (l) => void lines.push(l) }) })
-    rt.start()
+    await rt.start()
     await rt.stop()
     assert.deepEqual(
       lines.filter((l) => / WARN /.test(l)),
@@ -129,7 +129,7 @@ describe("a sink's serdes: shown by describe(), and a fallback to JSON warned of
     joinToOut(b)
     const lines: string[] = []
     const rt = new EmbeddedRuntime(b.build(), { applicationId: 'sink-serdes-line', logger: createConsoleLogger({ write: (l) => void lines.push(l) }) })
-    rt.start()
+    await rt.start()
     await rt.stop()
     const warns = lines.filter((l) => / WARN /.test(l))
     assert.equal(warns.length, 1, lines.join('\n'))

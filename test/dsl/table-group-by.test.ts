@@ -134,7 +134,7 @@ describe('KTable.groupBy', () => {
       fc.asyncProperty(updates(30), async (input) => {
         const once: string[] = []
         const whole = new EmbeddedRuntime(topology((l) => once.push(l)), { applicationId: 'group-once', logger: silentLogger })
-        whole.start()
+        await whole.start()
         for (const u of input) whole.producer<string, string | null>('users').send(u.key, u.value, u.ts)
         await whole.stop()
         const dir = freshStateDir()
@@ -143,7 +143,7 @@ describe('KTable.groupBy', () => {
         let counts: Array<[string, number]> = []
         for (const part of thirds) {
           const rt = new EmbeddedRuntime(topology((l) => resumed.push(l)), { applicationId: 'group-resumed', stateDir: dir, commitMaxRecords: 3, logger: silentLogger })
-          rt.start()
+          await rt.start()
           for (const u of part) rt.producer<string, string | null>('users').send(u.key, u.value, u.ts)
           await rt.idle()
           counts = [...rt.store('counts', QueryableStoreTypes.keyValueStore<string, number>()).all()]

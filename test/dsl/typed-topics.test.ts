@@ -40,7 +40,7 @@ describe('typed topics (Topic.of)', () => {
     const rt = new EmbeddedRuntime(topology(), { applicationId: 'typed-topics', logger: silentLogger })
     const seen: Array<[string | null, number | null]> = []
     rt.subscribe(totals, (r) => void seen.push([r.key, r.value]))
-    rt.start()
+    await rt.start()
     rt.producer(orders).send('c2', { customer: 'c2', cents: 7 }, 1)
     await rt.idle()
     await rt.stop()

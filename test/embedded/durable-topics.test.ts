@@ -45,7 +45,7 @@ describe('durable topics (a state directory)', () => {
     const rt = new EmbeddedRuntime(upper(), { applicationId: 'rc', stateDir: fresh(), commitIntervalMs: 3_600_000, logger: silentLogger })
     const seen: string[] = []
     rt.subscribe<string, string>('output', (r) => seen.push(r.value!))
-    rt.start()
+    await rt.start()
     rt.producer('input').send('k', 'a', 1)
     await turns(20)
     assert.equal(rt.metrics().processedRecords, 1, 'the record was processed')
@@ -58,7 +58,7 @@ describe('durable topics (a state directory)', () => {
     const rt = new EmbeddedRuntime(upper(), { applicationId: 'rc-mem', commitIntervalMs: 3_600_000, logger: silentLogger })
     const seen: string[] = []
     rt.subscribe<string, string>('output', (r) => seen.push(r.value!))
-    rt.start()
+    await rt.start()
     rt.producer('input').send('k', 'a', 1)
     await turns(20)
     assert.deepEqual(seen, ['A'])
@@ -68,7 +68,7 @@ describe('durable topics (a state directory)', () => {
   it('a restart finds the outputs and the input end offsets, and processes only new input', async () => {
     const dir = fresh()
     const a = new EmbeddedRuntime(upper(), { applicationId: 'rs', stateDir: dir, topics: { input: { partitions: 2 } }, logger: silentLogger })
-    a.start()
+    await a.start()
     const pa = a.producer('input')
     for (const k of ['a', 'b', 'c', 'd']) pa.send(k, k, 1)
     await a.stop()
@@ -82,7 +82,7 @@ describe('durable topics (a state directory)', () => {
     b.subscribe<string, string>('output', (r) => latest.push(r.value!), { from: 'latest' })
     b.subscribe<string, string>('input', (r) => input.push(r.value!))
     b.producer('input').send('e', 'e', 2) // before start: kept after what the state directory holds
-    b.start()
+    await b.start()
     assert.equal(b.resumed, true)
     await b.stop()
     assert.equal(b.committedEndOffsets('input').reduce((x, y) => x + y, 0), 5, 'the new record follows the restored ones')
@@ -95,11 +95,11 @@ describe('durable topics (a state directory)', () => {
   it('refuses a topic whose partition count differs from the state directory', async () => {
     const dir = fresh()
     const a = new EmbeddedRuntime(upper(), { applicationId: 'pc', stateDir: dir, topics: { input: { partitions: 2 } }, logger: silentLogger })
-    a.start()
+    await a.start()
     a.producer('input').send('a', 'a', 1)
     await a.stop()
     const b = new EmbeddedRuntime(upper(), { applicationId: 'pc', stateDir: dir, topics: { input: { partitions: 3 } }, logger: silentLogger })
-    assert.throws(() => b.start(), /topic "input" has 2 partitions in the state directory but 3 in this application/)
+    await assert.rejects(b.start(), /topic "input" has 2 partitions in the state directory but 3 in this application/)
   })
 
   it('retentionMs: records committed longer ago than the retention are deleted, read or not', async () => {
@@ -108,7 +108,7 @@ describe('durable topics (a state directory)', () => {
       const clock = new ManualClock(now)
       const rt = new EmbeddedRuntime(upper(), { applicationId: 'ret', stateDir: dir, clock, topics: { output: { partitions: 1, retentionMs: 500 } }, logger: silentLogger })
       if (seen !== undefined) rt.subscribe<string, string>('output', (r) => seen.push(r.value!))
-      rt.start()
+      await rt.start()
       if (send !== undefined) rt.producer('input').send('k', send, now)
       await rt.stop()
     }
@@ -143,7 +143,7 @@ describe('durable topics (a state directory)', () => {
     const runs: Array<Array<[string, number]>> = [[['a', 1], ['a', 2], ['a', 3]], [['a', 4]], [['a', 5]], [['end', 500]]]
     for (const records of runs) {
       const rt = new EmbeddedRuntime(finalCounts(out, TimeWindows.ofSizeAndGrace(100, 0), BufferConfig.unbounded()), { applicationId: 'windows', stateDir: dir, logger: silentLogger })
-      rt.start()
+      await rt.start()
       for (const [k, ts] of records) rt.producer('in').send(k, 'v', ts)
       await rt.stop()
     }

@@ -21,7 +21,7 @@ describe('EmbeddedRuntime', () => {
     const rt = new EmbeddedRuntime(passThrough(), { applicationId: 'pt', topics: { in: { partitions: 3 }, out: { partitions: 3 } }, logger: silentLogger })
     const received: Array<{ key: string; value: string; partition: number }> = []
     rt.subscribe<string, string>('out', (r, partition) => received.push({ key: r.key!, value: r.value!, partition }))
-    rt.start()
+    await rt.start()
     assert.deepEqual(rt.taskIds(), ['0_0', '0_1', '0_2'])
     const producer = rt.producer('in')
     const keys = ['alpha', 'beta', 'gamma', 'delta', 'epsilon']
@@ -41,7 +41,7 @@ describe('EmbeddedRuntime', () => {
     const rt = new EmbeddedRuntime(passThrough(), { applicationId: 'live', logger: silentLogger })
     const got: string[] = []
     rt.subscribe<string, string>('out', (r) => got.push(r.value!))
-    rt.start()
+    await rt.start()
     const p = rt.producer('in')
     p.send('k', 'one', 1)
     await until(() => got.length === 1)
@@ -69,7 +69,7 @@ describe('EmbeddedRuntime', () => {
       clock.advance(ms)
       await tick()
     }
-    rt.start()
+    await rt.start()
     await tick()
     await advance(14)
     assert.deepEqual(fires, [], 'not before the first due time')
@@ -96,7 +96,7 @@ describe('EmbeddedRuntime', () => {
     const armed: number[] = []
     const scheduler = { at: (due: number, callback: () => void) => (armed.push(due), clock.at(due, callback)) }
     const rt = new EmbeddedRuntime(topology, { applicationId: 'timers', clock, scheduler, logger: silentLogger })
-    rt.start()
+    await rt.start()
     await tick()
     for (let i = 0; i < 21; i++) {
       clock.advance(10)
@@ -125,7 +125,7 @@ describe('EmbeddedRuntime', () => {
     const rt = new EmbeddedRuntime(topology, { applicationId: 'drain', defaultPartitions: 2, logger: silentLogger })
     const p = rt.producer('in')
     for (let i = 0; i < 10_000; i++) p.send(`k${i}`, 'v', i)
-    rt.start()
+    await rt.start()
     await rt.stop()
     assert.equal(processed, 10_000)
     assert.equal(closed, 2)
@@ -145,7 +145,7 @@ describe('EmbeddedRuntime', () => {
     const rt = new EmbeddedRuntime(topology, { applicationId: 'err', errorHandler: ErrorHandlers.logAndFail(silentLogger), logger: silentLogger })
     const errors: Error[] = []
     rt.on('error', (e) => errors.push(e))
-    rt.start()
+    await rt.start()
     rt.producer('in').send('k', 'bad', 1)
     await until(() => errors.length === 1)
     assert.equal(rt.state, 'ERROR')
@@ -158,7 +158,7 @@ describe('EmbeddedRuntime', () => {
     const rt = new EmbeddedRuntime(passThrough(), { applicationId: 'bad', logger: silentLogger })
     const got: string[] = []
     rt.subscribe<string, string>('out', (r) => got.push(r.value!))
-    rt.start()
+    await rt.start()
     const p = rt.producer('in', { valueSerde: Serdes.Bytes() })
     p.send('k', Buffer.from('a'), 1)
     p.send('k', Buffer.from([0xff]), 2) // not UTF-8
@@ -182,7 +182,7 @@ describe('EmbeddedRuntime', () => {
     rt.subscribe<string, string>('out', (r) => got.push(r.value!))
     const p = rt.producer<string, string>('in')
     p.send('k', 'before start', 1)
-    rt.start()
+    await rt.start()
     p.send('k', 'running', 2)
     const stopping = rt.stop()
     const refused = (state: string) => (e: unknown) =>
@@ -207,7 +207,7 @@ describe('EmbeddedRuntime', () => {
     const failed = new EmbeddedRuntime(failing, { applicationId: 'failed', logger: silentLogger })
     const errors: Error[] = []
     failed.on('error', (e) => errors.push(e))
-    failed.start()
+    await failed.start()
     const q = failed.producer<string, string>('in')
     q.send('k', 'v', 1)
     await until(() => errors.length === 1)
@@ -229,7 +229,7 @@ describe('EmbeddedRuntime', () => {
     const counts: unknown[] = []
     rt.subscribe('counts', (r) => counts.push(r.value))
     assert.throws(() => rt.subscribe('counts', () => {}, { valueSerde: Serdes.String() }), /uses Serdes\.Long\(\) for the values of topic "counts", not Serdes\.String\(\)/)
-    rt.start()
+    await rt.start()
     rt.producer('in').send('a', 'x', 1)
     rt.producer('in').send('a', 'y', 2)
     await rt.stop()
@@ -250,7 +250,7 @@ describe('EmbeddedRuntime', () => {
     const clock = new ManualClock(0)
     const rt = new EmbeddedRuntime(topology, { applicationId: 'idle', maxTaskIdleMs: 60, clock, logger: silentLogger })
     try {
-      rt.start()
+      await rt.start()
       rt.producer('a').send('k', 'a1', 1)
       await tick()
       clock.advance(59)
@@ -273,16 +273,16 @@ describe('EmbeddedRuntime', () => {
     })
     const p = rt.producer('in')
     for (let i = 0; i < 20_000; i++) p.send('k', 'v', i)
-    rt.start()
+    await rt.start()
     await rt.stop()
     assert.deepEqual(rt.committed().get('0_0')?.positions, { 'in:0': 20_000 })
     assert.equal(rt.committed().get('0_0')?.streamTime, 19_999)
   })
 
-  it('rejects co-partitioned topics with different partition counts', () => {
+  it('rejects co-partitioned topics with different partition counts', async () => {
     const topology = new Topology().addSource('src', ['a', 'b']).addProcessor('p', () => ({ process() {} }), 'src')
     const rt = new EmbeddedRuntime(topology, { applicationId: 'copart', topics: { a: { partitions: 2 }, b: { partitions: 3 } }, logger: silentLogger })
-    assert.throws(() => rt.start(), /sub-topology 0: co-partitioned topics must have the same number of partitions, got a=2, b=3/)
+    await assert.rejects(rt.start(), /sub-topology 0: co-partitioned topics must have the same number of partitions, got a=2, b=3/)
   })
 
   it('validates its configuration, naming the option and value', () => {

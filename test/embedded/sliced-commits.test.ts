@@ -73,14 +73,14 @@ async function failAndResume(
   const expected: string[] = []
   const whole = new EmbeddedRuntime(build(), { applicationId, logger: silentLogger })
   whole.subscribe<string, string>('out', (r) => expected.push(r.value!))
-  whole.start()
+  await whole.start()
   for (const [k, ts] of records) whole.producer('in').send(k, 'v', ts)
   await whole.stop()
 
   const config = { applicationId, stateDir: freshStateDir(), commitMaxRecords, sliceCommitsAbove: 0, logger: silentLogger, errorHandler: ErrorHandlers.failOnUserCodeErrors(silentLogger) }
   const failing = new EmbeddedRuntime(build(15_000), config)
   const failed = new Promise<Error>((resolve) => failing.on('error', resolve))
-  failing.start()
+  await failing.start()
   for (let i = 0; i < records.length && failing.state === 'RUNNING'; i++) {
     const [k, ts] = records[i]!
     failing.producer('in').send(k, 'v', ts)
@@ -92,7 +92,7 @@ async function failAndResume(
   const output: string[] = []
   const resumed = new EmbeddedRuntime(build(), config)
   resumed.subscribe<string, string>('out', (r) => output.push(r.value!))
-  resumed.start()
+  await resumed.start()
   // The input records on disk are processed again from the committed positions; the rest are sent.
   const onDisk = resumed.committedEndOffsets('in').reduce((a, b) => a + b, 0)
   for (const [k, ts] of records.slice(onDisk)) resumed.producer('in').send(k, 'v', ts)

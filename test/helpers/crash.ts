@@ -89,7 +89,7 @@ export async function crashOutputs(app: CrashApp, stateDir: string): Promise<str
   for (const topic of app.outputs) {
     runtime.subscribe<Uint8Array, Uint8Array>(topic, (r, p) => out.push(`${topic} ${p} ${hex(r.key)} ${hex(r.value)} ${r.timestamp}`), { keySerde: Serdes.Bytes(), valueSerde: Serdes.Bytes() })
   }
-  runtime.start()
+  await runtime.start()
   await runtime.stop()
   return out.sort()
 }

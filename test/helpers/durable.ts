@@ -20,7 +20,7 @@ export async function oneRunAndThree(
 ): Promise<{ once: string[]; resumed: string[] }> {
   const once: string[] = []
   const whole = new EmbeddedRuntime(build(once, 'whole'), { applicationId, logger: silentLogger })
-  whole.start()
+  await whole.start()
   for (const [k, ts] of records) whole.producer('in').send(k, 'v', ts)
   await whole.stop()
   const dir = freshStateDir()
@@ -28,7 +28,7 @@ export async function oneRunAndThree(
   const third = Math.ceil(records.length / 3)
   for (const part of [0, 1, 2] as const) {
     const rt = new EmbeddedRuntime(build(resumed, part), { applicationId, stateDir: dir, commitMaxRecords: 7, logger: silentLogger })
-    rt.start()
+    await rt.start()
     for (const [k, ts] of records.slice(part * third, part * third + third)) rt.producer('in').send(k, 'v', ts)
     await rt.stop()
   }

@@ -197,7 +197,7 @@ describe('foreign-key table-table joins (KIP-213)', () => {
   it('on partitioned topics that are not co-partitioned, each order ends with the join of its current customer', async () => {
     const out: string[] = []
     const rt = new EmbeddedRuntime(topology('inner', (l) => out.push(l)), { applicationId: 'fk', topics: { orders: { partitions: 4 }, customers: { partitions: 3 } }, logger: silentLogger })
-    rt.start()
+    await rt.start()
     const orders = rt.producer<string, string | null>('orders')
     const customers = rt.producer<string, string | null>('customers')
     const expected = new Map<string, string | null>()
@@ -241,14 +241,14 @@ describe('foreign-key table-table joins (KIP-213)', () => {
         const thirds = [records.slice(0, records.length / 3), records.slice(records.length / 3, (2 * records.length) / 3), records.slice((2 * records.length) / 3)]
         const once: string[] = []
         const whole = new EmbeddedRuntime(topology(type, (l) => once.push(l)), { applicationId: 'fk-once', logger: silentLogger })
-        whole.start()
+        await whole.start()
         for (const part of thirds) await feed(whole, part)
         await whole.stop()
         const resumed: string[] = []
         const dir = freshStateDir()
         for (const part of thirds) {
           const rt = new EmbeddedRuntime(topology(type, (l) => resumed.push(l)), { applicationId: 'fk-resumed', stateDir: dir, commitMaxRecords: 7, logger: silentLogger })
-          rt.start()
+          await rt.start()
           await feed(rt, part)
           await rt.stop()
         }

@@ -74,7 +74,7 @@ describe('global tables (GlobalKTable) and stream-global table joins', () => {
     // Written before start: the table is read to its end before any flight is processed.
     for (const [code, state] of Object.entries(states)) rt.producer<string, string>('airports').send(code, state, 0)
     for (const [i, code] of Object.keys(states).entries()) rt.producer<string, string>('flights').send(`f${i}`, code, 10 + i)
-    rt.start()
+    await rt.start()
     await rt.idle()
     assert.deepEqual(out.sort(), Object.entries(states).map(([code, state], i) => `f${i}:${code} in ${state}@${10 + i}`).sort())
     rt.producer<string, string>('airports').send('DEN', 'CO', 0)
@@ -91,7 +91,7 @@ describe('global tables (GlobalKTable) and stream-global table joins', () => {
   it('without a state directory, releases the records the global store applied (a late subscriber sees only the rest)', async () => {
     const clock = new ManualClock(0)
     const rt = new EmbeddedRuntime(topology(false, () => {}), { applicationId: 'global-release', clock, scheduler: clock, commitIntervalMs: 10, logger: silentLogger })
-    rt.start()
+    await rt.start()
     // Enough records for several of the log's chunks (memory is released a whole chunk at a time).
     for (let i = 0; i < 5000; i++) rt.producer<string, string>('airports').send(`A${i}`, 'X', 0)
     await rt.idle()
@@ -112,14 +112,14 @@ describe('global tables (GlobalKTable) and stream-global table joins', () => {
   it('in a durable run, a restart reads the table again from its topic', async () => {
     const dir = freshStateDir()
     const first = new EmbeddedRuntime(topology(false, () => {}), { applicationId: 'global-durable', stateDir: dir, logger: silentLogger })
-    first.start()
+    await first.start()
     first.producer<string, string>('airports').send('SEA', 'WA', 0)
     first.producer<string, string>('airports').send('BOS', 'MA', 0)
     first.producer<string, string>('airports').send('BOS', 'NH', 1)
     await first.stop()
     const out: string[] = []
     const second = new EmbeddedRuntime(topology(false, (l) => out.push(l)), { applicationId: 'global-durable', stateDir: dir, logger: silentLogger })
-    second.start()
+    await second.start()
     second.producer<string, string>('flights').send('f1', 'BOS', 5)
     second.producer<string, string>('flights').send('f2', 'SEA', 6)
     await second.stop()

@@ -234,7 +234,7 @@ describe('stream-stream joins', () => {
         }
         const once: string[] = []
         const whole = new EmbeddedRuntime(topology(spec, (l) => once.push(l)), { applicationId: 'join-once', logger: silentLogger })
-        whole.start()
+        await whole.start()
         for (const part of thirds) {
           send(whole, part)
           await whole.idle()
@@ -244,7 +244,7 @@ describe('stream-stream joins', () => {
         const resumed: string[] = []
         for (const part of thirds) {
           const rt = new EmbeddedRuntime(topology(spec, (l) => resumed.push(l)), { applicationId: 'join-resumed', stateDir: dir, commitMaxRecords: 7, logger: silentLogger })
-          rt.start()
+          await rt.start()
           send(rt, part)
           await rt.stop()
         }

@@ -196,7 +196,7 @@ describe('stream-table joins', () => {
     const rt = new EmbeddedRuntime(b.build(), { applicationId: 'rekeyed', topics: { flights: { partitions: 2 }, airports: { partitions: 3 } }, logger: silentLogger })
     const out: string[] = []
     rt.subscribe<string, string>('out', (r) => out.push(`${r.key}=${r.value}`), str)
-    rt.start()
+    await rt.start()
     const airports = { SEA: 'Seattle', SFO: 'San Francisco', BOS: 'Boston', JFK: 'New York' }
     for (const [code, city] of Object.entries(airports)) rt.producer<string, string>('airports').send(code, city, 1)
     await rt.idle()
@@ -220,14 +220,14 @@ describe('stream-table joins', () => {
         const thirds = [inputs.slice(0, 15), inputs.slice(15, 30), inputs.slice(30)]
         const once: string[] = []
         const whole = new EmbeddedRuntime(topology(left, (l) => once.push(l), false, versioning), { applicationId: 'st-once', logger: silentLogger })
-        whole.start()
+        await whole.start()
         for (const part of thirds) await feed(whole, part)
         await whole.stop()
         const dir = freshStateDir()
         const resumed: string[] = []
         for (const part of thirds) {
           const rt = new EmbeddedRuntime(topology(left, (l) => resumed.push(l), false, versioning), { applicationId: 'st-resumed', stateDir: dir, commitMaxRecords: 7, logger: silentLogger })
-          rt.start()
+          await rt.start()
           await feed(rt, part)
           await rt.stop()
         }

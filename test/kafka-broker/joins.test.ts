@@ -38,7 +38,7 @@ async function embeddedJoin(left: readonly TextRecord[], right: readonly TextRec
   const topics = { l: { partitions: PARTITIONS }, r: { partitions: PARTITIONS }, out: { partitions: PARTITIONS } }
   const rt = new EmbeddedRuntime(join('l', 'r', 'out'), { applicationId: 'reference-join', logger: silentLogger, topics })
   rt.subscribe<string, string>('out', (r) => out.push(`${r.key}=${r.value}`))
-  rt.start()
+  await rt.start()
   for (const r of left) rt.producer<string, string>('l').send(r.key, r.value, r.timestamp)
   for (const r of right) rt.producer<string, string>('r').send(r.key, r.value, r.timestamp)
   await rt.stop()

@@ -69,7 +69,7 @@ export async function embedded(
   const out: string[] = []
   const rt = new EmbeddedRuntime(topology('in', 'out'), { applicationId: 'reference', logger: silentLogger, topics: { in: { partitions: PARTITIONS }, out: { partitions: PARTITIONS } } })
   rt.subscribe<string, string>('out', (r) => out.push(`${r.key}=${r.value}`))
-  rt.start()
+  await rt.start()
   const producer = rt.producer<string, string>('in')
   for (const r of input) producer.send(r.key, r.value, r.timestamp)
   if (inspect !== undefined) {
@@ -122,7 +122,7 @@ export async function embeddedFlights(input: readonly TextRecord[]): Promise<str
   for (const topic of FLIGHT_OUTPUTS) {
     rt.subscribe<Uint8Array, Uint8Array>(topic, (r) => out.push(outputLine(topic, r.key, r.value, r.timestamp)), { keySerde: Serdes.Bytes(), valueSerde: Serdes.Bytes() })
   }
-  rt.start()
+  await rt.start()
   const producer = rt.producer<string, Uint8Array>('flights', { valueSerde: Serdes.Bytes() })
   for (const r of input) producer.send(r.key, Buffer.from(r.value), r.timestamp)
   await rt.stop()

@@ -140,7 +140,7 @@ describe('processing-time timers', () => {
     const armed: number[] = []
     const scheduler = { at: (due: number, cb: () => void) => (armed.push(due), clock.at(due, cb)) }
     const rt = new EmbeddedRuntime(topology, { applicationId: 'ptimers-arm', clock, scheduler, commitIntervalMs: 1_000_000, logger: silentLogger })
-    rt.start()
+    await rt.start()
     const p = rt.producer<string, string>('input')
     for (let i = 0; i < 1000; i++) p.send(`k${i}`, String(5000 - i), 0) // 1000 timers, each earlier than the last
     await new Promise((r) => setImmediate(r))
@@ -154,7 +154,7 @@ describe('processing-time timers', () => {
     const { topology, fired } = processingTimerTopology((_value, now) => now + 30)
     const clock = new ManualClock(1000)
     const rt = new EmbeddedRuntime(topology, { applicationId: 'ptimers', clock, logger: silentLogger })
-    rt.start()
+    await rt.start()
     rt.producer('input').send('a', 'x', 0)
     await new Promise((r) => setImmediate(r)) // the record is processed: the timer is due at 1030
     clock.advance(29)

@@ -45,7 +45,7 @@ describe('the live page in headless Chromium', { skip }, () => {
     const flights = await loadFlights(200_000)
     const screenshots = process.env.PUNCTUAL_SCREENSHOTS ?? mkdtempSync(join(tmpdir(), 'punctual-screens-'))
     mkdirSync(screenshots, { recursive: true })
-    runtime.start()
+    await runtime.start()
     // A feed: 2,000 flights every 100 ms, in order of actual departure, as the demo replays them.
     const producer = runtime.producer<string, FlightValue>('flights', { valueSerde: Serdes.JSON<FlightValue>() })
     let fed = 0

@@ -66,7 +66,7 @@ describe('metrics over HTTP (Prometheus)', () => {
     const scheduler = { at: (due: number, callback: () => void) => clock.at(due + 5, callback) }
     const rt = new EmbeddedRuntime(topology(), { applicationId: 'prom', clock, scheduler, logger: silentLogger, metrics: { port: 0 } })
     rt.on('stateChange', (next: RuntimeState, previous: RuntimeState) => void states.push(`${previous}->${next}`))
-    rt.start()
+    await rt.start()
     try {
       const address = await rt.metricsAddress()
       assert.ok(address !== undefined)
@@ -126,7 +126,7 @@ describe('metrics over HTTP (Prometheus)', () => {
       const rt = new EmbeddedRuntime(topology(), { applicationId: 'prom-taken', clock: new ManualClock(0), logger: silentLogger, metrics: { port } })
       const errors: Error[] = []
       rt.on('error', (e) => errors.push(e))
-      rt.start()
+      await rt.start()
       assert.equal(await rt.metricsAddress(), undefined)
       assert.equal(rt.state, 'ERROR')
       assert.match(errors[0]?.message ?? '', new RegExp(`cannot serve metrics on 127\\.0\\.0\\.1:${port}`))

@@ -13,7 +13,7 @@ describe("task lifecycle events (runtime.on('task'))", () => {
     const show = (e: TaskEvent): string =>
       e.type === 'restoring' ? `${e.taskId} restoring from ${e.from} (${e.restored} read, ${e.remaining} to go)` : e.type === 'running' ? `${e.taskId} running (${e.restored} restored)` : `${e.taskId} ${e.type}`
     rt.on('task', (e) => void events.push(show(e)))
-    rt.start()
+    await rt.start()
     assert.deepEqual(events, ['0_0 assigned', '0_1 assigned', '0_0 running (0 restored)', '0_1 running (0 restored)'])
     const input = rt.producer('input', { keySerde: Serdes.String(), valueSerde: Serdes.String() })
     for (let i = 0; i < 20; i++) input.send(`k${i}`, 'v', i)

@@ -270,7 +270,7 @@ describe('timestamp extractors on the embedded runtime', () => {
     const rt = new EmbeddedRuntime(topology, { applicationId: 'extract', logger: silentLogger, defaultTimestampExtractor: new LogAndSkipOnInvalidTimestamp<string, Order>(placedAt) })
     const got: Array<[string, number]> = []
     rt.subscribe<string, Order>('out', (r) => got.push([r.value!.id, r.timestamp]))
-    rt.start()
+    await rt.start()
     const producer = rt.producer<string, Order>('orders')
     producer.send('k', { id: 'a', placedAt: 42 }, 1)
     producer.send('k', { id: 'b', placedAt: 'soon' }, 2)

@@ -130,7 +130,7 @@ describe('interactive queries', () => {
     const first = new EmbeddedRuntime(aggregations(), { applicationId: 'iq', stateDir: dir, topics, logger: silentLogger })
     const counts = first.store('counts', QueryableStoreTypes.keyValueStore<string, number>())
     assert.throws(() => counts.get('key-1'), /store "counts": the runtime is CREATED; stores can be queried while it runs/)
-    first.start()
+    await first.start()
     keys.forEach((k, i) => {
       for (let n = 0; n <= i % 3; n++) first.producer<string, string>('in').send(k, 'x', 1000 + i)
     })
@@ -142,7 +142,7 @@ describe('interactive queries', () => {
     assert.throws(() => counts.all(), /the runtime is NOT_RUNNING/)
 
     const second = new EmbeddedRuntime(aggregations(), { applicationId: 'iq', stateDir: dir, topics, logger: silentLogger })
-    second.start()
+    await second.start()
     const restored = second.store('counts', QueryableStoreTypes.keyValueStore<string, number>())
     for (const [i, k] of keys.entries()) assert.equal(restored.get(k), (i % 3) + 1, `${k} after the restart`)
     assert.equal(second.store('windows', QueryableStoreTypes.windowStore<string, number>()).fetch('key-5', 1000), 3)
@@ -153,7 +153,7 @@ describe('interactive queries', () => {
     const b = new StreamsBuilder()
     b.stream<string, string>('in').groupByKey().count({ name: 'counts' })
     const rt = new EmbeddedRuntime(b.build(), { applicationId: 'iq-restoring', topics: { in: { partitions: 2 } }, logger: silentLogger })
-    rt.start()
+    await rt.start()
     const keys = Array.from({ length: 8000 }, (_, i) => `key-${i}`)
     const p = rt.producer<string, string>('in')
     for (const k of keys) p.send(k, 'v', 1)

@@ -162,7 +162,7 @@ async function run(spec: Spec, steps: readonly Step[], cut: Cut | undefined): Pr
       ;((out[topic] ??= {})[key] ??= []).push(`${r.timestamp} ${JSON.stringify(r.value)}`)
     })
   }
-  rt.start()
+  await rt.start()
   // Between steps: every run done and every commit durable (a durable run writes off the main thread),
   // so that what the clock fires does not depend on how fast the disk is.
   const turns = (): Promise<void> => rt.idle()

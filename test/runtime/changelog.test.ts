@@ -12,7 +12,7 @@ describe('changelog listener (the change stream for changelog topics)', () => {
   it('replaying the store changes rebuilds the store, deletions as tombstones', async () => {
     const commits: Array<readonly TaskChangelog[]> = []
     const rt = new EmbeddedRuntime(countingTopology('in'), { applicationId: 'cl', changelog: (c) => commits.push(c), logger: silentLogger })
-    rt.start()
+    await rt.start()
     const p = rt.producer('in')
     for (const k of ['x', 'y', 'x', 'z']) p.send(k, 'v', 1)
     p.send('z', 'forget', 2)
@@ -62,7 +62,7 @@ describe('changelog listener (the change stream for changelog topics)', () => {
     )
     const clock = new ManualClock(0)
     const rt = new EmbeddedRuntime(topology, { applicationId: 'cl-keyed', changelog: (c) => commits.push(...c), logger: silentLogger, commitIntervalMs: 1, clock })
-    rt.start()
+    await rt.start()
     rt.producer('input').send('a', 'v', 1)
     await new Promise((r) => setImmediate(r))
     clock.advance(1) // a commit

@@ -55,7 +55,7 @@ function run(config: Partial<ConstructorParameters<typeof EmbeddedRuntime>[1]>):
 describe('dead-letter topic (KIP-1034)', () => {
   it('receives the bytes of a record that does not deserialize, with headers naming the error and where it came from; the others go on', async () => {
     const { rt, out, letters } = run({})
-    rt.start()
+    await rt.start()
     const p = rt.producer('in', { keySerde: Serdes.String(), valueSerde: Serdes.Bytes() })
     p.send('k', Buffer.from('a'), 1)
     p.send('k', Buffer.from([0xff, 0x41]), 2) // not UTF-8
@@ -78,7 +78,7 @@ describe('dead-letter topic (KIP-1034)', () => {
 
   it('receives a record whose processing failed when the error handler continues, and none when it fails', async () => {
     const going = run({ errorHandler: ErrorHandlers.logAndContinue(silentLogger) })
-    going.rt.start()
+    await going.rt.start()
     const p = going.rt.producer<string, string>('in', str)
     p.send('k1', 'x', 10)
     p.send('k2', 'boom', 11)
@@ -93,7 +93,7 @@ describe('dead-letter topic (KIP-1034)', () => {
     const failing = run({})
     const errors: Error[] = []
     failing.rt.on('error', (e) => errors.push(e))
-    failing.rt.start()
+    await failing.rt.start()
     failing.rt.producer<string, string>('in', str).send('k', 'boom', 1)
     await assert.rejects(failing.rt.stop(), /boom refused/)
     assert.deepEqual(failing.letters, [], 'the default handler fails on a processing error: nothing is skipped, nothing dead-lettered')

@@ -58,7 +58,7 @@ describe('errors in user code (SEMANTICS 7)', () => {
     const rt = new EmbeddedRuntime(chain(), { applicationId: 'fails', logger: silentLogger })
     const errors: Error[] = []
     rt.on('error', (e) => errors.push(e))
-    rt.start()
+    await rt.start()
     const p = rt.producer<string, string>('in')
     p.send('k', 'good', 1)
     p.send('k', 'bad', 2)
@@ -163,7 +163,7 @@ describe('a key or value its serde cannot write (issue 39)', () => {
     const rt = new EmbeddedRuntime(b.build(), { applicationId: 'wrong-key', stateDir, logger: silentLogger })
     const counts: Array<[unknown, unknown]> = []
     rt.subscribe<string, number>('out', (r) => counts.push([r.key, r.value]))
-    rt.start()
+    await rt.start()
     const p = rt.producer<unknown, unknown>('in')
     assert.throws(() => p.send(42, 'hello', 1), refusesKey42)
     assert.throws(() => p.send('42', 7, 1), /topic "in" cannot take value 7 of key "42": its value serde Serdes\.String\(\) takes a string/)
@@ -204,7 +204,7 @@ describe('a key or value its serde cannot write (issue 39)', () => {
     const rt = new EmbeddedRuntime(rekeying(), { applicationId: 'wrong-sink-key', stateDir, errorHandler, logger: silentLogger })
     const out: Array<[unknown, unknown]> = []
     rt.subscribe<string, string>('out', (r) => out.push([r.key, r.value]))
-    rt.start()
+    await rt.start()
     const p = rt.producer<string, string>('in')
     p.send('a', 'x', 1)
     p.send('7', 'num', 2)
@@ -278,7 +278,7 @@ describe('a subscriber that throws (issue 39)', () => {
       seen.push(ctx)
       return 'continue'
     })
-    rt.start()
+    await rt.start()
     const p = rt.producer<string, string>('in')
     for (const v of ['a', 'bad', 'b']) p.send('k', v, 1)
     await rt.stop()
@@ -293,7 +293,7 @@ describe('a subscriber that throws (issue 39)', () => {
 
   it('stops the runtime by default, with a PROCESSING error naming the topic and position, the listener error as cause', async () => {
     const { rt, got, errors } = subscribed()
-    rt.start()
+    await rt.start()
     const p = rt.producer<string, string>('in')
     for (const v of ['a', 'bad', 'b']) p.send('k', v, 1)
     await turns(20)
@@ -310,7 +310,7 @@ describe('a subscriber that throws (issue 39)', () => {
 })
 
 describe('a failure at start', () => {
-  it('is reported once: start() throws it, no error event, and stop() resolves', async () => {
+  it('is reported once: start() rejects with it, no error event, and stop() resolves', async () => {
     const topology = new Topology().addSource('src', 'in').addProcessor(
       'p',
       () => ({
@@ -325,7 +325,7 @@ describe('a failure at start', () => {
     const rt = new EmbeddedRuntime(topology, { applicationId: 'bad-schedule', logger })
     const events: Error[] = []
     rt.on('error', (e) => events.push(e))
-    assert.throws(() => rt.start(), (e: unknown) => e instanceof PunctualError && e.code === 'INVALID_CONFIG' && /"p"/.test(e.message))
+    await assert.rejects(rt.start(), (e: unknown) => e instanceof PunctualError && e.code === 'INVALID_CONFIG' && /"p"/.test(e.message))
     assert.equal(rt.state, 'ERROR')
     await rt.stop()
     assert.deepEqual(events, [])
@@ -344,7 +344,7 @@ describe('logging', () => {
     })
     const logger: Logger = pino({ level: 'info' }, sink)
     const rt = new EmbeddedRuntime(chain(), { applicationId: 'with-pino', logger })
-    rt.start()
+    await rt.start()
     rt.producer<string, string>('in').send('k', 'bad', 1)
     await turns(20)
     await assert.rejects(rt.stop())

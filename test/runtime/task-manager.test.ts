@@ -68,7 +68,7 @@ async function run(stateDir: string | undefined, input: Array<[string, number]>,
   const out: string[] = []
   rt.subscribe<Windowed<string>, number>('counts', (r) => void out.push(`count ${r.key!.key}@${r.key!.window.start}=${r.value}`))
   rt.subscribe<string, string>('alerts', (r) => void out.push(`alert ${r.key} ${r.value}`))
-  rt.start()
+  await rt.start()
   const p = rt.producer<string, string>('in')
   const third = Math.floor(input.length / 3)
   const send = async (from: number, to: number): Promise<void> => {
@@ -110,7 +110,7 @@ describe('tasks revoked and assigned again while the runtime runs', () => {
   it('refuses a task the topology does not have, and a move before start', async () => {
     const rt = new EmbeddedRuntime(topology(), { applicationId: 'moves-bad', topics: { in: { partitions: 2 } }, logger: silentLogger })
     await assert.rejects(() => rt.assignTasks(['0_0']), /assignTasks: the runtime is CREATED, not RUNNING/)
-    rt.start()
+    await rt.start()
     await assert.rejects(() => rt.assignTasks(['9_9']), /task 9_9 is not a task of this topology; its tasks: 0_0, 0_1/)
     await rt.stop()
   })
@@ -121,7 +121,7 @@ describe('tasks revoked and assigned again while the runtime runs', () => {
       const counted: Array<[string, number]> = []
       const stateDir = from === 'stateDirectory' ? { stateDir: join(mkdtempSync(join(tmpdir(), 'punctual-restore-steps-')), 'state') } : {}
       const rt = new EmbeddedRuntime(countingTopology('in', (key, n) => void counted.push([key, n])), { applicationId: 'restore-steps', ...stateDir, topics: { in: { partitions: 2 } }, clock, scheduler: clock, logger: silentLogger })
-      rt.start()
+      await rt.start()
       const keysOf = (p: number, n: number): string[] => Array.from({ length: 4 * n }, (_, i) => `key-${i}`).filter((k) => partitionForStringKey(k, 2) === p).slice(0, n)
       const mine = keysOf(1, 4000)
       const other = keysOf(0, 3)
@@ -166,7 +166,7 @@ describe('tasks revoked and assigned again while the runtime runs', () => {
     const clock = new ManualClock(0)
     const counted: Array<[string, number]> = []
     const rt = new EmbeddedRuntime(countingTopology('in', (key, n) => void counted.push([key, n])), { applicationId: 'restore-revoked', topics: { in: { partitions: 2 } }, clock, scheduler: clock, logger: silentLogger })
-    rt.start()
+    await rt.start()
     const mine = Array.from({ length: 16_000 }, (_, i) => `key-${i}`)
       .filter((k) => partitionForStringKey(k, 2) === 1)
       .slice(0, 4000)
@@ -206,7 +206,7 @@ describe('tasks revoked and assigned again while the runtime runs', () => {
         scheduler: clock,
         logger: silentLogger,
       })
-      rt.start()
+      await rt.start()
       const p = rt.producer<string, string>('in')
       const send = async (from: number, to: number): Promise<void> => {
         for (let i = from; i < to; i++) p.send(`k${i % 7}`, 'v', i)
@@ -237,7 +237,7 @@ describe('tasks revoked and assigned again while the runtime runs', () => {
 
   it('refuses to lose a task without a state directory', async () => {
     const rt = new EmbeddedRuntime(topology(), { applicationId: 'lose-mem', topics: { in: { partitions: 2 } }, logger: silentLogger })
-    rt.start()
+    await rt.start()
     await assert.rejects(() => rt.loseTasks(['0_1']), /loseTasks: without a state directory a task has no commit to resume from; revoke it instead/)
     await rt.stop()
   })
@@ -253,7 +253,7 @@ describe('tasks revoked and assigned again while the runtime runs', () => {
       logger: silentLogger,
       changelog: (commits) => commits.forEach((c) => captured.push(...c.records)),
     })
-    rt.start()
+    await rt.start()
     const p = rt.producer<string, string>('in')
     for (const k of ['a', 'b', 'a']) p.send(k, 'v', 1)
     await rt.idle()
@@ -302,12 +302,12 @@ describe('tasks revoked and assigned again while the runtime runs', () => {
   it('logs each task restored, from where, how much and how long', async () => {
     const stateDir = join(mkdtempSync(join(tmpdir(), 'punctual-restore-log-')), 'state')
     const first = new EmbeddedRuntime(countingTopology('in'), { applicationId: 'restore-log', stateDir, logger: silentLogger })
-    first.start()
+    await first.start()
     for (const k of ['a', 'b', 'c', 'a']) first.producer<string, string>('in').send(k, 'v', 1)
     await first.stop()
     const lines: string[] = []
     const second = new EmbeddedRuntime(countingTopology('in'), { applicationId: 'restore-log', stateDir, logger: createConsoleLogger({ write: (l) => void lines.push(l) }) })
-    second.start()
+    await second.start()
     await second.stop()
     const restored = lines.filter((l) => l.includes('restored from the state directory'))
     assert.equal(restored.length, 1, lines.join('\n'))

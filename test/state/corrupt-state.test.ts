@@ -14,7 +14,7 @@ const stateDirError = (pattern: RegExp) => (e: unknown) => e instanceof Punctual
 /** Runs the counting app once over `keys` distinct keys, leaving committed state (and output) behind. */
 async function runOnce(dir: string, keys: number): Promise<void> {
   const rt = new EmbeddedRuntime(countingTopology('in'), { applicationId: 'counts', stateDir: dir, logger: silentLogger })
-  rt.start()
+  await rt.start()
   const p = rt.producer('in')
   for (let i = 0; i < keys; i++) p.send(`key-${i}`, 'v', i)
   await rt.stop()
@@ -29,7 +29,7 @@ describe('a damaged state directory is refused, never reset', () => {
     const file = join(dir, 'checkpoints', 'data.mdb')
     assert.ok(statSync(file).size > 256 * 1024, 'the run wrote enough for truncation to matter')
     truncateSync(file, 64 * 1024)
-    assert.throws(restart(dir), stateDirError(/checkpoint store cannot be opened \(data\.mdb is truncated: 65536 bytes, its last commit needs \d+\)/))
+    await assert.rejects(restart(dir), stateDirError(/checkpoint store cannot be opened \(data\.mdb is truncated: 65536 bytes, its last commit needs \d+\)/))
   })
 
   it('a corrupt task checkpoint', async () => {
@@ -38,7 +38,7 @@ describe('a damaged state directory is refused, never reset', () => {
     const env = open({ path: join(dir, 'checkpoints'), compression: false })
     await env.openDB({ name: 'tasks' }).put('0_0', { streamTime: 'yesterday', lastFires: {}, positions: {} })
     await env.close()
-    assert.throws(restart(dir), stateDirError(/checkpoint of task 0_0 is corrupt/))
+    await assert.rejects(restart(dir), stateDirError(/checkpoint of task 0_0 is corrupt/))
   })
 
   /** Replaces the one chunk of `topic` in the durable log with bytes that do not decode. */
@@ -54,18 +54,18 @@ describe('a damaged state directory is refused, never reset', () => {
   it('a corrupt chunk of input not yet processed: refused at start', async () => {
     const dir = fresh()
     const rt = new EmbeddedRuntime(countingTopology('in'), { applicationId: 'counts', stateDir: dir, logger: silentLogger })
-    rt.start()
+    await rt.start()
     rt.producer('in').send('k', 'v', 1)
     await rt.stop({ drain: false }) // committed, not processed
     await corruptChunk(dir, 'in')
-    assert.throws(restart(dir), stateDirError(/log is corrupt at \["in",0,0,1,\d+\]/))
+    await assert.rejects(restart(dir), stateDirError(/log is corrupt at \["in",0,0,1,\d+\]/))
   })
 
   it('a corrupt chunk of an output topic: the runtime stops with the error when a reader reaches it', async () => {
     const dir = fresh()
     const withOutput = (): Topology => countingTopology('in').addSink('copy', 'other', {}, 'src')
     const a = new EmbeddedRuntime(withOutput(), { applicationId: 'counts', stateDir: dir, logger: silentLogger })
-    a.start()
+    await a.start()
     a.producer('in').send('k', 'v', 1)
     await a.stop()
     await corruptChunk(dir, 'other')
@@ -73,7 +73,7 @@ describe('a damaged state directory is refused, never reset', () => {
     const seen: string[] = []
     const failed = new Promise<Error>((resolve) => b.on('error', resolve))
     b.subscribe<string, string>('other', (r) => seen.push(r.value!))
-    b.start()
+    await b.start()
     assert.match((await failed).message, /log is corrupt at \["other",0,0,1,\d+\]/)
     assert.deepEqual(seen, [])
     assert.equal(b.state, 'ERROR')

@@ -139,13 +139,13 @@ describe('persistent key-value store', () => {
         )
         .addStateStore(Stores.persistentKeyValueStore<string, number>('counts', { cacheEntries: 10 }), 'count')
     const a = new EmbeddedRuntime(topology(), { applicationId: 'pkv', stateDir: dir, logger: silentLogger })
-    a.start()
+    await a.start()
     for (let i = 0; i < 5000; i++) a.producer('in').send(`k${i % 1000}`, 'v', i)
     a.producer('in').send('k7', 'forget', 5000)
     await a.stop()
 
     const b = new EmbeddedRuntime(topology(), { applicationId: 'pkv', stateDir: dir, logger: silentLogger })
-    b.start()
+    await b.start()
     assert.equal(store!.approximateNumEntries(), 999)
     assert.equal(store!.get('k3'), 5)
     assert.equal(store!.get('k7'), undefined)
@@ -153,7 +153,7 @@ describe('persistent key-value store', () => {
     b.producer('in').send('new', 'v', 6001)
     await b.stop()
     const c = new EmbeddedRuntime(topology(), { applicationId: 'pkv', stateDir: dir, logger: silentLogger })
-    c.start()
+    await c.start()
     // Counting first: the count must leave the range it counts usable for iterating.
     assert.equal(store!.approximateNumEntries(), 1000)
     const all = [...store!.all()]
@@ -206,7 +206,7 @@ describe('DSL aggregations choose their store type (Materialized storeType)', ()
       }
       for (const keys of [['a', 'b', 'a'], ['a', 'c', 'b']]) {
         const rt = new EmbeddedRuntime(topology(), { applicationId: 'dsl-store', stateDir: dir, logger: silentLogger })
-        rt.start()
+        await rt.start()
         for (const k of keys) rt.producer('in').send(k, 'v', 1)
         await rt.stop()
       }

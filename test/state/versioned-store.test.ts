@@ -135,14 +135,14 @@ describe('versioned key-value store', () => {
     const input: Array<[string, string, number]> = Array.from({ length: 60 }, (_, i) => [`k${i % 3}`, i % 7 === 0 ? '-' : `v${i}`, i * 2 + (i % 4 === 0 ? -6 : 0)])
     const once: string[] = []
     const whole = new EmbeddedRuntime(topology(once), { applicationId: 'versioned-once', logger: silentLogger })
-    whole.start()
+    await whole.start()
     for (const [k, v, ts] of input) whole.producer<string, string>('in').send(k, v, Math.max(0, ts))
     await whole.stop()
     const dir = freshStateDir()
     const resumed: string[] = []
     for (let part = 0; part < 3; part++) {
       const rt = new EmbeddedRuntime(topology(resumed), { applicationId: 'versioned-resumed', stateDir: dir, commitMaxRecords: 7, logger: silentLogger })
-      rt.start()
+      await rt.start()
       for (const [k, v, ts] of input.slice(part * 20, part * 20 + 20)) rt.producer<string, string>('in').send(k, v, Math.max(0, ts))
       await rt.stop()
     }

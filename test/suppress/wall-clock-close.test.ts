@@ -73,7 +73,7 @@ describe('wall-clock close for untilWindowCloses (SEMANTICS 6, beyond)', () => {
     const { b, out } = finalCounts(30)
     const clock = new ManualClock(0)
     const rt = new EmbeddedRuntime(b.build(), { applicationId: 'wallclose', clock, logger: silentLogger })
-    rt.start()
+    await rt.start()
     rt.producer('in').send('a', 'v', 1)
     await new Promise((r) => setImmediate(r)) // processed: the window [0, 10) closes on the wall clock at end 10 + grace 5 + limit 30
     clock.advance(44)
