@@ -2,7 +2,7 @@ import type { ChangelogRecord } from '../runtime/changelog.js'
 import type { ChangelogSource } from '../runtime/changelog-source.js'
 import type { ChangelogTopics } from './changelog-topics.js'
 import type { ConsumedMessage, TopicPartitionRef } from './fetcher.js'
-import { COMMIT_HEADER, covers, readCommitHeader } from './commit-numbers.js'
+import { COMMIT_HEADER, covers, epochOf, readCommitHeader } from './commit-numbers.js'
 import type { CommitMark } from './commit-numbers.js'
 
 /** What the reader needs of its consumer: assigned by hand (no group), partition EOF events on. */
@@ -33,6 +33,13 @@ const BATCH = 2000
  * a commit number (written under exactly-once, whose transactions keep them out until committed) are
  * always applied.
  *
+ * At least once, it also leaves out a numbered record whose owner epoch (`epochOf`, `commit-numbers.ts`)
+ * is below the highest one it has read before in the same topic (`stale`): a later owner had claimed the
+ * task when that record was written, so it comes from a fenced member (a zombie, Kafka Streams'
+ * KAFKA-12693), and applying it would put older state over the newer owner's. The claim's void range
+ * leaves such a record out anyway; this holds once that range is trimmed from the mark too. Read from a
+ * local checkpoint's offsets, it knows only the epochs from there on.
+ *
  * The reader owns its consumer from connect to disconnect, and never disconnects it while a connect or a
  * consume call is under way: the client can crash the process when a disconnect overlaps either
  * (confluent-kafka-javascript issue 34). A close during one disconnects when it returns.
@@ -48,6 +55,14 @@ export class ChangelogReader implements ChangelogSource {
   skipped = 0
   /** The highest commit number of a record left out (0: none). */
   highestSkipped = 0
+  /**
+   * Records left out because a record of a later owner epoch came before them in their topic: a fenced
+   * owner's (a zombie's) writes. Not counted in `skipped` (nor in `highestSkipped`); a record its mark
+   * does not cover is counted there, whatever its epoch.
+   */
+  stale = 0
+  /** At least once, per topic: the highest owner epoch of a numbered record read. */
+  private readonly epochs = new Map<string, number>()
   private waiter: (() => void) | undefined
   private closed = false
   private failure: Error | undefined
@@ -162,10 +177,19 @@ export class ChangelogReader implements ChangelogSource {
         this.positions.set(m.topic, m.offset + 1)
         if (this.mark !== undefined) {
           const n = commitOf(m)
-          if (n !== undefined && !covers(this.mark, n)) {
-            this.skipped++
-            if (n > this.highestSkipped) this.highestSkipped = n
-            continue
+          if (n !== undefined) {
+            const epoch = epochOf(n)
+            const highest = this.epochs.get(m.topic) ?? 0
+            if (epoch > highest) this.epochs.set(m.topic, epoch)
+            if (!covers(this.mark, n)) {
+              this.skipped++
+              if (n > this.highestSkipped) this.highestSkipped = n
+              continue
+            }
+            if (epoch < highest) {
+              this.stale++
+              continue
+            }
           }
         }
         const key = typeof m.key === 'string' ? Buffer.from(m.key) : (m.key ?? Buffer.alloc(0))

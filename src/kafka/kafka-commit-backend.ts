@@ -7,7 +7,8 @@ import type { Clock } from '../time/clock.js'
 import type { ChangelogTopics } from './changelog-topics.js'
 import type { TopicPartitionRef } from './fetcher.js'
 import type { ProducerSink } from './producer-sink.js'
-import { COMMIT_HEADER, commitHeaderValue, formatCommitMark, NO_COMMIT } from './commit-numbers.js'
+import { PunctualError } from '../errors.js'
+import { claimMark, COMMIT_HEADER, commitHeaderValue, epochOf, formatCommitMark, MAX_EPOCH, NO_COMMIT, SEQ_MAX, seqOf } from './commit-numbers.js'
 import type { CommitMark } from './commit-numbers.js'
 
 /** A consumed position to commit: the next offset to read. */
@@ -25,9 +26,20 @@ export interface CommitClient {
   beginTransaction(): Promise<void>
   /** At-least-once: waits until every record produced so far is acknowledged. */
   flush(): Promise<void>
-  /** At-least-once: commits the consumed offsets to the group. */
-  commitOffsets(offsets: PartitionOffset[]): Promise<void>
+  /**
+   * At-least-once: commits the consumed offsets to the group. Resolves true once the group took them,
+   * false when the commit lapsed for a while (the member left the group or was fenced, its generation
+   * changed, the coordinator is away: the next commit writes them); rejects on anything else. Only true
+   * counts as taken: a commit that offers the next epoch's claim moves the task to it only then.
+   */
+  commitOffsets(offsets: PartitionOffset[]): Promise<boolean | void>
 }
+
+/**
+ * At least once: commits numbered this close to the end of their epoch's numbers make their offsets
+ * carry a claim of the next epoch, until the group takes one (see `KafkaCommitBackend`).
+ */
+const RECLAIM_WINDOW = 2 ** 16
 
 /**
  * Commits on Kafka. Each task's changelog records go to its changelog topics' partition (the task's),
@@ -41,6 +53,16 @@ export interface CommitClient {
  *   the changelogs; a restore skips the records of commits the group's offsets do not name, and the
  *   task resumes from the state and positions of the last complete commit: records are processed
  *   again, and everything they caused is written again (at least once), never lost.
+ *   A task's commits are numbered within its owner's epoch (`commit-numbers.ts`): the runtime claims
+ *   the next epoch for a task assigned here (`claimMark`, committed to the group before anything of the
+ *   task is written, then `assigned`), and the task's commits go on from the claim's number, one past
+ *   the other. Each commit numbered in the last RECLAIM_WINDOW of an epoch offers the group the claim of
+ *   the next epoch in its offsets' metadata (`claimMark` of its own mark: it covers this commit, and
+ *   nothing of the epoch comes after it); once the group takes one (`commitOffsets` resolves true: this
+ *   member was not fenced) the task's next commit is the new epoch's first. Moving on by a claim the
+ *   group took, rather than by numbering on into the next epoch, keeps a new owner that claimed that
+ *   epoch meanwhile from sharing it with this member, should this one be a zombie. A task whose offsets
+ *   the group takes in none of that window's commits has no number left past SEQ_MAX: its commit fails.
  * Tasks restore from their changelog topics (`ChangelogReader`): this backend keeps no local state.
  */
 export class KafkaCommitBackend implements CommitBackend {
@@ -57,15 +79,32 @@ export class KafkaCommitBackend implements CommitBackend {
     private readonly onCommitted: (offsets: readonly PartitionOffset[]) => void = () => {},
   ) {}
 
-  /** At least once: each task's mark (its last commit, and numbers left out), from the group's offsets when it was assigned. */
+  /** At least once: each task's mark (its last commit, and numbers left out): its claim, or past what its restore left out. */
   private readonly marks = new Map<string, CommitMark>()
 
-  /** At least once: a task assigned here goes on from this mark (the group's, or past what its restore left out). */
+  /**
+   * At least once: a task assigned here goes on from this mark: the claim the group took for it
+   * (`claimMark`, before anything of the task is written), then, once restored, `afterRestore` of it.
+   */
   assigned(taskId: string, mark: CommitMark): void {
     this.marks.set(taskId, mark)
   }
 
   commit(commits: readonly TaskCommit[]): Promise<void> {
+    // At least once: every task's number first, so that a task without one fails the commit before anything is written.
+    const numbered = new Map<string, { readonly mark: CommitMark; offer: CommitMark | undefined }>()
+    if (!this.exactlyOnce) {
+      for (const c of commits) {
+        const previous = this.marks.get(c.taskId) ?? NO_COMMIT
+        if (seqOf(previous.n) === SEQ_MAX) {
+          return Promise.reject(new PunctualError('ILLEGAL_STATE', `task ${c.taskId}: no at-least-once commit number left in owner epoch ${epochOf(previous.n)}: the group took none of its claims of the next one`))
+        }
+        const mark = { n: previous.n + 1, voids: previous.voids }
+        // Near the end of the epoch's numbers: offer the group the claim of the next epoch.
+        const offer = seqOf(mark.n) > SEQ_MAX - RECLAIM_WINDOW && epochOf(mark.n) < MAX_EPOCH ? claimMark(mark) : undefined
+        numbered.set(c.taskId, { mark, offer })
+      }
+    }
     // Outputs written from here on belong to the next transaction.
     if (this.exactlyOnce) this.sink.hold()
     const now = this.clock.now()
@@ -75,12 +114,13 @@ export class KafkaCommitBackend implements CommitBackend {
       const topics = this.changelogs(sub)
       let headers: Headers = NO_HEADERS
       let metadata: string | undefined
-      if (!this.exactlyOnce) {
-        const previous = this.marks.get(c.taskId) ?? NO_COMMIT
-        const mark = { n: previous.n + 1, voids: previous.voids }
-        this.marks.set(c.taskId, mark)
-        headers = [{ key: COMMIT_HEADER, value: commitHeaderValue(mark.n) }]
-        metadata = formatCommitMark(mark)
+      const number = numbered.get(c.taskId)
+      if (number !== undefined) {
+        this.marks.set(c.taskId, number.mark)
+        headers = [{ key: COMMIT_HEADER, value: commitHeaderValue(number.mark.n) }]
+        // A claim needs offsets to carry it: a task with no positions yet offers it at a later commit.
+        if (Object.keys(c.checkpoint.positions).length === 0) number.offer = undefined
+        metadata = formatCommitMark(number.offer ?? number.mark)
       }
       for (const r of c.records()) {
         const m = topics.toMessage(r)
@@ -92,8 +132,12 @@ export class KafkaCommitBackend implements CommitBackend {
         offsets.push(metadata === undefined ? { topic, partition: Number(tp.slice(at + 1)), offset } : { topic, partition: Number(tp.slice(at + 1)), offset, metadata })
       }
     }
-    const done = this.exactlyOnce ? this.commitTransaction(offsets) : this.flushAndCommit(offsets)
-    return done.then(() => this.onCommitted(offsets))
+    if (this.exactlyOnce) return this.commitTransaction(offsets).then(() => this.onCommitted(offsets))
+    return this.flushAndCommit(offsets).then((taken) => {
+      // A claim the group took: the task's next commit is the new epoch's first (unless the task was claimed or assigned again meanwhile).
+      if (taken) for (const [taskId, { mark, offer }] of numbered) if (offer !== undefined && this.marks.get(taskId) === mark) this.marks.set(taskId, offer)
+      this.onCommitted(offsets)
+    })
   }
 
   private async commitTransaction(offsets: PartitionOffset[]): Promise<void> {
@@ -103,10 +147,13 @@ export class KafkaCommitBackend implements CommitBackend {
     this.sink.release()
   }
 
-  /** At least once: the commit is complete once its offsets are the group's, after every record it wrote is acknowledged. */
-  private async flushAndCommit(offsets: PartitionOffset[]): Promise<void> {
+  /**
+   * At least once: the commit is complete once its offsets are the group's, after every record it wrote
+   * is acknowledged. Whether the group took them (false too when there were none).
+   */
+  private async flushAndCommit(offsets: PartitionOffset[]): Promise<boolean> {
     await this.client.flush()
-    if (offsets.length > 0) await this.client.commitOffsets(offsets)
+    return offsets.length > 0 && (await this.client.commitOffsets(offsets)) === true
   }
 
   restore(): CheckpointRestore | undefined {

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { setImmediate as tick } from 'node:timers/promises'
+import fc from '../helpers/fc.js'
 import { ChangelogReader } from '../../src/kafka/changelog-reader.js'
 import type { RestoreConsumer } from '../../src/kafka/changelog-reader.js'
 import { ChangelogTopics } from '../../src/kafka/changelog-topics.js'
-import { COMMIT_HEADER, commitHeaderValue } from '../../src/kafka/commit-numbers.js'
+import { afterRestore, claimMark, COMMIT_HEADER, commitHeaderValue, EPOCH_SIZE, formatCommitMark, NO_COMMIT, parseCommitMark } from '../../src/kafka/commit-numbers.js'
+import type { CommitMark } from '../../src/kafka/commit-numbers.js'
 import type { ConsumedMessage, TopicPartitionRef } from '../../src/kafka/fetcher.js'
 
 type Callback<A extends unknown[]> = (...args: A) => void
@@ -158,5 +160,153 @@ describe('ChangelogReader: its restore consumer', () => {
     )
     assert.equal(r.skipped, 3)
     assert.equal(r.highestSkipped, 7)
+  })
+})
+
+/** A changelog record of `topic` at `offset`, numbered `commit` when given. */
+function changelogMessage(topic: string, offset: number, key: string, value: string, commit?: number): ConsumedMessage {
+  return {
+    topic,
+    partition: 0,
+    offset,
+    key: Buffer.from(key),
+    value: Buffer.from(value),
+    timestamp: 0,
+    ...(commit === undefined ? {} : { headers: [{ [COMMIT_HEADER]: commitHeaderValue(commit) }] }),
+  } as ConsumedMessage
+}
+
+/** Restores `log` by `mark` through a reader: the state it folds to (last value wins, per topic and key), and the reader. */
+function restore(topics: ChangelogTopics, log: readonly ConsumedMessage[], mark: CommitMark | undefined): { state: Map<string, string>; reader: ChangelogReader } {
+  const consumer = new FakeConsumer()
+  const reader = new ChangelogReader(consumer, topics, 0, (err) => assert.fail(err), {}, mark)
+  reader.open((err) => assert.fail(err.message))
+  consumer.connected()
+  consumer.consumed([...log])
+  const state = new Map<string, string>()
+  for (const r of reader.read(log.length + 1)) state.set(`${r.store}/${Buffer.from(r.key).toString()}`, Buffer.from(r.value ?? new Uint8Array()).toString())
+  return { state, reader }
+}
+
+describe('ChangelogReader: owner epochs (at least once)', () => {
+  const own = new ChangelogTopics('app', 0, ['counts', 'totals'])
+  const [counts, totals] = own.topics() as [string, string]
+  const epoch1 = (seq: number): number => EPOCH_SIZE + seq
+
+  /**
+   * The old owner's last complete commit is 0x10 (k=16). The new owner claims epoch 1, restores (k=16), and
+   * counts on: commits epoch1(1..9), k=17..25, its mark epoch1(9). Paused past its session timeout, the old
+   * owner then writes its next commit, 0x11 (k=17 by its count), after the new owner's records.
+   */
+  function zombieLog(): ConsumedMessage[] {
+    const log: ConsumedMessage[] = []
+    for (let n = 1; n <= 0x10; n++) log.push(changelogMessage(counts, log.length, 'k', String(n), n))
+    for (let s = 1; s <= 9; s++) log.push(changelogMessage(counts, log.length, 'k', String(0x10 + s), epoch1(s)))
+    log.push(changelogMessage(counts, log.length, 'k', '17', 0x11))
+    return log
+  }
+  const claimed = claimMark({ n: 0x10, voids: [] })
+  const newOwnersMark: CommitMark = { n: epoch1(9), voids: claimed.voids }
+
+  it('a zombie’s record written after the new owner’s is left out: the state is the new owner’s', () => {
+    const { state, reader } = restore(own, zombieLog(), newOwnersMark)
+    assert.equal(state.get('counts/k'), '25')
+    assert.equal(reader.skipped + reader.stale, 1)
+  })
+
+  it('even once the claim’s void range is trimmed from the mark: an older epoch after a newer one in its topic is stale', () => {
+    const { state, reader } = restore(own, zombieLog(), { n: epoch1(9), voids: [] })
+    assert.equal(state.get('counts/k'), '25')
+    assert.equal(reader.stale, 1)
+    assert.equal(reader.skipped, 0, 'stale records are not counted as skipped')
+    assert.equal(reader.highestSkipped, 0)
+  })
+
+  it('per topic: an older epoch is stale only after a newer one in the same topic; unnumbered records are always applied', () => {
+    const log = [
+      changelogMessage(counts, 0, 'x', 'new', epoch1(1)),
+      changelogMessage(totals, 0, 'y', 'old', 5),
+      changelogMessage(counts, 1, 'u', 'unnumbered'),
+      changelogMessage(counts, 2, 'x', 'zombie', 6),
+      changelogMessage(totals, 1, 'y', 'newer', epoch1(2)),
+    ]
+    const { state, reader } = restore(own, log, { n: epoch1(2), voids: [] })
+    assert.deepEqual(Object.fromEntries(state), { 'counts/x': 'new', 'totals/y': 'newer', 'counts/u': 'unnumbered' })
+    assert.deepEqual([reader.stale, reader.skipped], [1, 0])
+  })
+
+  it('a record its mark does not cover is skipped, not stale, whatever its epoch; without a mark (exactly-once) everything is applied', () => {
+    const log = [changelogMessage(counts, 0, 'x', 'new', epoch1(10)), changelogMessage(counts, 1, 'x', 'zombie', 0x11)]
+    const { state, reader } = restore(own, log, newOwnersMark)
+    assert.deepEqual([state.get('counts/x'), reader.skipped, reader.highestSkipped, reader.stale], [undefined, 2, epoch1(10), 0])
+    assert.equal(restore(own, log, undefined).state.get('counts/x'), 'zombie')
+    // A newer epoch read, even left out (a commit of the new owner cut short), makes older ones after it stale.
+    const after = restore(own, [...log, changelogMessage(counts, 2, 'x', 'older', 0x10)], newOwnersMark)
+    assert.deepEqual([after.state.get('counts/x'), after.reader.stale], [undefined, 1])
+  })
+
+  it('owners come and go, cut short by crashes, their zombies writing late: every restore is the state of the last complete commit (property)', () => {
+    const keys = ['a', 'b', 'c']
+    const ownership = fc.record({
+      commits: fc.array(fc.subarray(keys, { minLength: 1 }), { minLength: 1, maxLength: 6 }),
+      // The last commit is cut short by a crash: part of its records written, the group's offsets not.
+      crash: fc.boolean(),
+      // The previous owner, paused past its session timeout, writes its next commit after this many of this owner's.
+      zombieAt: fc.option(fc.nat(6), { nil: undefined }),
+      store: fc.constantFrom('counts', 'totals'),
+    })
+    fc.assert(
+      fc.property(fc.array(ownership, { minLength: 1, maxLength: 8 }), (ownerships) => {
+        const log: ConsumedMessage[] = []
+        const offsets = new Map<string, number>()
+        const write = (store: string, key: string, value: number, n: number): void => {
+          const topic = store === 'counts' ? counts : totals
+          const offset = offsets.get(topic) ?? 0
+          offsets.set(topic, offset + 1)
+          log.push(changelogMessage(topic, offset, key, String(value), n))
+        }
+        /** The group's offsets' metadata, and the counts as of the commit it names. */
+        let group = formatCommitMark(NO_COMMIT)
+        let truth = new Map<string, number>()
+        let previous: { mark: CommitMark; counts: Map<string, number>; store: string } | undefined
+        const restored = (mark: CommitMark): { counts: Map<string, number>; highestSkipped: number } => {
+          const { state, reader } = restore(own, log, mark)
+          const got = new Map<string, number>()
+          for (const [k, v] of state) got.set(k, Number(v))
+          assert.deepEqual(Object.fromEntries(got), Object.fromEntries(truth))
+          return { counts: got, highestSkipped: reader.highestSkipped }
+        }
+        for (const o of ownerships) {
+          // The new owner claims the task (a strict commit: the group takes it), restores, and goes on from there.
+          const claim = claimMark(parseCommitMark(group) as CommitMark)
+          group = formatCommitMark(claim)
+          const { counts: state, highestSkipped } = restored(claim)
+          let mark = afterRestore(claim, highestSkipped)
+          const zombie = previous
+          const zombieWrites = (): void => {
+            if (zombie === undefined) return
+            const n = zombie.mark.n + 1
+            for (const k of keys) write(zombie.store, k, (zombie.counts.get(`${zombie.store}/${k}`) ?? 0) + 1, n)
+          }
+          for (const [i, commit] of o.commits.entries()) {
+            if (i === o.zombieAt) zombieWrites()
+            mark = { n: mark.n + 1, voids: mark.voids }
+            const cut = o.crash && i === o.commits.length - 1
+            for (const [j, k] of commit.entries()) {
+              const key = `${o.store}/${k}`
+              state.set(key, (state.get(key) ?? 0) + 1)
+              if (!cut || j < commit.length / 2) write(o.store, k, state.get(key) as number, mark.n)
+            }
+            if (!cut) {
+              group = formatCommitMark(mark)
+              truth = new Map(state)
+            }
+          }
+          if (o.zombieAt !== undefined && o.zombieAt >= o.commits.length) zombieWrites()
+          previous = { mark, counts: state, store: o.store }
+        }
+        restored(claimMark(parseCommitMark(group) as CommitMark))
+      }),
+    )
   })
 })

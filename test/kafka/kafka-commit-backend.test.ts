@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { ChangelogTopics } from '../../src/kafka/changelog-topics.js'
 import { KafkaCommitBackend, parseTaskId } from '../../src/kafka/kafka-commit-backend.js'
-import { COMMIT_HEADER, readCommitHeader } from '../../src/kafka/commit-numbers.js'
+import { claimMark, COMMIT_HEADER, EPOCH_SIZE, formatCommitMark, MAX_EPOCH, readCommitHeader, SEQ_MAX } from '../../src/kafka/commit-numbers.js'
 import type { CommitClient, PartitionOffset } from '../../src/kafka/kafka-commit-backend.js'
 import { ProducerSink } from '../../src/kafka/producer-sink.js'
 import type { TaskCommit } from '../../src/runtime/commit-backend.js'
@@ -23,6 +23,8 @@ function setup(exactlyOnce: boolean) {
     },
   })
   let release: () => void = () => {}
+  /** What commitOffsets says: true, the group took them; false, the commit lapsed; undefined, a client that does not say. */
+  const group: { takes: boolean | undefined } = { takes: true }
   const client: CommitClient = {
     sendOffsetsToTransaction: async (o: PartitionOffset[]) => void calls.push(`sendOffsets ${o.map((x) => `${x.topic}-${x.partition}@${x.offset}`).join(' ')}`),
     commitTransaction: () => {
@@ -34,7 +36,10 @@ function setup(exactlyOnce: boolean) {
       calls.push('flush')
       return new Promise<void>((resolve) => (release = resolve))
     },
-    commitOffsets: async (o: PartitionOffset[]) => void calls.push(`commitOffsets ${o.map((x) => `${x.topic}-${x.partition}@${x.offset}${x.metadata === undefined ? '' : ` ${x.metadata}`}`).join(' ')}`),
+    commitOffsets: async (o: PartitionOffset[]) => {
+      calls.push(`commitOffsets ${o.map((x) => `${x.topic}-${x.partition}@${x.offset}${x.metadata === undefined ? '' : ` ${x.metadata}`}`).join(' ')}`)
+      return group.takes
+    },
   }
   const topics = new ChangelogTopics('app', 0, ['counts'])
   const backend = new KafkaCommitBackend(exactlyOnce, client, sink, () => topics, (t) => (t === 'rep' ? 'app-rep' : t), new ManualClock(5))
@@ -45,7 +50,7 @@ function setup(exactlyOnce: boolean) {
     stores: new Map(),
     records: () => [{ store: 'counts', key: bytes('k'), value: bytes('1') }],
   }
-  return { calls, produced, numbers, sink, backend, commit, release: () => release() }
+  return { calls, produced, numbers, sink, backend, commit, group, release: () => release() }
 }
 
 describe('KafkaCommitBackend', () => {
@@ -107,6 +112,76 @@ describe('KafkaCommitBackend', () => {
     await done
     assert.deepEqual(numbers, [10])
     assert.deepEqual(calls, ['flush', 'commitOffsets in-2@1 punctual.commit=10;void=3-4'])
+  })
+
+  it('at_least_once: after a claim, commits are numbered from the new epoch’s first, the claim’s voids in every mark', async () => {
+    const { calls, numbers, backend, commit, release } = setup(false)
+    const claimed = claimMark({ n: 0x10, voids: [] })
+    backend.assigned('0_2', claimed)
+    for (const offset of [1, 2]) {
+      const done = backend.commit([{ ...commit, checkpoint: { ...commit.checkpoint, positions: { 'in:2': offset } } }])
+      release()
+      await done
+    }
+    assert.deepEqual(numbers, [EPOCH_SIZE + 1, EPOCH_SIZE + 2])
+    assert.equal(calls.at(-1), `commitOffsets in-2@2 punctual.commit=${EPOCH_SIZE + 2};void=17-${EPOCH_SIZE - 1}`)
+  })
+
+  /** Commits of task 0_2 at the given positions (undefined: none, so no offsets), one after the other. */
+  async function commitsAt(s: ReturnType<typeof setup>, positions: ReadonlyArray<number | undefined>): Promise<void> {
+    for (const p of positions) {
+      const done = s.backend.commit([{ ...s.commit, checkpoint: { ...s.commit.checkpoint, positions: p === undefined ? {} : { 'in:2': p } } }])
+      s.release()
+      await done
+    }
+  }
+
+  it('at_least_once: near the end of its epoch’s numbers a task offers the next epoch’s claim; until the group takes one, it stays in its epoch', async () => {
+    const s = setup(false)
+    const base = 3 * EPOCH_SIZE
+    s.backend.assigned('0_2', { n: base + SEQ_MAX - 4, voids: [[5, 6]] })
+    // A commit the group does not take (lapsed, or a client that does not say) leaves the task in its epoch.
+    s.group.takes = false
+    await commitsAt(s, [0])
+    s.group.takes = undefined
+    await commitsAt(s, [1])
+    const offered = claimMark({ n: base + SEQ_MAX - 2, voids: [[5, 6]] })
+    assert.equal(offered.n, base + EPOCH_SIZE)
+    assert.deepEqual(s.calls.slice(-2), ['flush', `commitOffsets in-2@1 ${formatCommitMark(offered)}`], 'the mark offered is the claim of its own commit')
+    // Nor does a commit without offsets of the task (they carry the claim), though the group takes others'.
+    s.group.takes = true
+    s.backend.assigned('0_3', { n: base + 5, voids: [] })
+    const both = s.backend.commit([s.commit, { ...s.commit, taskId: '0_3', checkpoint: { ...s.commit.checkpoint, positions: { 'in:3': 4 } } }])
+    s.release()
+    await both
+    assert.equal(s.calls.at(-1), `commitOffsets in-3@4 punctual.commit=${base + 6}`)
+    s.group.takes = false
+    await commitsAt(s, [2])
+    assert.deepEqual(s.numbers, [base + SEQ_MAX - 3, base + SEQ_MAX - 2, base + SEQ_MAX - 1, base + 6, base + SEQ_MAX])
+    // No number left in epoch 3: the commit fails before it writes anything.
+    const produced = s.produced.length
+    await assert.rejects(commitsAt(s, [3]), /no at-least-once commit number left in owner epoch 3/)
+    assert.equal(s.produced.length, produced)
+  })
+
+  it('at_least_once: a claim the group took moves the task to the next epoch', async () => {
+    const s = setup(false)
+    const base = 7 * EPOCH_SIZE
+    s.backend.assigned('0_2', { n: base + SEQ_MAX - 1, voids: [] })
+    await commitsAt(s, [1, 2])
+    assert.deepEqual(s.numbers, [base + SEQ_MAX, base + EPOCH_SIZE + 1])
+    assert.equal(s.calls.at(-1), `commitOffsets in-2@2 punctual.commit=${base + EPOCH_SIZE + 1}`)
+    // Far from the end of an epoch: the plain mark.
+    const early = setup(false)
+    early.backend.assigned('0_2', { n: base + SEQ_MAX - 2 ** 16 - 1, voids: [] })
+    await commitsAt(early, [1])
+    assert.equal(early.calls.at(-1), `commitOffsets in-2@1 punctual.commit=${base + SEQ_MAX - 2 ** 16}`)
+    // In the last epoch there is no next one to claim.
+    const last = setup(false)
+    last.backend.assigned('0_2', { n: MAX_EPOCH * EPOCH_SIZE + SEQ_MAX - 1, voids: [] })
+    await commitsAt(last, [1])
+    assert.equal(last.numbers.at(-1), 2 ** 48 - 1)
+    assert.equal(last.calls.at(-1), `commitOffsets in-2@1 punctual.commit=${2 ** 48 - 1}`)
   })
 
   it('parses task ids', () => {

@@ -1,0 +1,347 @@
+import { PunctualError } from '../errors.js'
+import type { StreamTask } from '../processor/internal/task.js'
+import type { Committer } from '../runtime/committer.js'
+import type { TaskDefinition } from '../runtime/task-factory.js'
+import type { TaskLoop } from '../runtime/task-loop.js'
+import type { TaskManager } from '../runtime/task-manager.js'
+import type { Logger } from '../util/logger.js'
+import type { ChangelogRestore } from './changelog-restore.js'
+import type { GroupConsumer } from './client-supplier.js'
+import { claimMark, formatCommitMark, NO_COMMIT, parseCommitMark } from './commit-numbers.js'
+import type { CommitMark } from './commit-numbers.js'
+import type { Fetcher, TopicPartitionRef } from './fetcher.js'
+import { AssignmentLost, OffsetsUnanswered, PENDING_OFFSETS_HINT, TASK_TIMEOUT_MS } from './group-offsets.js'
+import type { GroupOffsets } from './group-offsets.js'
+import type { KafkaCommitBackend, PartitionOffset } from './kafka-commit-backend.js'
+import type { StreamsProducer } from './streams-producer.js'
+import type { TopicPlan } from './topics.js'
+
+/** librdkafka's rebalance codes (RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS / __REVOKE_PARTITIONS). */
+export const ASSIGN = -175
+export const REVOKE = -174
+/** How long one round of asking for the group's offsets lasts before the rebalance event handling is let go and the tasks are tried again. */
+const STABLE_ROUND_MS = 20_000
+/** How long a task start waits before trying again a claim the group did not take (its coordinator away). */
+const CLAIM_RETRY_MS = 1_000
+
+/** The parts the task manager drives, made by the runtime at start. */
+export interface KafkaTaskParts {
+  readonly exactlyOnce: boolean
+  readonly logger: Logger
+  readonly definitions: readonly TaskDefinition[]
+  readonly plan: TopicPlan
+  readonly consumer: GroupConsumer
+  readonly offsets: GroupOffsets
+  readonly fetcher: Fetcher
+  /** The engine's tasks: active ones, and those restoring. */
+  readonly tasks: TaskManager
+  readonly active: readonly StreamTask[]
+  readonly loop: TaskLoop
+  readonly producer: StreamsProducer
+  readonly restore: ChangelogRestore
+  readonly committer: Committer
+  readonly backend: KafkaCommitBackend
+  /** Whether the runtime runs (not stopping or failed). */
+  isRunning(): boolean
+  fail(err: unknown): void
+}
+
+/**
+ * Decides what happens to tasks when the group moves partitions, as Kafka Streams' `TaskManager`:
+ * - `handleAssignment`: tasks all of whose input partitions are assigned start once the group's offsets
+ *   of their inputs are stable (at least once, after claiming them: `claimMark`), restore, then process;
+ * - `handleRevocation`: revoked tasks commit (with every other task, in one commit), keep their state as
+ *   a local checkpoint, and close;
+ * - `handleLostAll`: tasks taken away without a revocation (the member was fenced) close without a
+ *   commit; under exactly-once the open transaction, which may hold their output, is aborted first, and
+ *   nothing commits from the moment the loss is known;
+ * - `handleCorruption`: under exactly-once, a transaction that cannot commit is aborted and every task
+ *   goes back to its last commit.
+ * Events are handled one after the other, in the order the consumer gives them.
+ */
+export class KafkaTaskManager {
+  /** A failed transaction is being aborted and its tasks rebuilt: nothing processes or commits meanwhile. */
+  recovering = false
+  private rebalancing: Promise<void> = Promise.resolve()
+  /** Partitions assigned to this instance, as `topic:partition` of the cluster. */
+  private readonly assigned = new Set<string>()
+  /** The group's committed offsets read for the tasks being started (at least once, their marks come from them). */
+  private committed = new Map<string, PartitionOffset>()
+
+  constructor(private readonly parts: KafkaTaskParts) {}
+
+  /** A rebalance event from the consumer; it waits for our (un)assign call. */
+  onRebalance(code: number, partitions: readonly TopicPartitionRef[]): void {
+    const refs = partitions.map((p) => ({ topic: p.topic, partition: p.partition }))
+    const lost = code === REVOKE && this.parts.consumer.assignmentLost()
+    const what = code === ASSIGN ? 'assign' : code === REVOKE ? (lost ? 'lost' : 'revoke') : `rebalance error ${code}`
+    // From now nothing commits: the open transaction may hold the lost tasks' output.
+    if (lost && this.parts.exactlyOnce) this.stopCommitting()
+    const names = refs.map((p) => `${p.topic}-${p.partition}`).join(',')
+    this.parts.logger.debug({ partitions: names }, `group: ${what}`)
+    this.enqueue(() => (code === ASSIGN ? this.handleAssignment(refs) : lost ? this.handleLostAll(refs) : code === REVOKE ? this.handleRevocation(refs) : undefined))
+    this.enqueue(() => this.parts.logger.debug({ partitions: names }, `group: ${what} done`))
+  }
+
+  /** Resolves once the rebalance events so far are handled. */
+  settled(): Promise<void> {
+    return this.rebalancing
+  }
+
+  /** Tasks all of whose input partitions are assigned here. */
+  completeTasks(): string[] {
+    return this.parts.definitions.filter((d) => this.inputsOf(d).every((p) => this.assigned.has(`${p.topic}:${p.partition}`))).map((d) => d.id)
+  }
+
+  async handleAssignment(partitions: TopicPartitionRef[]): Promise<void> {
+    const { consumer, fetcher } = this.parts
+    for (const p of partitions) {
+      this.assigned.add(`${p.topic}:${p.partition}`)
+      // Where the task reads first comes from its restored positions; fetching starts at the group's offset.
+      fetcher.add(p.topic, p.partition, 0)
+    }
+    consumer.incrementalAssign(partitions)
+    fetcher.assigned(partitions)
+    if (this.parts.isRunning() && !this.recovering) await this.startAssignedTasks(Date.now())
+  }
+
+  async handleRevocation(partitions: TopicPartitionRef[]): Promise<void> {
+    const { tasks, loop, restore } = this.parts
+    const ids = this.leaving(partitions)
+    if (ids.length > 0) {
+      this.parts.logger.info({ tasks: ids.join(',') }, 'tasks revoked')
+      restore.stop(ids)
+      if (this.parts.isRunning() && !this.recovering) await loop.settled().catch((err: unknown) => this.unlessRecovering(err))
+      // Tasks of a failed transaction go back to their last commit: nothing of theirs can be committed.
+      // (While the runtime stops, it commits and closes them itself.)
+      if (this.recovering) tasks.lose(ids)
+      else if (this.parts.isRunning()) {
+        const snapshots = restore.snapshot(this.activeIn(ids), this.parts.committer)
+        tasks.revoke(ids, () => loop.commitNow())
+        const committed = await loop.settled().then(
+          () => true,
+          (err: unknown) => this.unlessRecovering(err),
+        )
+        // Before the partitions go: their changelogs' ends are still this commit's.
+        if (committed) await restore.save(snapshots)
+      }
+    }
+    this.unassign(partitions)
+  }
+
+  /**
+   * The assignment was taken away (the member was fenced): the tasks close without a commit. Under
+   * exactly-once the open transaction may hold their output: it is aborted (or the producer replaced)
+   * and every task goes back to its last commit, as Kafka Streams' `handleLostAll` re-initialises the
+   * producer under exactly-once v2.
+   */
+  async handleLostAll(partitions: TopicPartitionRef[]): Promise<void> {
+    const ids = this.leaving(partitions)
+    this.parts.logger.warn({ tasks: ids.join(',') }, 'tasks lost: the group gave their partitions to another member (this one was fenced, as after a long pause); they close without a commit')
+    this.parts.restore.stop(ids)
+    this.parts.tasks.lose(ids)
+    this.unassign(partitions)
+    if (this.parts.exactlyOnce) await this.recover('tasks were lost')
+  }
+
+  /**
+   * Under exactly-once, a transaction librdkafka says must be aborted (a record not delivered, a broker
+   * away too long, a fenced producer): aborted, and every task back to its last commit, as Kafka Streams
+   * does with corrupted tasks. Runs between rebalance events; nothing processes or commits meanwhile.
+   */
+  handleCorruption(err: Error): void {
+    if (this.recovering) return
+    this.stopCommitting()
+    this.parts.logger.warn({ err }, `a transaction failed: aborting it; the tasks go back to their last commit (${err.message})`)
+    this.enqueue(() => this.recover('the transaction failed'))
+  }
+
+  /** Nothing processes or commits until the recovery that follows has run. */
+  private stopCommitting(): void {
+    this.recovering = true
+    this.parts.loop.disarm()
+  }
+
+  /**
+   * Aborts the open transaction and puts every task back to its last commit: the tasks are closed
+   * without a commit and restored from their changelogs (which hold committed transactions only), the
+   * input partitions are fetched again from the group's committed offsets, and a new transaction begins.
+   */
+  private async recover(why: string): Promise<void> {
+    const { fetcher, tasks, loop, producer, restore } = this.parts
+    this.recovering = true
+    loop.disarm()
+    await loop.discardFailedCommit()
+    await producer.abortOrReplace()
+    const ids = [...this.parts.active.map((t) => t.taskId.toString()), ...tasks.restoringIds()]
+    restore.stop(ids)
+    tasks.lose(ids)
+    // Fetching restarts at the committed offsets; messages fetched before are dropped with their partitions.
+    await fetcher.stop()
+    const partitions = [...this.assigned].map(parsePartition)
+    for (const p of partitions) {
+      fetcher.remove(p.topic, p.partition)
+      fetcher.add(p.topic, p.partition, 0)
+    }
+    const sought = await this.parts.offsets.seekToCommitted(partitions, STABLE_ROUND_MS).then(
+      () => true,
+      (e: unknown) => (e instanceof AssignmentLost ? false : Promise.reject(e)),
+    )
+    fetcher.assigned(partitions)
+    fetcher.start()
+    this.recovering = false
+    if (!this.parts.isRunning()) return
+    if (sought) {
+      this.parts.logger.info({}, `recovered (${why}): the tasks restore from their last commit`)
+      await this.startAssignedTasks(Date.now())
+    } else {
+      this.parts.logger.info({}, `recovered (${why}); the group took this instance's partitions back meanwhile (its member was fenced): their tasks restore when they are assigned again`)
+    }
+    loop.scheduleRun()
+    loop.rearm()
+  }
+
+  /**
+   * Starts the tasks whose input partitions are all assigned and that are neither running nor restoring:
+   * once the group's offsets of their inputs are stable (and at least once, once claimed), they restore
+   * and then process. When the group does not answer within STABLE_ROUND_MS (a coordinator still loading
+   * after a broker restart, a member that must rejoin first), the rebalance event handling is let go and
+   * the tasks are tried again after the group events that came meanwhile, for TASK_TIMEOUT_MS in all:
+   * holding the handling could keep the consumer from the very rejoin that answers.
+   */
+  private async startAssignedTasks(since: number): Promise<void> {
+    const { tasks, loop, restore, logger } = this.parts
+    const running = new Set([...this.parts.active.map((t) => t.taskId.toString()), ...tasks.restoringIds()])
+    const ids = this.completeTasks().filter((id) => !running.has(id))
+    if (ids.length === 0) return
+    logger.info({ tasks: ids.join(',') }, 'tasks assigned')
+    let outcome = await this.stableOffsets(ids)
+    if (outcome === 'stable' && !this.parts.exactlyOnce) outcome = await this.claim(ids)
+    if (outcome === 'lost') {
+      logger.info({ tasks: ids.join(',') }, 'the assignment was lost while the group offsets were read: the tasks wait for the next one')
+      return
+    }
+    if (outcome === 'unanswered') {
+      const waited = Date.now() - since
+      if (waited >= TASK_TIMEOUT_MS) throw new PunctualError('ILLEGAL_STATE', `the group's offsets of tasks ${ids.join(', ')} were not answered in ${Math.round(waited / 1000)} s: ${PENDING_OFFSETS_HINT}`)
+      logger.warn({ tasks: ids.join(','), waitedMs: waited }, "the group's offsets of the tasks were not answered: asked again after the group events that came meanwhile")
+      this.enqueue(() => (this.parts.isRunning() && !this.recovering ? this.startAssignedTasks(since) : undefined))
+      return
+    }
+    await restore.load(ids)
+    tasks.assign(ids, (taskId) => restore.source(taskId))
+    loop.scheduleRun()
+    loop.rearm()
+  }
+
+  /** A task restored: at least once, its commits go on past what its restore left out. */
+  restored(taskId: string, count: number, ms: number): void {
+    const mark = this.parts.restore.restored(taskId, count, ms)
+    if (mark !== undefined) this.parts.backend.assigned(taskId, mark)
+  }
+
+  /** The tasks assigned here that hold store `storeName` and do not run yet (waiting for stable offsets, or restoring). */
+  notReady(storeName: string): string[] {
+    const running = new Set(this.parts.active.map((t) => t.taskId.toString()))
+    const holding = new Set(this.parts.definitions.filter((d) => d.subtopology.stores.some((b) => b.name === storeName)).map((d) => d.id))
+    return this.completeTasks().filter((id) => holding.has(id) && !running.has(id))
+  }
+
+  /**
+   * Waits until no transaction that commits offsets of these tasks' inputs is pending (the group's
+   * offsets are stable, KIP-447: under read_committed librdkafka asks for stable offsets and retries
+   * until they are). A transaction's commit returns before its markers are written, and an aborted one
+   * of a crashed instance is pending until its timeout: restoring before would read the changelog up to
+   * a last stable offset short of the previous owner's last commit, and resume from older positions
+   * than the records it already processed.
+   */
+  private async stableOffsets(ids: readonly string[]): Promise<'stable' | 'lost' | 'unanswered'> {
+    try {
+      const committed = await this.parts.offsets.committed(this.inputPartitions(ids), STABLE_ROUND_MS)
+      this.committed = new Map(committed.map((c) => [`${c.topic}:${c.partition}`, { topic: c.topic, partition: c.partition, offset: c.offset ?? -1, ...(c.metadata === undefined ? {} : { metadata: c.metadata }) }]))
+      return 'stable'
+    } catch (err) {
+      if (err instanceof AssignmentLost) return 'lost'
+      if (err instanceof OffsetsUnanswered) return 'unanswered'
+      throw err
+    }
+  }
+
+  /**
+   * At least once, each task's previous mark is the highest commit number among its offsets' metadata.
+   * Before the task writes anything, this instance claims it: it commits the same offsets with the mark
+   * of a new owner epoch (`claimMark`), which a fenced member cannot do. Records a paused previous owner
+   * writes late carry an older epoch: the claim voids them, and a restore leaves them out.
+   */
+  private async claim(ids: readonly string[]): Promise<'stable' | 'lost' | 'unanswered'> {
+    const offsets: PartitionOffset[] = []
+    const claims = new Map<string, CommitMark>()
+    for (const def of this.parts.definitions.filter((d) => ids.includes(d.id))) {
+      let previous = NO_COMMIT
+      const inputs = this.inputsOf(def).map((p) => this.committed.get(`${p.topic}:${p.partition}`) ?? { ...p, offset: -1 })
+      for (const c of inputs) {
+        const m = parseCommitMark(c.metadata)
+        if (m !== undefined && m.n > previous.n) previous = m
+      }
+      const claim = claimMark(previous)
+      claims.set(def.id, claim)
+      for (const c of inputs) {
+        const offset = c.offset >= 0 ? c.offset : (await this.parts.offsets.watermarks(c.topic, c.partition)).lowOffset
+        offsets.push({ topic: c.topic, partition: c.partition, offset, metadata: formatCommitMark(claim) })
+      }
+    }
+    const result = await this.parts.offsets.commit(offsets)
+    if (result === 'fenced') return 'lost'
+    if (result === 'lapsed') {
+      await new Promise((resolve) => setTimeout(resolve, CLAIM_RETRY_MS))
+      return 'unanswered'
+    }
+    for (const [id, claim] of claims) {
+      this.parts.restore.setMark(id, claim)
+      this.parts.backend.assigned(id, claim)
+    }
+    return 'stable'
+  }
+
+  /** Handled after the events before it; a failure stops the runtime. */
+  private enqueue(step: () => Promise<void> | void): void {
+    this.rebalancing = this.rebalancing.then(step).catch((err: unknown) => this.parts.fail(err))
+  }
+
+  /** A commit failure while tasks are revoked: nothing when a recovery is under way (its tasks are lost), else it stops the runtime. */
+  private unlessRecovering(err: unknown): false {
+    if (this.recovering) return false
+    throw err
+  }
+
+  /** Forgets these partitions: tasks leaving because of it. */
+  private leaving(partitions: readonly TopicPartitionRef[]): string[] {
+    const before = this.completeTasks()
+    for (const p of partitions) this.assigned.delete(`${p.topic}:${p.partition}`)
+    const after = new Set(this.completeTasks())
+    return before.filter((id) => !after.has(id))
+  }
+
+  private unassign(partitions: TopicPartitionRef[]): void {
+    for (const p of partitions) this.parts.fetcher.remove(p.topic, p.partition)
+    this.parts.consumer.incrementalUnassign(partitions)
+  }
+
+  private activeIn(ids: readonly string[]): StreamTask[] {
+    return this.parts.active.filter((t) => ids.includes(t.taskId.toString()))
+  }
+
+  /** The input partitions of these tasks, by their topics' names on the cluster. */
+  private inputPartitions(ids: readonly string[]): TopicPartitionRef[] {
+    return this.parts.definitions.filter((d) => ids.includes(d.id)).flatMap((d) => this.inputsOf(d))
+  }
+
+  private inputsOf(def: TaskDefinition): TopicPartitionRef[] {
+    return def.subtopology.sourceTopics.map((t) => ({ topic: this.parts.plan.names.get(t) ?? t, partition: def.partition }))
+  }
+}
+
+function parsePartition(tp: string): TopicPartitionRef {
+  const at = tp.lastIndexOf(':')
+  return { topic: tp.slice(0, at), partition: Number(tp.slice(at + 1)) }
+}

@@ -1,0 +1,153 @@
+import { PunctualError } from '../errors.js'
+import type { Logger } from '../util/logger.js'
+import { abortOnTimeout, CALL_TIMEOUT_MS, disconnected, promised, retried, TIMED_OUT } from './client-calls.js'
+import { ClientLog } from './client-logs.js'
+import { producerSettings } from './client-settings.js'
+import type { ClientError, GroupConsumer, KafkaClientSupplier, ProducerClient } from './client-supplier.js'
+import type { ValidKafkaRuntimeConfig } from './config.js'
+import type { PartitionOffset } from './kafka-commit-backend.js'
+import { ProducerSink } from './producer-sink.js'
+
+/** librdkafka's delivery errors of a record not written in time, and of one purged by an abort. */
+const MESSAGE_TIMED_OUT = -192
+const PURGED = -152
+/** How long an abort of a failed transaction may take before the producer is replaced instead. */
+const ABORT_TIMEOUT_MS = 10_000
+/** How long closing waits for the producer to disconnect. */
+const DISCONNECT_WAIT_MS = 10_000
+
+/** What the producer reports to the runtime. */
+export interface ProducerEvents {
+  /** Under exactly-once, the open transaction cannot commit (a fenced or failed producer): abort it and go back to the last commit. */
+  transactionFailed(err: Error): void
+  /** Anything else that stops the runtime (a record the broker refuses, a fatal error at least once). */
+  failed(err: Error): void
+}
+
+/**
+ * The one owner of the instance's producer (Kafka Streams' `StreamsProducer`): under exactly-once it
+ * begins, commits and aborts the transactions (one open at a time, from the producer's initialization
+ * to its close), and replaces a producer that cannot abort (fenced, or its coordinator lost); at least
+ * once it flushes. Tasks write through its `sink`, which holds records while no transaction is open.
+ * A replacement keeps the transactional id, so its initialization fences the old producer and ends
+ * whatever transaction the id left open.
+ */
+export class StreamsProducer {
+  readonly sink: ProducerSink
+  private client: ProducerClient | undefined
+  /** A record of the open transaction was not delivered (told once per transaction). */
+  private undelivered = false
+  private readonly exactlyOnce: boolean
+
+  constructor(
+    private readonly supplier: KafkaClientSupplier,
+    private readonly config: ValidKafkaRuntimeConfig,
+    /** One per instance; a producer that replaces a fenced one takes it over. */
+    private readonly transactionalId: string,
+    private readonly logger: Logger,
+    private readonly events: ProducerEvents,
+  ) {
+    this.exactlyOnce = config.processingGuarantee === 'exactly_once_v2'
+    this.sink = new ProducerSink({
+      produce: () => {
+        throw new PunctualError('ILLEGAL_STATE', 'the producer is not connected')
+      },
+    })
+  }
+
+  /** Connects a producer (and under exactly-once initializes its transactions, then opens the first). */
+  async connect(): Promise<void> {
+    const client = this.supplier.getProducer(producerSettings(this.config, this.transactionalId))
+    this.client = client
+    this.sink.use(client)
+    this.watch(client)
+    client.setPollInterval(50)
+    await promised('connecting the producer', (cb) => client.connect({}, cb), CALL_TIMEOUT_MS)
+    if (!this.exactlyOnce) return
+    await promised('initializing the producer\'s transactions', (cb) => client.initTransactions(CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS)
+    await this.beginTransaction()
+  }
+
+  /** Opens the next transaction (a local step of the client) and releases what the sink held meanwhile. */
+  async beginTransaction(): Promise<void> {
+    const client = this.current()
+    await promised('beginning a transaction', (cb) => client.beginTransaction(cb))
+    this.undelivered = false
+    this.sink.release()
+  }
+
+  /** Exactly-once: adds consumed offsets, with the group consumer's metadata (KIP-447), to the open transaction. */
+  sendOffsetsToTransaction(offsets: PartitionOffset[], consumer: GroupConsumer): Promise<void> {
+    return retried(() => promised('adding offsets to the transaction', (cb) => this.current().sendOffsetsToTransaction(offsets, consumer, CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS), abortOnTimeout)
+  }
+
+  commitTransaction(): Promise<void> {
+    return retried(() => promised('committing the transaction', (cb) => this.current().commitTransaction(CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS), abortOnTimeout)
+  }
+
+  /** At least once: waits until every record produced so far is acknowledged. */
+  flush(): Promise<void> {
+    return promised('flushing the producer', (cb) => this.current().flush(CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS)
+  }
+
+  /**
+   * Exactly-once: ends the open transaction without committing it and opens the next, dropping what the
+   * sink held. A producer that cannot abort (fenced: the coordinator aborted the transaction when it
+   * timed out, or another producer took the transactional id; or no answer from its coordinator) is
+   * replaced by a new one, whose initialization aborts whatever its id left open.
+   */
+  async abortOrReplace(): Promise<void> {
+    this.sink.discard()
+    const old = this.current()
+    try {
+      await retried(() => promised('aborting the transaction', (cb) => old.abortTransaction(ABORT_TIMEOUT_MS, cb), ABORT_TIMEOUT_MS), abortOnTimeout)
+      await this.beginTransaction()
+      return
+    } catch (err) {
+      const e = err as { isFatal?: boolean; code?: number }
+      if (e.isFatal !== true && e.code !== TIMED_OUT) throw err
+      this.logger.warn({ code: e.code }, `the producer ${e.isFatal === true ? 'was fenced' : 'could not abort its transaction in time'}: replacing it`)
+    }
+    this.client = undefined
+    await disconnected(old, DISCONNECT_WAIT_MS)
+    await this.connect()
+  }
+
+  /** Disconnects the producer (an open transaction is left to its timeout, or to the next producer of the id). */
+  async close(): Promise<void> {
+    const client = this.client
+    this.client = undefined
+    if (client !== undefined && !(await disconnected(client, DISCONNECT_WAIT_MS))) this.logger.warn({}, 'the producer did not disconnect in time')
+  }
+
+  private current(): ProducerClient {
+    if (this.client === undefined) throw new PunctualError('ILLEGAL_STATE', 'the producer is closed')
+    return this.client
+  }
+
+  /**
+   * The producer's reports: librdkafka's lines on the logger; a fatal error (a fenced transactional
+   * producer) fails the transaction under exactly-once and stops the runtime at least once; a record not
+   * delivered in time fails its transaction; a record the broker refuses (a timestamp out of its range,
+   * too large) would be refused again: that stops the runtime.
+   */
+  private watch(client: ProducerClient): void {
+    const log = new ClientLog(this.logger, 'producer')
+    client.on('event.log', (line) => log.line(line))
+    client.on('event.error', (err: ClientError) => {
+      if (client !== this.client) return
+      if (err.isFatal !== true) return log.error(err)
+      const error = new PunctualError('ILLEGAL_STATE', `the Kafka producer failed: ${err.message}`, { cause: err })
+      if (this.exactlyOnce) this.events.transactionFailed(Object.assign(error, { isFatal: true }))
+      else this.events.failed(error)
+    })
+    client.on('delivery-report', (err, report) => {
+      if (!err || client !== this.client) return
+      const where = report?.topic === undefined ? '' : ` to ${report.topic}-${report.partition ?? '?'}`
+      if (this.exactlyOnce && (err.code === MESSAGE_TIMED_OUT || err.code === PURGED)) {
+        if (!this.undelivered && err.code === MESSAGE_TIMED_OUT) this.logger.warn({ code: err.code }, `a record could not be written${where}: ${err.message}; its transaction will be aborted`)
+        this.undelivered = true
+      } else this.events.failed(new PunctualError('ILLEGAL_STATE', `a record could not be written${where}: ${err.message}`, { cause: err }))
+    })
+  }
+}

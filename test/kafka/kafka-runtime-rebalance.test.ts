@@ -1,0 +1,277 @@
+// The Kafka runtime's rebalance and recovery, driven without a broker: KafkaRuntime on the clients of an
+// in-memory cluster (mock-clients.ts). Each test asserts what was committed (outputs, offsets, marks)
+// and what is redone.
+import assert from 'node:assert/strict'
+import { afterEach, describe, it } from 'node:test'
+import { Consumed, createConsoleLogger, Materialized, Produced, QueryableStoreTypes, Serdes, StreamsBuilder } from '../../src/index.js'
+import type { Topology } from '../../src/index.js'
+import { ManualClock } from '../../src/testing/index.js'
+import { withClientSupplier } from '../../src/kafka/client-supplier.js'
+import { EPOCH_SIZE, epochOf, parseCommitMark } from '../../src/kafka/commit-numbers.js'
+import type { ProcessingGuarantee } from '../../src/kafka/config.js'
+import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
+import { MockCluster } from './mock-clients.js'
+import type { MockGroupConsumer, MockProducer } from './mock-clients.js'
+
+const IN = 'in'
+const OUT = 'out'
+const CHANGELOG = 'app-counts-changelog'
+const BOTH = [
+  { topic: IN, partition: 0 },
+  { topic: IN, partition: 1 },
+]
+
+/** Counts per key (store `counts`), each new count written to OUT. */
+function counting(store = 'counts'): Topology {
+  const b = new StreamsBuilder()
+  b.stream(IN, Consumed.with(Serdes.String(), Serdes.String()))
+    .groupByKey()
+    .count(Materialized.as(store))
+    .toStream()
+    .mapValues((v) => String(v))
+    .to(OUT, Produced.with(Serdes.String(), Serdes.String()))
+  return b.build()
+}
+
+const log: string[] = []
+const logger = createConsoleLogger({ level: 'debug', write: (line) => log.push(line) })
+const running: KafkaRuntime[] = []
+
+afterEach(async (t) => {
+  for (const rt of running.splice(0)) await rt.stop().catch(() => {})
+  if ((t as { passed?: boolean }).passed === false) process.stderr.write(`runtime log:\n${log.join('\n')}\n`)
+  log.length = 0
+})
+
+function cluster(): MockCluster {
+  const c = new MockCluster()
+  c.createTopic(IN, 2)
+  c.createTopic(OUT, 2)
+  return c
+}
+
+async function started(c: MockCluster, guarantee: ProcessingGuarantee, options: { commitIntervalMs?: number; topology?: Topology; clock?: ManualClock } = {}): Promise<{ rt: KafkaRuntime; consumer: MockGroupConsumer }> {
+  const rt = new KafkaRuntime(options.topology ?? counting(), withClientSupplier({ applicationId: 'app', bootstrapServers: 'mock:9092', processingGuarantee: guarantee, commitIntervalMs: options.commitIntervalMs ?? 20, logger, ...(options.clock === undefined ? {} : { clock: options.clock, scheduler: options.clock }) }, c.supplier()))
+  running.push(rt)
+  await rt.start()
+  return { rt, consumer: c.consumers.at(-1) as MockGroupConsumer }
+}
+
+async function until(what: string, condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
+/** `n` records of keys k0..k{keys-1} into a partition. */
+function feed(c: MockCluster, partition: number, n: number, keys = 3, from = 0): void {
+  c.produce(
+    IN,
+    partition,
+    Array.from({ length: n }, (_, i) => ({ key: `p${partition}k${(from + i) % keys}`, value: String(from + i), timestamp: 1_000 + from + i })),
+  )
+}
+
+/** Per key, the counts committed to OUT, in order. */
+function outputs(c: MockCluster): Map<string, number[]> {
+  const out = new Map<string, number[]>()
+  for (const r of c.committed(OUT)) out.set(r.key, [...(out.get(r.key) ?? []), Number(r.value)])
+  return out
+}
+
+/** Exactly once: each key's committed counts are 1, 2, ... its records, each once. */
+function assertExactlyOnce(c: MockCluster, perKey: ReadonlyMap<string, number>): void {
+  const out = outputs(c)
+  for (const [key, n] of perKey) assert.deepEqual(out.get(key), Array.from({ length: n }, (_, i) => i + 1), `the committed counts of ${key}`)
+  assert.deepEqual([...out.keys()].sort(), [...perKey.keys()].sort())
+}
+
+function keyCounts(partitions: ReadonlyArray<[partition: number, records: number]>, keys = 3): Map<string, number> {
+  const m = new Map<string, number>()
+  for (const [p, n] of partitions) for (let i = 0; i < n; i++) m.set(`p${p}k${i % keys}`, (m.get(`p${p}k${i % keys}`) ?? 0) + 1)
+  return m
+}
+
+const committedOffset = (c: MockCluster, partition: number): number | undefined => c.groupOffsets.get(`${IN}:${partition}`)?.offset
+
+describe('KafkaRuntime on mock clients: rebalance and recovery', () => {
+  it('assignment: the tasks restore, process, and commit their outputs with their offsets (exactly-once)', async () => {
+    const c = cluster()
+    feed(c, 0, 30)
+    feed(c, 1, 20)
+    const { rt, consumer } = await started(c, 'exactly_once_v2')
+    consumer.groupAssigns(BOTH)
+    await until('both partitions are committed', () => committedOffset(c, 0) === 30 && committedOffset(c, 1) === 20)
+    assert.deepEqual(rt.taskIds().sort(), ['0_0', '0_1'])
+    await rt.stop()
+    assertExactlyOnce(c, keyCounts([[0, 30], [1, 20]]))
+  })
+
+  it('revocation during a commit: the revocation waits for it, commits the revoked task, and its next owner goes on exactly once', async () => {
+    const c = cluster()
+    feed(c, 0, 10)
+    feed(c, 1, 10)
+    const { rt, consumer } = await started(c, 'exactly_once_v2')
+    let release: (() => void) | undefined
+    c.holds.set('commitTransaction', (r) => (release = r))
+    consumer.groupAssigns(BOTH)
+    await until('a commit is held', () => release !== undefined)
+    feed(c, 0, 10, 3, 10)
+    await until('the new records are processed', () => rt.metrics().processedRecords === 30)
+    consumer.groupRevokes([{ topic: IN, partition: 0 }])
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    assert.ok(consumer.assignment.has(`${IN}:0`), 'the partition stays assigned while the commit in flight is held')
+    ;(release as () => void)()
+    await until('the partition is unassigned', () => !consumer.assignment.has(`${IN}:0`))
+    assert.equal(committedOffset(c, 0), 20, "the revoked task's last position is committed before its partition goes")
+    assert.deepEqual(rt.taskIds(), ['0_1'])
+    const other = await started(c, 'exactly_once_v2')
+    other.consumer.groupAssigns([{ topic: IN, partition: 0 }])
+    feed(c, 0, 5, 3, 20)
+    await until('the new owner committed the new records', () => committedOffset(c, 0) === 25)
+    await other.rt.stop()
+    await rt.stop()
+    assertExactlyOnce(c, keyCounts([[0, 25], [1, 10]]))
+  })
+
+  it('lost tasks under exactly-once: the open transaction, holding their output, is aborted before anything commits', async () => {
+    const c = cluster()
+    // Commits only when the test moves the clock: later output stays in the open transaction.
+    const clock = new ManualClock(1_000_000)
+    const { rt, consumer } = await started(c, 'exactly_once_v2', { commitIntervalMs: 1000, clock })
+    consumer.groupAssigns(BOTH)
+    feed(c, 0, 2)
+    await until('the first records are processed', () => rt.metrics().processedRecords === 2)
+    clock.advance(1000)
+    await until('the first records are committed', () => committedOffset(c, 0) === 2)
+    feed(c, 0, 10, 3, 2)
+    feed(c, 1, 6)
+    await until('the records are processed', () => rt.metrics().processedRecords === 18)
+    await until('the output is in the open transaction', () => c.openRecords(OUT) === 16)
+    const commitsBefore = c.events.filter((e) => e.startsWith('commit ')).length
+    consumer.lose()
+    await until('the lost tasks are closed', () => rt.taskIds().length === 0)
+    await until('the transaction is aborted', () => c.openRecords(OUT) === 0)
+    await rt.stop()
+    assert.deepEqual(outputs(c), new Map([['p0k0', [1]], ['p0k1', [1]]]), 'nothing of the lost tasks was committed after the loss')
+    const after = c.events.filter((e) => e.startsWith('commit ')).slice(commitsBefore)
+    assert.ok(after.every((e) => e.startsWith('commit 0 ')), `no transaction with records committed after the loss: ${after.join(' | ')}`)
+    const other = await started(c, 'exactly_once_v2')
+    other.consumer.groupAssigns(BOTH)
+    await until('the new owner committed everything', () => committedOffset(c, 0) === 12 && committedOffset(c, 1) === 6)
+    await other.rt.stop()
+    assertExactlyOnce(c, keyCounts([[0, 12], [1, 6]]))
+  })
+
+  it('a fenced producer is replaced: its transaction is aborted, the tasks go back to their last commit, and the output stays exactly once', async () => {
+    const c = cluster()
+    feed(c, 0, 10)
+    const { rt, consumer } = await started(c, 'exactly_once_v2')
+    consumer.groupAssigns(BOTH)
+    await until('the first records are committed', () => committedOffset(c, 0) === 10)
+    const producersBefore = c.events.filter((e) => e === 'producer created').length
+    // Another producer took the transactional id (what a zombie's successor does): this one is fenced.
+    const fenced = c.lastProducer() as MockProducer
+    fenced.fenced = true
+    fenced.emit('event.error', { message: 'Local: This instance has been fenced by a newer instance', code: -144, isFatal: true })
+    feed(c, 0, 10, 3, 10)
+    feed(c, 1, 7)
+    await until('everything is committed', () => committedOffset(c, 0) === 20 && committedOffset(c, 1) === 7)
+    assert.equal(c.events.filter((e) => e === 'producer created').length, producersBefore + 1, 'one new producer replaced the fenced one')
+    assert.equal(rt.state, 'RUNNING')
+    await rt.stop()
+    assertExactlyOnce(c, keyCounts([[0, 20], [1, 7]]))
+  })
+
+  it('a failed transaction is aborted, its records are processed again, and the output stays exactly once', async () => {
+    const c = cluster()
+    const { rt, consumer } = await started(c, 'exactly_once_v2')
+    consumer.groupAssigns(BOTH)
+    feed(c, 0, 10)
+    await until('the first records are committed', () => committedOffset(c, 0) === 10)
+    c.failures.set('commitTransaction', { message: 'Broker: Producer attempted a transactional operation in an invalid state', code: 48, isTxnRequiresAbort: true })
+    feed(c, 0, 8, 3, 10)
+    feed(c, 1, 9)
+    await until('everything is committed', () => committedOffset(c, 0) === 18 && committedOffset(c, 1) === 9)
+    assert.ok(c.events.some((e) => e.startsWith('abort ') && !e.startsWith('abort 0 ')), `the failed transaction was aborted: ${c.events.join(' | ')}`)
+    assert.equal(rt.state, 'RUNNING')
+    await rt.stop()
+    assertExactlyOnce(c, keyCounts([[0, 18], [1, 9]]))
+  })
+
+  it('a restore interrupted by a revocation stops, and restores again in full when the task comes back', async () => {
+    const c = cluster()
+    feed(c, 0, 300, 100)
+    const first = await started(c, 'exactly_once_v2')
+    first.consumer.groupAssigns([{ topic: IN, partition: 0 }])
+    await until('the first owner committed', () => committedOffset(c, 0) === 300)
+    await first.rt.stop()
+    c.restoresStalled = true
+    const { rt, consumer } = await started(c, 'exactly_once_v2')
+    consumer.groupAssigns([{ topic: IN, partition: 0 }])
+    await until('the task restores', () => rt.restoreProgress().some((r) => r.taskId === '0_0'))
+    consumer.groupRevokes([{ topic: IN, partition: 0 }])
+    await until('the partition is unassigned', () => !consumer.assignment.has(`${IN}:0`))
+    assert.deepEqual(rt.restoreProgress(), [], 'the restore stopped')
+    assert.deepEqual(rt.taskIds(), [])
+    c.restoresStalled = false
+    feed(c, 0, 100, 100, 300)
+    consumer.groupAssigns([{ topic: IN, partition: 0 }])
+    await until('the new records are committed', () => committedOffset(c, 0) === 400)
+    await rt.stop()
+    assertExactlyOnce(c, keyCounts([[0, 400]], 100))
+  })
+
+  it('at least once, a new owner claims its tasks: a paused previous owner that commits late never wins over it at a restore', async () => {
+    const c = cluster()
+    // The zombie: commits only when the test moves its clock, and when it stops.
+    const clock = new ManualClock(1_000_000)
+    const zombie = await started(c, 'at_least_once', { commitIntervalMs: 1000, clock })
+    zombie.consumer.groupAssigns([{ topic: IN, partition: 0 }])
+    feed(c, 0, 5, 1)
+    await until('the zombie processed the first records', () => zombie.rt.metrics().processedRecords === 5)
+    clock.advance(1000)
+    await until('the zombie committed the first records', () => committedOffset(c, 0) === 5)
+    feed(c, 0, 2, 1, 5)
+    await until('the zombie processed two more', () => zombie.rt.metrics().processedRecords === 7)
+    assert.equal(committedOffset(c, 0), 5, 'the two are not committed')
+    // It pauses past its session timeout: the group fences it and gives its partition to another member.
+    zombie.consumer.fenced = true
+    zombie.consumer.stalled = true
+    const owner = await started(c, 'at_least_once')
+    owner.consumer.groupAssigns([{ topic: IN, partition: 0 }])
+    await until('the new owner claimed the task', () => parseCommitMark(c.groupOffsets.get(`${IN}:0`)?.metadata) !== undefined)
+    const claim = parseCommitMark(c.groupOffsets.get(`${IN}:0`)?.metadata)
+    assert.equal(epochOf(claim?.n ?? 0), 1, 'the claim opens epoch 1')
+    feed(c, 0, 3, 1, 7)
+    await until('the new owner committed every record', () => committedOffset(c, 0) === 10)
+    await owner.rt.stop()
+    // The zombie resumes and commits its state (count 7) after the new owner's (count 10); the group refuses its offsets.
+    const owned = c.committed(CHANGELOG).length
+    await zombie.rt.stop()
+    assert.ok(c.committed(CHANGELOG).length > owned, "the zombie's records follow the new owner's in the changelog")
+    const restored = await started(c, 'at_least_once')
+    restored.consumer.groupAssigns([{ topic: IN, partition: 0 }])
+    await until('the task runs', () => restored.rt.taskIds().includes('0_0'))
+    const count = restored.rt.store('counts', QueryableStoreTypes.keyValueStore<string, number>()).get('p0k0')
+    assert.equal(count, 10, "the restored count is the new owner's, not the zombie's late one")
+    assert.ok((parseCommitMark(c.groupOffsets.get(`${IN}:0`)?.metadata)?.n ?? 0) >= 2 * EPOCH_SIZE, 'the third owner claimed epoch 2')
+  })
+
+  it('an instance of another topology under the same applicationId is refused, naming both', async () => {
+    const c = cluster()
+    const { consumer } = await started(c, 'at_least_once')
+    consumer.groupAssigns(BOTH)
+    const other = new KafkaRuntime(counting('other-counts'), withClientSupplier({ applicationId: 'app', bootstrapServers: 'mock:9092', logger }, c.supplier()))
+    await assert.rejects(other.start(), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'INVALID_TOPOLOGY')
+      assert.match(err.message, /applicationId "app": the group's running instances run a different topology/)
+      return true
+    })
+    assert.equal(other.state, 'ERROR')
+    const same = await started(c, 'at_least_once')
+    assert.equal(same.rt.state, 'RUNNING', 'an instance of the same topology joins')
+  })
+})
