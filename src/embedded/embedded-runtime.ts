@@ -125,7 +125,7 @@ export class EmbeddedRuntime implements StreamsRuntime {
 
   /** Whether start() found committed state in the state directory (a restart, not a fresh start). */
   get resumed(): boolean {
-    return this.committer.resumed
+    return this.taskManager?.resumed ?? false
   }
 
   /** CREATED, RUNNING, PENDING_SHUTDOWN, NOT_RUNNING or ERROR. */
@@ -260,10 +260,13 @@ export class EmbeddedRuntime implements StreamsRuntime {
     this.stateDirectory = StateDirectory.open(this.config.stateDir, this.config.applicationId)
     try {
       // Durable only with a state directory the application chose: a temporary one dies with the process.
+      // Its checkpoint store is both where commits are durable and where tasks' state lives locally.
+      let localState: StateDirectoryBackend | undefined
       if (!this.ownsStateDir) {
         const store = CheckpointStore.open(this.config.stateDir, { sliceCommitsAbove: this.config.sliceCommitsAbove })
         const backend = new StateDirectoryBackend(store)
         this.committer = new Committer(backend, this.config.changelog)
+        localState = backend
         // The topics live in the checkpoints' environment, so a commit writes both in one transaction.
         const log = new DurableLog(store.database('log-records', { encoding: 'binary' }), store.database('log-ranges'))
         this.durableTopics = new DurableTopics(log, this.topics, this.retention)
@@ -278,6 +281,7 @@ export class EmbeddedRuntime implements StreamsRuntime {
         deadLetterTopic: this.config.deadLetterTopic,
         stateDir: this.config.stateDir,
         committer: this.committer,
+        localState,
         onWallClockChange: this.loop.onWallClockChange,
         onTaskEvent: this.events.task,
         onRestored: ({ taskId, from, count, ms }: RestoreReport) =>

@@ -4,14 +4,17 @@ import type { StoreKey } from '../processor/api.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import type { CheckpointStore, CommitHolds, CommitWriter, KeyedLater } from '../state/checkpoint-store.js'
 import type { StoreDisk } from '../state/persistent-store.js'
-import type { CheckpointRestore, CommitBackend, TaskCommit } from '../runtime/commit-backend.js'
+import type { CommitBackend, TaskCommit } from '../runtime/commit-backend.js'
+import type { CheckpointRestore, LocalTaskState } from '../runtime/local-task-state.js'
 
 /**
- * The embedded runtime's commit backend: the state directory's checkpoint store, one atomic commit
- * (journaled, see `CheckpointStore.save`) holding every task's checkpoint and state changes and the
- * runtime's topics.
+ * The embedded runtime's state directory, in both of the runtime seam's roles, over its checkpoint
+ * store: the commit backend, one atomic commit (journaled, see `CheckpointStore.save`) holding every
+ * task's checkpoint and state changes and the runtime's topics; and where tasks' state lives locally,
+ * which a task restores from and its persistent stores and keyed states read on disk. One class, as
+ * both are the same lmdb environment: what a commit wrote is what a restore reads.
  */
-export class StateDirectoryBackend implements CommitBackend {
+export class StateDirectoryBackend implements CommitBackend, LocalTaskState {
   constructor(private readonly store: CheckpointStore) {}
 
   readonly takesStateLater = true

@@ -1,9 +1,7 @@
-import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
 import type { KeyedChanges, KeyedChangesLater, KeyedEntryOut } from '../keyed/keyed-task-state.js'
 import type { StoreKey } from '../processor/api.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import type { CommitHolds, CommitWriter } from '../state/checkpoint-store.js'
-import type { StoreDisk } from '../state/persistent-store.js'
 import type { ChangelogRecord } from './changelog.js'
 
 /**
@@ -28,22 +26,11 @@ export interface TaskCommit {
 }
 
 /**
- * Where a runtime makes commits durable, and reads them back: the embedded runtime's state directory (one
- * lmdb transaction), or a Kafka transaction of outputs, changelog records and consumed offsets.
+ * What makes a commit durable, for one runtime: the embedded runtime's state directory (one lmdb
+ * transaction), or a Kafka transaction of outputs, changelog records and consumed offsets. Where a
+ * task's state lives locally, and how a task reads it back, is the other half of the runtime seam,
+ * `LocalTaskState` (a runtime may give none).
  */
-/** A task's last commit, read a bounded number of entries at a time (restoring does not hold the event loop). */
-export interface CheckpointRestore {
-  /** Reads up to `max` entries; returns how many it read. */
-  read(max: number): number
-  readonly done: boolean
-  /** Entries read so far. */
-  readonly count: number
-  /** Entries still to read. */
-  remaining(): number
-  /** The checkpoint read (call once `done`). */
-  checkpoint(): TaskCheckpoint
-}
-
 export interface CommitBackend {
   /**
    * Whether `commit` takes keyed state through `TaskCommit.keyedLater` (it encodes entries after the
@@ -59,18 +46,6 @@ export interface CommitBackend {
    * when it did some. The runtime starts no other commit before it settles.
    */
   commit(commits: readonly TaskCommit[], alsoWrite?: (writer: CommitWriter) => void): Promise<CommitHolds | void>
-  /**
-   * A task's last committed checkpoint, with the entries of its `inMemoryStores`, read in steps;
-   * undefined if it has none.
-   */
-  restore(taskId: string, inMemoryStores: readonly string[]): CheckpointRestore | undefined
-  /** Where a persistent store finds its committed entries, when the backend keeps them locally. */
-  storeDisk(taskId: string, store: string): StoreDisk | undefined
-  /**
-   * Where a keyed state finds its committed entries, when the backend keeps them locally and `restore`
-   * left them there (undefined: it holds none of the state's entries).
-   */
-  keyedStateDisk(taskId: string, state: string): KeyedStateOnDisk | undefined
   /**
    * Closes it. Returns a promise when writes are in flight, settled once they have ended and its files
    * are closed; undefined when it closed at once.

@@ -1,12 +1,10 @@
-import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
 import type { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import type { CommitHolds, CommitWriter } from '../state/checkpoint-store.js'
-import type { StoreDisk } from '../state/persistent-store.js'
 import type { StoreBuilder } from '../state/stores.js'
 import type { ChangelogListener, ChangelogRecord, TaskChangelog } from './changelog.js'
 import { TaskChangelogCodec } from './changelog-records.js'
-import type { CheckpointRestore, CommitBackend, TaskCommit } from './commit-backend.js'
+import type { CommitBackend, TaskCommit } from './commit-backend.js'
 
 import type { CommitStats } from '../metrics.js'
 
@@ -18,8 +16,8 @@ export const NO_COMMITS: CommitStats = Object.freeze({ commits: 0, meanMs: 0, ma
 /**
  * Collects each task's commit (checkpoint, state changes, their changelog records) the same way for
  * every runtime, has the commit backend make them durable (none: in memory only), then hands the records
- * to the changelog listener; restores a task's last commit through the backend. Keeps commit counts and
- * durations.
+ * to the changelog listener. Keeps commit counts and durations. Where tasks restore from is not its
+ * business: the task manager reads a task's local checkpoint (`LocalTaskState`) or its changelog.
  */
 export class Committer {
   private readonly checkpoints = new Map<string, TaskCheckpoint>()
@@ -30,8 +28,6 @@ export class Committer {
   private maxMs = 0
   private blockedTotalMs = 0
   private blockedMaxMs = 0
-  /** Whether any task found committed state. */
-  resumed = false
 
   constructor(
     private backend: CommitBackend | undefined,
@@ -45,26 +41,6 @@ export class Committer {
   /** Whether tasks must record their state changes (for the backend or the changelog). */
   get tracksChanges(): boolean {
     return this.backend !== undefined || this.changelog !== undefined
-  }
-
-  /**
-   * A task's last committed checkpoint, read in steps, with the entries of the stores named
-   * `inMemoryStores` (stores on disk read their entries there when needed); undefined: it has none.
-   */
-  restoring(taskId: string, inMemoryStores: readonly string[]): CheckpointRestore | undefined {
-    const restore = this.backend?.restore(taskId, inMemoryStores)
-    if (restore !== undefined) this.resumed = true
-    return restore
-  }
-
-  /** Where a persistent store of a task finds its committed entries (durable runtimes). */
-  storeDisk(taskId: string, store: string): StoreDisk | undefined {
-    return this.backend?.storeDisk(taskId, store)
-  }
-
-  /** Where a keyed state of a task restored from the backend finds its committed entries, if on disk. */
-  keyedStateDisk(taskId: string, state: string): KeyedStateOnDisk | undefined {
-    return this.backend?.keyedStateDisk(taskId, state)
   }
 
   /**
