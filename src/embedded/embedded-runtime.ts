@@ -25,6 +25,7 @@ import type { Logger } from '../util/logger.js'
 import { Committer } from '../runtime/committer.js'
 import type { CommitStats } from '../runtime/committer.js'
 import { StateDirectoryBackend } from './state-directory-backend.js'
+import type { AlsoWriteCheckpoints } from './state-directory-backend.js'
 import type { ChangelogRecord } from '../runtime/changelog.js'
 import type { ChangelogSource } from '../runtime/changelog-source.js'
 import { DurableTopics } from './durable-topics.js'
@@ -80,7 +81,7 @@ export class EmbeddedRuntime implements StreamsRuntime {
   /** True when no stateDir was given: the runtime made a temporary one and removes it on stop. */
   private readonly ownsStateDir: boolean
   /** Takes checkpoints; durable (writes to the state directory) when the application chose one. */
-  private committer: Committer
+  private committer: Committer<AlsoWriteCheckpoints>
   /** The topics on disk, in a durable run. */
   private durableTopics: DurableTopics | undefined
   /** Per topic, how long a durable run keeps records after their commit. */
@@ -120,7 +121,7 @@ export class EmbeddedRuntime implements StreamsRuntime {
       this.topics.create(name, t.partitions)
       if (t.retentionMs !== undefined) this.retention.set(name, t.retentionMs)
     }
-    this.committer = new Committer(undefined, valid.changelog)
+    this.committer = new Committer<AlsoWriteCheckpoints>(undefined, valid.changelog)
   }
 
   /** Whether start() found committed state in the state directory (a restart, not a fresh start). */

@@ -61,7 +61,8 @@ const RECLAIM_WINDOW = 2 ** 16
  *   group took, rather than by numbering on into the next epoch, keeps a new owner that claimed that
  *   epoch meanwhile from sharing it with this member, should this one be a zombie. A task whose offsets
  *   the group takes in none of that window's commits has no number left past SEQ_MAX: its commit fails.
- * Tasks restore from their changelog topics (`ChangelogReader`): the runtime gives no `LocalTaskState`.
+ * Tasks restore from their changelog topics (`ChangelogReader`): the runtime gives no `LocalTaskState`,
+ * and this backend writes nothing beside its tasks' commits (`CommitBackend`'s `AlsoWrite` is `never`).
  */
 export class KafkaCommitBackend implements CommitBackend {
   constructor(

@@ -1,6 +1,6 @@
 import type { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
-import type { CommitHolds, CommitWriter } from '../state/checkpoint-store.js'
+import type { CommitHolds } from '../state/checkpoint-store.js'
 import type { StoreBuilder } from '../state/stores.js'
 import type { ChangelogListener, ChangelogRecord, TaskChangelog } from './changelog.js'
 import { TaskChangelogCodec } from './changelog-records.js'
@@ -18,8 +18,9 @@ export const NO_COMMITS: CommitStats = Object.freeze({ commits: 0, meanMs: 0, ma
  * every runtime, has the commit backend make them durable (none: in memory only), then hands the records
  * to the changelog listener. Keeps commit counts and durations. Where tasks restore from is not its
  * business: the task manager reads a task's local checkpoint (`LocalTaskState`) or its changelog.
+ * `AlsoWrite` is what the runtime has its backend write with each commit (see `CommitBackend`).
  */
-export class Committer {
+export class Committer<AlsoWrite = never> {
   private readonly checkpoints = new Map<string, TaskCheckpoint>()
   /** Per sub-topology: its stores' changelog serdes. */
   private readonly codecs = new Map<number, TaskChangelogCodec>()
@@ -30,7 +31,7 @@ export class Committer {
   private blockedMaxMs = 0
 
   constructor(
-    private backend: CommitBackend | undefined,
+    private backend: CommitBackend<AlsoWrite> | undefined,
     private readonly changelog?: ChangelogListener,
   ) {}
 
@@ -44,12 +45,12 @@ export class Committer {
   }
 
   /**
-   * Collects every task's commit and has the backend write them, plus what `alsoWrite` writes,
+   * Collects every task's commit and has the backend write them, with what `alsoWrite` says to write,
    * atomically. Returns once the commit is taken (the tasks may go on); the promise settles when it is
    * durable, after the stores and the changelog listener were told. Without a backend it is done on
    * return (undefined).
    */
-  commit(tasks: readonly StreamTask[], alsoWrite?: (writer: CommitWriter) => void): Promise<void> | undefined {
+  commit(tasks: readonly StreamTask[], alsoWrite?: AlsoWrite): Promise<void> | undefined {
     const started = performance.now()
     const commits: TaskCommit[] = []
     // Keyed entries are encoded after this call (a slice at a time) when no listener needs records now.

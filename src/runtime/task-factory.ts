@@ -29,7 +29,7 @@ export interface TaskFactoryConfig {
   readonly deadLetterTopic?: string | undefined
   readonly stateDir: string
   /** Whether tasks record their changes, and their changelog records' codecs. */
-  readonly committer: Committer
+  readonly committer: Committer<unknown>
   /**
    * Where tasks' state lives on this machine: their last local checkpoints, and the entries of their
    * persistent stores and keyed states (none: tasks restore from changelogs only, and hold their state
