@@ -25,6 +25,7 @@ import type { Logger } from '../util/logger.js'
 import { Committer } from '../runtime/committer.js'
 import type { CommitStats } from '../runtime/committer.js'
 import { StateDirectoryBackend } from './state-directory-backend.js'
+import type { AlsoWriteCheckpoints } from './state-directory-backend.js'
 import type { ChangelogRecord } from '../runtime/changelog.js'
 import type { ChangelogSource } from '../runtime/changelog-source.js'
 import { DurableTopics } from './durable-topics.js'
@@ -80,7 +81,7 @@ export class EmbeddedRuntime implements StreamsRuntime {
   /** True when no stateDir was given: the runtime made a temporary one and removes it on stop. */
   private readonly ownsStateDir: boolean
   /** Takes checkpoints; durable (writes to the state directory) when the application chose one. */
-  private committer: Committer
+  private committer: Committer<AlsoWriteCheckpoints>
   /** The topics on disk, in a durable run. */
   private durableTopics: DurableTopics | undefined
   /** Per topic, how long a durable run keeps records after their commit. */
@@ -120,12 +121,12 @@ export class EmbeddedRuntime implements StreamsRuntime {
       this.topics.create(name, t.partitions)
       if (t.retentionMs !== undefined) this.retention.set(name, t.retentionMs)
     }
-    this.committer = new Committer(undefined, valid.changelog)
+    this.committer = new Committer<AlsoWriteCheckpoints>(undefined, valid.changelog)
   }
 
   /** Whether start() found committed state in the state directory (a restart, not a fresh start). */
   get resumed(): boolean {
-    return this.committer.resumed
+    return this.taskManager?.resumed ?? false
   }
 
   /** CREATED, RUNNING, PENDING_SHUTDOWN, NOT_RUNNING or ERROR. */
@@ -260,10 +261,13 @@ export class EmbeddedRuntime implements StreamsRuntime {
     this.stateDirectory = StateDirectory.open(this.config.stateDir, this.config.applicationId)
     try {
       // Durable only with a state directory the application chose: a temporary one dies with the process.
+      // Its checkpoint store is both where commits are durable and where tasks' state lives locally.
+      let localState: StateDirectoryBackend | undefined
       if (!this.ownsStateDir) {
         const store = CheckpointStore.open(this.config.stateDir, { sliceCommitsAbove: this.config.sliceCommitsAbove })
         const backend = new StateDirectoryBackend(store)
         this.committer = new Committer(backend, this.config.changelog)
+        localState = backend
         // The topics live in the checkpoints' environment, so a commit writes both in one transaction.
         const log = new DurableLog(store.database('log-records', { encoding: 'binary' }), store.database('log-ranges'))
         this.durableTopics = new DurableTopics(log, this.topics, this.retention)
@@ -278,6 +282,7 @@ export class EmbeddedRuntime implements StreamsRuntime {
         deadLetterTopic: this.config.deadLetterTopic,
         stateDir: this.config.stateDir,
         committer: this.committer,
+        localState,
         onWallClockChange: this.loop.onWallClockChange,
         onTaskEvent: this.events.task,
         onRestored: ({ taskId, from, count, ms }: RestoreReport) =>

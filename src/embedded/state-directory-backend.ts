@@ -4,20 +4,26 @@ import type { StoreKey } from '../processor/api.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import type { CheckpointStore, CommitHolds, CommitWriter, KeyedLater } from '../state/checkpoint-store.js'
 import type { StoreDisk } from '../state/persistent-store.js'
-import type { CheckpointRestore, CommitBackend, TaskCommit } from '../runtime/commit-backend.js'
+import type { CommitBackend, TaskCommit } from '../runtime/commit-backend.js'
+import type { CheckpointRestore, LocalTaskState } from '../runtime/local-task-state.js'
+
+/** What the embedded runtime writes in a commit beside its tasks' changes (its topics), through lmdb's writer. */
+export type AlsoWriteCheckpoints = (writer: CommitWriter) => void
 
 /**
- * The embedded runtime's commit backend: the state directory's checkpoint store, one atomic commit
- * (journaled, see `CheckpointStore.save`) holding every task's checkpoint and state changes and the
- * runtime's topics.
+ * The embedded runtime's state directory, in both of the runtime seam's roles, over its checkpoint
+ * store: the commit backend, one atomic commit (journaled, see `CheckpointStore.save`) holding every
+ * task's checkpoint and state changes and the runtime's topics; and where tasks' state lives locally,
+ * which a task restores from and its persistent stores and keyed states read on disk. One class, as
+ * both are the same lmdb environment: what a commit wrote is what a restore reads.
  */
-export class StateDirectoryBackend implements CommitBackend {
+export class StateDirectoryBackend implements CommitBackend<AlsoWriteCheckpoints>, LocalTaskState {
   constructor(private readonly store: CheckpointStore) {}
 
   readonly takesStateLater = true
 
   /** Writes the committed tasks' checkpoints and changes (a task not running keeps its last one on disk). */
-  commit(commits: readonly TaskCommit[], alsoWrite?: (writer: CommitWriter) => void): Promise<CommitHolds | void> {
+  commit(commits: readonly TaskCommit[], alsoWrite?: AlsoWriteCheckpoints): Promise<CommitHolds | void> {
     const checkpoints = new Map<string, TaskCheckpoint>()
     const keyed = new Map<string, KeyedChanges>()
     const keyedLater = new Map<string, KeyedLater>()

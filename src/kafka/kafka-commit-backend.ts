@@ -1,8 +1,6 @@
-import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
 import type { Headers } from '../processor/api.js'
 import { NO_HEADERS } from '../processor/api.js'
-import type { CheckpointRestore, CommitBackend, TaskCommit } from '../runtime/commit-backend.js'
-import type { StoreDisk } from '../state/persistent-store.js'
+import type { CommitBackend, TaskCommit } from '../runtime/commit-backend.js'
 import type { Clock } from '../time/clock.js'
 import type { ChangelogTopics } from './changelog-topics.js'
 import type { TopicPartitionRef } from './fetcher.js'
@@ -63,7 +61,8 @@ const RECLAIM_WINDOW = 2 ** 16
  *   group took, rather than by numbering on into the next epoch, keeps a new owner that claimed that
  *   epoch meanwhile from sharing it with this member, should this one be a zombie. A task whose offsets
  *   the group takes in none of that window's commits has no number left past SEQ_MAX: its commit fails.
- * Tasks restore from their changelog topics (`ChangelogReader`): this backend keeps no local state.
+ * Tasks restore from their changelog topics (`ChangelogReader`): the runtime gives no `LocalTaskState`,
+ * and this backend writes nothing beside its tasks' commits (`CommitBackend`'s `AlsoWrite` is `never`).
  */
 export class KafkaCommitBackend implements CommitBackend {
   constructor(
@@ -154,18 +153,6 @@ export class KafkaCommitBackend implements CommitBackend {
   private async flushAndCommit(offsets: PartitionOffset[]): Promise<boolean> {
     await this.client.flush()
     return offsets.length > 0 && (await this.client.commitOffsets(offsets)) === true
-  }
-
-  restore(): CheckpointRestore | undefined {
-    return undefined
-  }
-
-  storeDisk(): StoreDisk | undefined {
-    return undefined
-  }
-
-  keyedStateDisk(): KeyedStateOnDisk | undefined {
-    return undefined
   }
 
   close(): undefined {

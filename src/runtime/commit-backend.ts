@@ -1,9 +1,7 @@
-import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
 import type { KeyedChanges, KeyedChangesLater, KeyedEntryOut } from '../keyed/keyed-task-state.js'
 import type { StoreKey } from '../processor/api.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
-import type { CommitHolds, CommitWriter } from '../state/checkpoint-store.js'
-import type { StoreDisk } from '../state/persistent-store.js'
+import type { CommitHolds } from '../state/checkpoint-store.js'
 import type { ChangelogRecord } from './changelog.js'
 
 /**
@@ -28,23 +26,16 @@ export interface TaskCommit {
 }
 
 /**
- * Where a runtime makes commits durable, and reads them back: the embedded runtime's state directory (one
- * lmdb transaction), or a Kafka transaction of outputs, changelog records and consumed offsets.
+ * What makes a commit durable, for one runtime: the embedded runtime's state directory (one lmdb
+ * transaction), or a Kafka transaction of outputs, changelog records and consumed offsets. Where a
+ * task's state lives locally, and how a task reads it back, is the other half of the runtime seam,
+ * `LocalTaskState` (a runtime may give none).
+ *
+ * `AlsoWrite` is what a runtime has the backend write in the same commit besides its tasks' changes
+ * (the embedded runtime's topics), in the backend's own terms; the committer hands it on untouched.
+ * A backend that writes nothing else keeps the default, `never`.
  */
-/** A task's last commit, read a bounded number of entries at a time (restoring does not hold the event loop). */
-export interface CheckpointRestore {
-  /** Reads up to `max` entries; returns how many it read. */
-  read(max: number): number
-  readonly done: boolean
-  /** Entries read so far. */
-  readonly count: number
-  /** Entries still to read. */
-  remaining(): number
-  /** The checkpoint read (call once `done`). */
-  checkpoint(): TaskCheckpoint
-}
-
-export interface CommitBackend {
+export interface CommitBackend<AlsoWrite = never> {
   /**
    * Whether `commit` takes keyed state through `TaskCommit.keyedLater` (it encodes entries after the
    * call, a slice at a time) rather than `keyed`. The committer uses it only when nothing needs the
@@ -52,25 +43,13 @@ export interface CommitBackend {
    */
   readonly takesStateLater?: boolean
   /**
-   * Makes every task's commit durable in one atomic step, together with what `alsoWrite` writes (the
-   * runtime's own data, such as the embedded runtime's topics): all or nothing. It takes what it needs
-   * from `commits` before it returns (tasks go on changing); the promise settles once the commit is
-   * durable, or rejects when it cannot be, with how long its work after the call held the event loop,
-   * when it did some. The runtime starts no other commit before it settles.
+   * Makes every task's commit durable in one atomic step, together with what `alsoWrite` says to write
+   * (the runtime's own data): all or nothing. It takes what it needs from `commits` before it returns
+   * (tasks go on changing); the promise settles once the commit is durable, or rejects when it cannot
+   * be, with how long its work after the call held the event loop, when it did some. The runtime starts
+   * no other commit before it settles.
    */
-  commit(commits: readonly TaskCommit[], alsoWrite?: (writer: CommitWriter) => void): Promise<CommitHolds | void>
-  /**
-   * A task's last committed checkpoint, with the entries of its `inMemoryStores`, read in steps;
-   * undefined if it has none.
-   */
-  restore(taskId: string, inMemoryStores: readonly string[]): CheckpointRestore | undefined
-  /** Where a persistent store finds its committed entries, when the backend keeps them locally. */
-  storeDisk(taskId: string, store: string): StoreDisk | undefined
-  /**
-   * Where a keyed state finds its committed entries, when the backend keeps them locally and `restore`
-   * left them there (undefined: it holds none of the state's entries).
-   */
-  keyedStateDisk(taskId: string, state: string): KeyedStateOnDisk | undefined
+  commit(commits: readonly TaskCommit[], alsoWrite?: AlsoWrite): Promise<CommitHolds | void>
   /**
    * Closes it. Returns a promise when writes are in flight, settled once they have ended and its files
    * are closed; undefined when it closed at once.

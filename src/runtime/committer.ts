@@ -1,12 +1,10 @@
-import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
 import type { StreamTask } from '../processor/internal/task.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
-import type { CommitHolds, CommitWriter } from '../state/checkpoint-store.js'
-import type { StoreDisk } from '../state/persistent-store.js'
+import type { CommitHolds } from '../state/checkpoint-store.js'
 import type { StoreBuilder } from '../state/stores.js'
 import type { ChangelogListener, ChangelogRecord, TaskChangelog } from './changelog.js'
 import { TaskChangelogCodec } from './changelog-records.js'
-import type { CheckpointRestore, CommitBackend, TaskCommit } from './commit-backend.js'
+import type { CommitBackend, TaskCommit } from './commit-backend.js'
 
 import type { CommitStats } from '../metrics.js'
 
@@ -18,10 +16,11 @@ export const NO_COMMITS: CommitStats = Object.freeze({ commits: 0, meanMs: 0, ma
 /**
  * Collects each task's commit (checkpoint, state changes, their changelog records) the same way for
  * every runtime, has the commit backend make them durable (none: in memory only), then hands the records
- * to the changelog listener; restores a task's last commit through the backend. Keeps commit counts and
- * durations.
+ * to the changelog listener. Keeps commit counts and durations. Where tasks restore from is not its
+ * business: the task manager reads a task's local checkpoint (`LocalTaskState`) or its changelog.
+ * `AlsoWrite` is what the runtime has its backend write with each commit (see `CommitBackend`).
  */
-export class Committer {
+export class Committer<AlsoWrite = never> {
   private readonly checkpoints = new Map<string, TaskCheckpoint>()
   /** Per sub-topology: its stores' changelog serdes. */
   private readonly codecs = new Map<number, TaskChangelogCodec>()
@@ -30,11 +29,9 @@ export class Committer {
   private maxMs = 0
   private blockedTotalMs = 0
   private blockedMaxMs = 0
-  /** Whether any task found committed state. */
-  resumed = false
 
   constructor(
-    private backend: CommitBackend | undefined,
+    private backend: CommitBackend<AlsoWrite> | undefined,
     private readonly changelog?: ChangelogListener,
   ) {}
 
@@ -48,32 +45,12 @@ export class Committer {
   }
 
   /**
-   * A task's last committed checkpoint, read in steps, with the entries of the stores named
-   * `inMemoryStores` (stores on disk read their entries there when needed); undefined: it has none.
-   */
-  restoring(taskId: string, inMemoryStores: readonly string[]): CheckpointRestore | undefined {
-    const restore = this.backend?.restore(taskId, inMemoryStores)
-    if (restore !== undefined) this.resumed = true
-    return restore
-  }
-
-  /** Where a persistent store of a task finds its committed entries (durable runtimes). */
-  storeDisk(taskId: string, store: string): StoreDisk | undefined {
-    return this.backend?.storeDisk(taskId, store)
-  }
-
-  /** Where a keyed state of a task restored from the backend finds its committed entries, if on disk. */
-  keyedStateDisk(taskId: string, state: string): KeyedStateOnDisk | undefined {
-    return this.backend?.keyedStateDisk(taskId, state)
-  }
-
-  /**
-   * Collects every task's commit and has the backend write them, plus what `alsoWrite` writes,
+   * Collects every task's commit and has the backend write them, with what `alsoWrite` says to write,
    * atomically. Returns once the commit is taken (the tasks may go on); the promise settles when it is
    * durable, after the stores and the changelog listener were told. Without a backend it is done on
    * return (undefined).
    */
-  commit(tasks: readonly StreamTask[], alsoWrite?: (writer: CommitWriter) => void): Promise<void> | undefined {
+  commit(tasks: readonly StreamTask[], alsoWrite?: AlsoWrite): Promise<void> | undefined {
     const started = performance.now()
     const commits: TaskCommit[] = []
     // Keyed entries are encoded after this call (a slice at a time) when no listener needs records now.

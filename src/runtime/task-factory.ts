@@ -9,6 +9,7 @@ import type { Subtopology, Topology } from '../processor/topology.js'
 import type { Clock } from '../time/clock.js'
 import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
 import type { Committer } from './committer.js'
+import type { LocalTaskState } from './local-task-state.js'
 import type { TaskEvent } from '../metrics.js'
 
 /** What a runtime gives its tasks to read and write records: its input partitions and a collector. */
@@ -27,8 +28,14 @@ export interface TaskFactoryConfig {
   /** Where input records skipped on an error go, if anywhere. */
   readonly deadLetterTopic?: string | undefined
   readonly stateDir: string
-  /** Restored checkpoints and store disks, and whether tasks record their changes. */
-  readonly committer: Committer
+  /** Whether tasks record their changes, and their changelog records' codecs. */
+  readonly committer: Committer<unknown>
+  /**
+   * Where tasks' state lives on this machine: their last local checkpoints, and the entries of their
+   * persistent stores and keyed states (none: tasks restore from changelogs only, and hold their state
+   * in memory).
+   */
+  readonly localState?: LocalTaskState | undefined
   readonly onWallClockChange: () => void
   /** Told when a task was restored, from its changelog records or the state directory. */
   readonly onRestored?: (report: RestoreReport) => void
@@ -107,7 +114,7 @@ export function inMemoryStores(def: TaskDefinition): string[] {
 
 /** Builds a task from a checkpoint (none: fresh). It is not initialized yet. */
 export function createTask(def: TaskDefinition, config: TaskFactoryConfig, checkpoint: TaskCheckpoint | undefined): StreamTask {
-  const { committer } = config
+  const { committer, localState } = config
   return new StreamTask({
     subtopology: def.subtopology,
     partition: def.partition,
@@ -120,9 +127,9 @@ export function createTask(def: TaskDefinition, config: TaskFactoryConfig, check
     deadLetterTopic: config.deadLetterTopic,
     stateDir: config.stateDir,
     checkpoint,
-    storeDisk: (store) => committer.storeDisk(def.id, store),
+    storeDisk: localState === undefined ? undefined : (store) => localState.storeDisk(def.id, store),
     // Keyed state a restore left on disk (a fresh task has none there: no reads for its new keys).
-    keyedStateDisk: checkpoint === undefined ? undefined : (state) => committer.keyedStateDisk(def.id, state),
+    keyedStateDisk: checkpoint === undefined || localState === undefined ? undefined : (state) => localState.keyedStateDisk(def.id, state),
     trackChanges: committer.tracksChanges,
     onWallClockChange: config.onWallClockChange,
     globalStores: config.globalStores,

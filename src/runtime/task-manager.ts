@@ -44,9 +44,10 @@ export class TaskManager {
   /** Metrics of tasks no longer active, so counts do not go back when a task leaves. */
   private readonly retired: TaskMetrics[] = []
   /**
-   * Without a state directory, a revoked task's state as changelog records (what its compacted
-   * changelog would hold), so that assigning it again rebuilds it from them (a durable run restores from
-   * the state directory instead).
+   * Without durable commits (the embedded runtime without a state directory), a revoked task's state as
+   * changelog records (what its compacted changelog would hold), so that assigning it again rebuilds it
+   * from them (a durable run restores from what it committed: the state directory, or the changelog
+   * topics).
    */
   private readonly kept = new Map<string, ChangelogRecord[]>()
   /** Tasks restoring, in assignment order. */
@@ -61,6 +62,8 @@ export class TaskManager {
   /** Who waits for a restoring task to become active. */
   private readonly onActive = new Map<string, Array<() => void>>()
   private readonly byId: ReadonlyMap<string, TaskDefinition>
+  /** Whether any task assigned found a local checkpoint to restore from (a restart, not a fresh start). */
+  resumed = false
 
   constructor(
     definitions: readonly TaskDefinition[],
@@ -83,7 +86,8 @@ export class TaskManager {
   /**
    * Assigns the given tasks (those active or restoring are left as they are). A task with changelog
    * records (`changelogs(id)`, or what this manager kept when it revoked it) restores from them, a task
-   * with a commit in the state directory from that, both in `restoreStep`s; the others start now.
+   * with a local checkpoint (the state directory's last commit: `localState`) from that, both in
+   * `restoreStep`s; the others start now.
    */
   assign(ids: readonly string[], changelogs?: (taskId: string) => ChangelogSource | Iterable<ChangelogRecord> | undefined): void {
     const fresh: StreamTask[] = []
@@ -98,7 +102,7 @@ export class TaskManager {
       const restore: TaskRestore | undefined =
         records !== undefined
           ? changelogRestore(isChangelogSource(records) ? records : recordsSource(records), new ChangelogRestorer(this.config.committer.codecFor(def.subtopology.id, def.subtopology.stores)))
-          : this.config.committer.restoring(id, inMemoryStores(def))
+          : this.restoreLocal(id, def)
       if (restore !== undefined) {
         this.config.committer.forget(id)
         const from = records !== undefined ? 'changelog' : 'stateDirectory'
@@ -114,6 +118,13 @@ export class TaskManager {
     // Initialized once all are built (timers go back in init, when their owners have registered).
     for (const task of fresh) task.init()
     for (const task of fresh) this.config.onTaskEvent?.({ type: 'running', taskId: task.taskId.toString(), restored: 0 })
+  }
+
+  /** A task's last local checkpoint, read in steps; undefined: it has none, or the runtime keeps no local state. */
+  private restoreLocal(id: string, def: TaskDefinition): TaskRestore | undefined {
+    const restore = this.config.localState?.restore(id, inMemoryStores(def))
+    if (restore !== undefined) this.resumed = true
+    return restore
   }
 
   /**
@@ -206,7 +217,7 @@ export class TaskManager {
 
   /**
    * Closes the given tasks after the runtime committed them (`commit` runs first, for every task, in one
-   * commit). Without a state directory their full checkpoints stay in memory for a later assignment.
+   * commit). Without durable commits their full checkpoints stay in memory for a later assignment.
    */
   revoke(ids: readonly string[], commit: () => void): void {
     // A task still restoring has nothing to commit: it stops restoring (records kept for it are kept still).

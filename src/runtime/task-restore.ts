@@ -4,7 +4,7 @@ import type { ChangelogSource } from './changelog-source.js'
 
 /**
  * A task coming back, read in bounded steps between processing slices: from its changelog records, or
- * from the last commit in the state directory (a backend's `CheckpointRestore` is one as it is). The
+ * from its last local checkpoint (a `LocalTaskState`'s `CheckpointRestore` is one as it is). The
  * task manager builds the task from `checkpoint()` once `done`.
  */
 export interface TaskRestore {
