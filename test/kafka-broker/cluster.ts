@@ -20,6 +20,8 @@ export interface ReadRecord extends TextRecord {
   readonly offset: number
   readonly bytes: Buffer | null
   readonly headers: Readonly<Record<string, string>>
+  /** The headers' values as bytes (a commit number's six bytes, say). */
+  readonly headerBytes: Readonly<Record<string, Buffer>>
 }
 
 /** What the tests do on the cluster: create topics, write records as a Java producer would partition them, read a topic to its end. */
@@ -114,7 +116,8 @@ export class TestCluster {
       const batch = await new Promise<Client.Message[]>((resolve, reject) => consumer.consume(1000, (err, m) => (err && err.code !== -185 ? reject(err) : resolve(m ?? []))))
       for (const m of batch) {
         const headers = Object.fromEntries((m.headers ?? []).flatMap((h) => Object.entries(h).map(([k, v]) => [k, String(v)])))
-        out[m.partition]?.push({ key: String(m.key), value: String(m.value), timestamp: m.timestamp ?? 0, offset: m.offset, bytes: m.value ?? null, headers })
+        const headerBytes = Object.fromEntries((m.headers ?? []).flatMap((h) => Object.entries(h).map(([k, v]) => [k, Buffer.from(v)])))
+        out[m.partition]?.push({ key: String(m.key), value: String(m.value), timestamp: m.timestamp ?? 0, offset: m.offset, bytes: m.value ?? null, headers, headerBytes })
       }
     }
     await new Promise<void>((resolve) => consumer.disconnect(() => resolve()))

@@ -1,41 +1,12 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import type { ChildProcess } from 'node:child_process'
-import { createInterface } from 'node:readline'
 import { after, afterEach, before, describe, it } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { TestCluster } from './cluster.js'
 import type { ReadRecord } from './cluster.js'
+import { Instance } from './processes.js'
 import { embeddedFlights, FLIGHT_OUTPUTS, FLIGHT_TOPICS, flightLines, flightRecords, PARTITIONS, until } from './workload.js'
 
-const INSTANCE = fileURLToPath(new URL('./instance.ts', import.meta.url))
 /** Flights fed, in thirds: about three days of 2001, so that each task reports days before and after the kill. */
 const FLIGHTS = 48_000
-
-/** An instance of the application in a process of its own, and what it last reported. */
-class Instance {
-  processed = 0
-  tasks: string[] = []
-  restoring: string[] = []
-  /** How the process ended: its exit code, or the signal that ended it. */
-  readonly exited: Promise<number | NodeJS.Signals>
-  private readonly child: ChildProcess
-
-  constructor(readonly name: string, args: string[], workload: string) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', INSTANCE, ...args, name, workload], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env })
-    createInterface({ input: this.child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-      const report = JSON.parse(line) as { processed: number; tasks: string[]; restoring: string[] }
-      this.processed = report.processed
-      this.tasks = report.tasks
-      this.restoring = report.restoring
-    })
-    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve(code ?? (signal as NodeJS.Signals))))
-  }
-
-  kill(signal: NodeJS.Signals): void {
-    this.child.kill(signal)
-  }
-}
 
 describe('KafkaRuntime failover: instances as processes, one killed with SIGKILL, one added', () => {
   let cluster: TestCluster

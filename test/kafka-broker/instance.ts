@@ -1,38 +1,70 @@
-// One instance of the tests' application in a process of its own, so a test can kill it with SIGKILL:
-//   node --import tsx test/kafka-broker/instance.ts APP INPUT OUTPUT GUARANTEE NAME [WORKLOAD]
-// WORKLOAD is `windowed` (windowedFinal from INPUT to OUTPUT, the default) or `flights` (the flights demo
-// on topics named INPUT + its topic names; OUTPUT unused).
-// It prints a JSON line every 200 ms ({ processed, tasks, restoring }) and stops cleanly on SIGTERM.
-import { createConsoleLogger, silentLogger } from '../../src/index.js'
+// One instance of the tests' application in a process of its own, so a test can kill it with SIGKILL,
+// pause it with SIGSTOP or interrupt it with SIGINT (processes.ts starts and watches it):
+//   node --import tsx test/kafka-broker/instance.ts APP INPUT OUTPUT GUARANTEE NAME [WORKLOAD [COMMIT_INTERVAL_MS]]
+// WORKLOAD is `windowed` (windowedFinal from INPUT to OUTPUT, the default), `counts` (counts per key from
+// INPUT to OUTPUT, in the store "counts") or `flights` (the flights demo on topics named INPUT + its
+// topic names; OUTPUT unused). COMMIT_INTERVAL_MS is 100 by default.
+// It prints a JSON line every 200 ms ({ processed, tasks, restoring, state, positions: each task's next
+// offset of each input partition, and with `counts` the store's entries once none of its tasks restores }), and stops cleanly (rt.stop()) on SIGTERM or SIGINT. Its log
+// goes to stderr: the runtime's info log, or its debug log with PUNCTUAL_KAFKA_TEST_DEBUG=1.
+import { createConsoleLogger, QueryableStoreTypes } from '../../src/index.js'
 import type { ProcessingGuarantee } from '../../src/kafka/config.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import { bootstrapServers } from './cluster.js'
-import { windowedFinal } from './workload.js'
+import { counts, windowedFinal } from './workload.js'
 import { flightsTopology } from '../../demo/flights/topology.js'
 
-const [app, input, output, guarantee, name = '', workload = 'windowed'] = process.argv.slice(2) as [string, string, string, ProcessingGuarantee, string?, string?]
-// PUNCTUAL_KAFKA_TEST_DEBUG=1: the runtime's debug log on stderr, each line marked with the instance.
-const logger = process.env.PUNCTUAL_KAFKA_TEST_DEBUG === '1' ? createConsoleLogger({ level: 'debug', write: (line) => process.stderr.write(`[${name}] ${line}\n`) }) : silentLogger
+const [app, input, output, guarantee, name = '', workload = 'windowed', commitInterval = '100'] = process.argv.slice(2) as [string, string, string, ProcessingGuarantee, string?, string?, string?]
+const debug = process.env.PUNCTUAL_KAFKA_TEST_DEBUG === '1'
+const logger = createConsoleLogger({ level: debug ? 'debug' : 'info', write: (line) => process.stderr.write(`[${name}] ${line}\n`) })
 // PUNCTUAL_KAFKA_TEST_RDKAFKA_DEBUG=cgrp,fetch: librdkafka's own debug contexts for the consumer, in the same log.
 const rdkafkaDebug = process.env.PUNCTUAL_KAFKA_TEST_RDKAFKA_DEBUG
-const topology = workload === 'flights' ? flightsTopology({ progressStartMs: 0, topicPrefix: input }) : windowedFinal(input, output)
-const rt = new KafkaRuntime(topology, { applicationId: app, bootstrapServers: bootstrapServers(), processingGuarantee: guarantee, commitIntervalMs: 100, logger, ...(rdkafkaDebug === undefined ? {} : { consumer: { debug: rdkafkaDebug } }) })
+const topology = workload === 'flights' ? flightsTopology({ progressStartMs: 0, topicPrefix: input }) : workload === 'counts' ? counts(input, output) : windowedFinal(input, output)
+const rt = new KafkaRuntime(topology, {
+  applicationId: app,
+  bootstrapServers: bootstrapServers(),
+  processingGuarantee: guarantee,
+  commitIntervalMs: Number(commitInterval),
+  logger,
+  ...(rdkafkaDebug === undefined ? {} : { consumer: { debug: rdkafkaDebug } }),
+})
 rt.on('error', (err) => {
-  process.stderr.write(`instance failed: ${err.stack ?? err.message}\n`)
+  process.stderr.write(`[${name}] instance failed: ${err.stack ?? err.message}\n`)
   process.exit(1)
 })
-// Installed before the start, so that a SIGTERM while the instance joins its group stops it cleanly too.
-const reporting: { timer?: NodeJS.Timeout } = {}
-process.once('SIGTERM', () => {
-  clearInterval(reporting.timer)
+
+/** The store's entries while every task of this instance runs (undefined while one restores, or when not running). */
+function store(): Record<string, number> | undefined {
+  if (workload !== 'counts' || rt.state !== 'RUNNING' || rt.restoreProgress().length > 0) return undefined
+  try {
+    return Object.fromEntries(rt.store('counts', QueryableStoreTypes.keyValueStore<string, number>()).all())
+  } catch {
+    return undefined
+  }
+}
+
+const report = (): void => {
+  const metrics = rt.metrics()
+  const positions = Object.fromEntries(metrics.tasks.flatMap((t) => t.inputs.map((i) => [`${i.topic}-${i.partition}`, i.position])))
+  const restoring = rt.restoreProgress().map((r) => `${r.taskId}:${r.restored}/${r.remaining ?? '?'}`)
+  process.stdout.write(`${JSON.stringify({ processed: metrics.processedRecords, tasks: rt.taskIds(), restoring, state: rt.state, positions, store: store() })}\n`)
+}
+// Installed before the start, so that a signal while the instance joins its group stops it cleanly too.
+// The reports go on while it stops: a stop that hangs shows as PENDING_SHUTDOWN.
+let stopping = false
+const stop = (signal: NodeJS.Signals): void => {
+  if (stopping) return
+  stopping = true
+  process.stderr.write(`[${name}] ${signal}: stopping (state ${rt.state})\n`)
   rt.stop().then(
     () => process.exit(0),
     (err: unknown) => {
-      process.stderr.write(`stop failed: ${String(err)}\n`)
+      process.stderr.write(`[${name}] stop failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`)
       process.exit(1)
     },
   )
-})
+}
+process.once('SIGTERM', () => stop('SIGTERM'))
+process.once('SIGINT', () => stop('SIGINT'))
 await rt.start()
-const report = (): void => void process.stdout.write(`${JSON.stringify({ processed: rt.metrics().processedRecords, tasks: rt.taskIds(), restoring: rt.restoreProgress().map((r) => `${r.taskId}:${r.restored}/${r.remaining ?? '?'}`) })}\n`)
-reporting.timer = setInterval(report, 200)
+setInterval(report, 200)

@@ -24,6 +24,28 @@ export function windowedFinal(input: string, output: string): Topology {
   return b.build()
 }
 
+/**
+ * Counts per key in a key-value store with a changelog ("key" -> count), every update written: a task
+ * restored from a changelog that lost updates, or applied stale ones, counts on from a wrong number.
+ */
+export function counts(input: string, output: string): Topology {
+  const b = new StreamsBuilder()
+  b.stream<string, string>(input, { keySerde: Serdes.String(), valueSerde: Serdes.String() })
+    .groupByKey()
+    .count({ name: 'counts' })
+    .toStream()
+    .mapValues((v) => String(v))
+    .to(output, { keySerde: Serdes.String(), valueSerde: Serdes.String() })
+  return b.build()
+}
+
+/** How many records of each key `input` holds: what `counts` must end with. */
+export function countsOf(input: readonly TextRecord[]): Map<string, number> {
+  const truth = new Map<string, number>()
+  for (const r of input) truth.set(r.key, (truth.get(r.key) ?? 0) + 1)
+  return truth
+}
+
 /** `n` records over 40 keys, a second apart, a tenth of them up to 8 minutes late. */
 export function records(n: number, from = 0): TextRecord[] {
   let seed = 42 + from
