@@ -69,6 +69,30 @@ export async function retried(call: () => Promise<void>, stop: (err: unknown) =>
   }
 }
 
+/** How long the runtime keeps trying to reach a cluster that is away before it stops, saying so (Kafka Streams' `task.timeout.ms`). */
+export const UNREACHABLE_TIMEOUT_MS = 300_000
+
+/**
+ * A call tried again, with growing pauses, while it fails for any reason but a fatal one (a broker
+ * away, a coordinator not found yet), for `timeoutMs`; then it fails naming the cluster and what it
+ * tried, with the last error as its cause.
+ */
+export async function persistently<T>(what: string, bootstrapServers: string, call: () => Promise<T>, retry: (err: unknown) => boolean = (err) => (err as { isFatal?: boolean }).isFatal !== true, timeoutMs = UNREACHABLE_TIMEOUT_MS): Promise<T> {
+  const since = Date.now()
+  for (let pause = 250; ; pause = Math.min(2 * pause, 5000)) {
+    try {
+      return await call()
+    } catch (err) {
+      if (!retry(err)) throw err
+      const waited = Date.now() - since
+      if (waited + pause > timeoutMs) {
+        throw Object.assign(new Error(`${what}: the Kafka cluster at ${bootstrapServers} did not answer for ${Math.round(waited / 1000)} s (${(err as Error).message})`, { cause: err }), { code: (err as { code?: number }).code })
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause))
+    }
+  }
+}
+
 /**
  * A transaction step that timed out is not tried again: librdkafka can keep a request to a coordinator
  * it lost waiting past its timeout (issue 5456), and every retry times out the same way. The

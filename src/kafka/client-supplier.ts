@@ -6,6 +6,7 @@ import { loadKafkaClient } from './client.js'
 import type { FetchingConsumer, TopicPartitionRef } from './fetcher.js'
 import type { GlobalConsumer } from './global-reader.js'
 import type { GroupAdmin } from './instance-metadata.js'
+import type { GroupLister } from './topology-check.js'
 import type { PartitionOffset } from './kafka-commit-backend.js'
 import type { RecordProducer } from './producer-sink.js'
 
@@ -107,7 +108,7 @@ export interface GlobalClient extends Omit<GlobalConsumer, 'on'>, ClientEventSou
   setDefaultIsTimeoutOnlyForFirstMessage(only: boolean): unknown
 }
 
-export interface AdminClient extends TopicAdmin, GroupAdmin {
+export interface AdminClient extends TopicAdmin, GroupAdmin, GroupLister {
   connect(): Promise<void>
   deleteTopicRecords(options: { topic: string; partitions: Array<{ partition: number; offset: string }> }): Promise<unknown>
 }

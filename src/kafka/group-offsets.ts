@@ -105,11 +105,14 @@ export class GroupOffsets {
       try {
         return await this.ask(partitions, attempt)
       } catch (err) {
-        const timedOut = (err as { code?: number }).code === TIMED_OUT
+        // A cluster away, or a coordinator moving, is waited for like an unanswered request.
+        const timedOut = (err as { code?: number }).code === TIMED_OUT || COMMIT_LAPSES.has((err as { code?: number }).code ?? 0)
         // A fenced member rejoins only once its lost partitions are given up, which waits for this rebalance event handling to end.
         if (timedOut && this.consumer.assignmentLost()) throw new AssignmentLost()
         if (timedOut && Date.now() >= deadline) throw new OffsetsUnanswered(`reading the group's offsets of ${names()}: ${(err as Error).message}`, { cause: err })
         if (!timedOut) throw new PunctualError('ILLEGAL_STATE', `reading the group's offsets of ${names()}: ${(err as Error).message}`, { cause: err })
+        // An error that came at once: not asked again at once.
+        if ((err as { code?: number }).code !== TIMED_OUT) await new Promise((resolve) => setTimeout(resolve, 250))
       }
     }
   }

@@ -1,6 +1,6 @@
 import { PunctualError } from '../errors.js'
 import type { Logger } from '../util/logger.js'
-import { abortOnTimeout, CALL_TIMEOUT_MS, disconnected, promised, retried, TIMED_OUT } from './client-calls.js'
+import { abortOnTimeout, CALL_TIMEOUT_MS, disconnected, persistently, promised, retried, TIMED_OUT } from './client-calls.js'
 import { ClientLog } from './client-logs.js'
 import { producerSettings } from './client-settings.js'
 import type { ClientError, GroupConsumer, KafkaClientSupplier, ProducerClient } from './client-supplier.js'
@@ -55,16 +55,20 @@ export class StreamsProducer {
     })
   }
 
-  /** Connects a producer (and under exactly-once initializes its transactions, then opens the first). */
-  async connect(): Promise<void> {
+  /**
+   * Connects a producer (and under exactly-once initializes its transactions, then opens the first). A
+   * replacement made while the cluster is away keeps trying for UNREACHABLE_TIMEOUT_MS.
+   */
+  async connect(replacing = false): Promise<void> {
     const client = this.supplier.getProducer(producerSettings(this.config, this.transactionalId))
     this.client = client
     this.sink.use(client)
     this.watch(client)
     client.setPollInterval(50)
-    await promised('connecting the producer', (cb) => client.connect({}, cb), CALL_TIMEOUT_MS)
+    const step = (what: string, call: () => Promise<void>): Promise<void> => (replacing ? persistently(what, this.config.bootstrapServers, call) : call())
+    await step('connecting a new producer', () => promised('connecting the producer', (cb) => client.connect({}, cb), CALL_TIMEOUT_MS))
     if (!this.exactlyOnce) return
-    await promised('initializing the producer\'s transactions', (cb) => client.initTransactions(CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS)
+    await step('initializing a new producer\'s transactions', () => promised("initializing the producer's transactions", (cb) => client.initTransactions(CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS))
     await this.beginTransaction()
   }
 
@@ -85,9 +89,14 @@ export class StreamsProducer {
     return retried(() => promised('committing the transaction', (cb) => this.current().commitTransaction(CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS), abortOnTimeout)
   }
 
-  /** At least once: waits until every record produced so far is acknowledged. */
+  /**
+   * At least once: waits until every record produced so far is acknowledged. The producer retries a
+   * record until its `message.timeout.ms` (a record it gives up on stops the runtime through its
+   * delivery report), so a flush that times out while the cluster is away is made again meanwhile.
+   */
   flush(): Promise<void> {
-    return promised('flushing the producer', (cb) => this.current().flush(CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS)
+    const client = this.current()
+    return persistently('flushing the producer', this.config.bootstrapServers, () => promised('flushing the producer', (cb) => client.flush(CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS), (err) => (err as { code?: number }).code === TIMED_OUT && client === this.client)
   }
 
   /**
@@ -104,13 +113,13 @@ export class StreamsProducer {
       await this.beginTransaction()
       return
     } catch (err) {
-      const e = err as { isFatal?: boolean; code?: number }
-      if (e.isFatal !== true && e.code !== TIMED_OUT) throw err
-      this.logger.warn({ code: e.code }, `the producer ${e.isFatal === true ? 'was fenced' : 'could not abort its transaction in time'}: replacing it`)
+      // Fenced, no answer in time, or a cluster away: a new producer's initialization ends what its id left open.
+      const e = err as { isFatal?: boolean; code?: number; message?: string }
+      this.logger.warn({ code: e.code }, `the producer ${e.isFatal === true ? 'was fenced' : `could not abort its transaction (${e.message ?? String(err)})`}: replacing it`)
     }
     this.client = undefined
     await disconnected(old, DISCONNECT_WAIT_MS)
-    await this.connect()
+    await this.connect(true)
   }
 
   /** Disconnects the producer (an open transaction is left to its timeout, or to the next producer of the id). */

@@ -10,6 +10,18 @@ import type { GroupAdmin } from './instance-metadata.js'
  */
 const TOPOLOGY_MARK = '|topology='
 
+/** What the check needs of an admin client besides `describeGroups`: the groups of the cluster with their states. */
+export interface GroupLister {
+  listGroups(): Promise<{ readonly groups: ReadonlyArray<{ readonly groupId: string; readonly state: number }> }>
+}
+
+/**
+ * librdkafka's group states (`rd_kafka_consumer_group_state_t`) of a group without members: dead, empty.
+ * Any other (stable, rebalancing, or a state of KIP-848's it has no code for, "assigning" or
+ * "reconciling", which it lists as unknown) has members to describe.
+ */
+const GROUP_WITHOUT_MEMBERS = new Set([4, 5])
+
 /**
  * A fingerprint of what instances of one application must share: each sub-topology's source topics and
  * stores (hence its changelogs and tasks), the sinks, and the global stores. Processing logic may differ
@@ -43,7 +55,11 @@ export function topologyOfClientId(clientId: string): string | undefined {
  * topology differs): two applications sharing an id would split the input partitions, and each would
  * leave the other's tasks unrun. Members that carry no fingerprint are not punctual instances: not judged.
  */
-export async function checkGroupTopology(admin: GroupAdmin, applicationId: string, fingerprint: string): Promise<void> {
+export async function checkGroupTopology(admin: GroupAdmin & GroupLister, applicationId: string, fingerprint: string): Promise<void> {
+  // Only a group with members is described: the client's description of a group it cannot describe (not
+  // there yet, its coordinator loading) can crash the process (confluent-kafka-javascript issue 531).
+  const listed = (await admin.listGroups()).groups.find((g) => g.groupId === applicationId)
+  if (listed === undefined || GROUP_WITHOUT_MEMBERS.has(listed.state)) return
   const described = await admin.describeGroups([applicationId])
   const members = described.groups[0]?.members ?? []
   const other = members.map((m) => ({ clientId: m.clientId, topology: topologyOfClientId(m.clientId) })).find((m) => m.topology !== undefined && m.topology !== fingerprint)

@@ -387,4 +387,9 @@ class MockAdmin {
     return { groups: [{ members }] }
   }
   async deleteTopicRecords(): Promise<void> {}
+  /** The application's group, stable while a member is in it (librdkafka's state 3), else empty (5). */
+  async listGroups(): Promise<{ groups: Array<{ groupId: string; state: number }> }> {
+    const members = this.cluster.consumers.filter((c) => !c.fenced && !c.closed)
+    return { groups: [...new Set(members.map((c) => String(c.settings['group.id'])))].map((groupId) => ({ groupId, state: 3 })) }
+  }
 }
