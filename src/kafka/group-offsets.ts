@@ -27,7 +27,6 @@ export const FENCED_COMMIT = new Set([
   22, // ILLEGAL_GENERATION
   25, // UNKNOWN_MEMBER_ID
   110, // FENCED_MEMBER_EPOCH
-  113, // STALE_MEMBER_EPOCH
 ])
 /**
  * Why an offset commit may not go through for a while without the member having lost its partitions:
@@ -38,6 +37,7 @@ const COMMIT_LAPSES = new Set([
   15, // COORDINATOR_NOT_AVAILABLE
   16, // NOT_COORDINATOR
   27, // REBALANCE_IN_PROGRESS
+  113, // STALE_MEMBER_EPOCH (KIP-848: the member's epoch moved on while the commit was on its way; it is still in the group)
   -185, // local: timed out
   -187, // local: all brokers down
   -195, // local: broker transport failure
