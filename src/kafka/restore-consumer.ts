@@ -61,7 +61,11 @@ export class SharedRestoreConsumer {
     this.pump()
   }
 
-  /** @internal A channel closes: its partitions are unassigned before the next call. */
+  /**
+   * @internal A channel closes: its partitions are unassigned at once (or when the call under way
+   * returns). A partition left assigned would go on being fetched in the background, for nobody, as
+   * its changelog grows.
+   */
   remove(channel: RestoreChannel): void {
     this.channels.delete(channel)
     for (const [tp, owner] of this.owners) {
@@ -70,16 +74,22 @@ export class SharedRestoreConsumer {
       this.positions.delete(tp)
       this.reassign = true
     }
+    this.applyAssignment()
+  }
+
+  /** Assigns the open channels' partitions, at the positions read so far, if they changed and no call is under way. */
+  private applyAssignment(): void {
+    const consumer = this.consumer
+    if (!this.reassign || this.consuming || this.closed || consumer === undefined) return
+    this.reassign = false
+    consumer.assign([...this.owners.keys()].map((tp) => ({ ...parse(tp), offset: this.positions.get(tp) ?? OFFSET_BEGINNING })))
   }
 
   /** @internal A channel wants messages: a `consume` call starts unless one is under way. */
   pump(): void {
     const consumer = this.consumer
+    this.applyAssignment()
     if (this.consuming || this.closed || consumer === undefined || this.owners.size === 0 || ![...this.channels].some((c) => c.waiting)) return
-    if (this.reassign) {
-      this.reassign = false
-      consumer.assign([...this.owners.keys()].map((tp) => ({ ...parse(tp), offset: this.positions.get(tp) ?? OFFSET_BEGINNING })))
-    }
     this.consuming = true
     consumer.consume(BATCH, (err, messages) => {
       this.consuming = false
@@ -92,6 +102,7 @@ export class SharedRestoreConsumer {
         owner.received(m)
       }
       for (const c of [...this.channels]) c.answer(err ?? undefined)
+      this.applyAssignment()
       this.pump()
     })
   }
