@@ -23,7 +23,7 @@ export const PENDING_OFFSETS_HINT =
   "a transaction holding offsets of the group is still pending on the broker (its markers not written, or a hanging transaction left by an offsets request that arrived after its transaction ended); find and abort hanging transactions with the broker's kafka-transactions.sh (find-hanging, abort), then start the application again"
 
 /** The member is no longer in the group as the commit's generation: the group refused the commit for good. */
-export const FENCED_COMMIT = new Set([
+const FENCED_COMMIT = new Set([
   22, // ILLEGAL_GENERATION
   25, // UNKNOWN_MEMBER_ID
   110, // FENCED_MEMBER_EPOCH

@@ -17,8 +17,8 @@ import type { StreamsProducer } from './streams-producer.js'
 import type { TopicPlan } from './topics.js'
 
 /** librdkafka's rebalance codes (RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS / __REVOKE_PARTITIONS). */
-export const ASSIGN = -175
-export const REVOKE = -174
+const ASSIGN = -175
+const REVOKE = -174
 /** How long one round of asking for the group's offsets lasts before the rebalance event handling is let go and the tasks are tried again. */
 const STABLE_ROUND_MS = 20_000
 /** How long a task start waits before trying again a claim the group did not take (its coordinator away). */
@@ -65,8 +65,6 @@ export class KafkaTaskManager {
   private rebalancing: Promise<void> = Promise.resolve()
   /** Partitions assigned to this instance, as `topic:partition` of the cluster. */
   private readonly assigned = new Set<string>()
-  /** The group's committed offsets read for the tasks being started (at least once, their marks come from them). */
-  private committed = new Map<string, PartitionOffset>()
 
   constructor(private readonly parts: KafkaTaskParts) {}
 
@@ -215,8 +213,8 @@ export class KafkaTaskManager {
     const ids = this.completeTasks().filter((id) => !running.has(id))
     if (ids.length === 0) return
     logger.info({ tasks: ids.join(',') }, 'tasks assigned')
-    let outcome = await this.stableOffsets(ids)
-    if (outcome === 'stable' && !this.parts.exactlyOnce) outcome = await this.claim(ids)
+    const stable = await this.stableOffsets(ids)
+    const outcome = typeof stable === 'string' || this.parts.exactlyOnce ? stable : await this.claim(ids, stable)
     if (outcome === 'lost') {
       logger.info({ tasks: ids.join(',') }, 'the assignment was lost while the group offsets were read: the tasks wait for the next one')
       return
@@ -255,11 +253,10 @@ export class KafkaTaskManager {
    * a last stable offset short of the previous owner's last commit, and resume from older positions
    * than the records it already processed.
    */
-  private async stableOffsets(ids: readonly string[]): Promise<'stable' | 'lost' | 'unanswered'> {
+  private async stableOffsets(ids: readonly string[]): Promise<Map<string, PartitionOffset> | 'lost' | 'unanswered'> {
     try {
       const committed = await this.parts.offsets.committed(this.inputPartitions(ids), STABLE_ROUND_MS)
-      this.committed = new Map(committed.map((c) => [`${c.topic}:${c.partition}`, { topic: c.topic, partition: c.partition, offset: c.offset ?? -1, ...(c.metadata === undefined ? {} : { metadata: c.metadata }) }]))
-      return 'stable'
+      return new Map(committed.map((c) => [`${c.topic}:${c.partition}`, { topic: c.topic, partition: c.partition, offset: c.offset ?? -1, ...(c.metadata === undefined ? {} : { metadata: c.metadata }) }]))
     } catch (err) {
       if (err instanceof AssignmentLost) return 'lost'
       if (err instanceof OffsetsUnanswered) return 'unanswered'
@@ -273,12 +270,12 @@ export class KafkaTaskManager {
    * of a new owner epoch (`claimMark`), which a fenced member cannot do. Records a paused previous owner
    * writes late carry an older epoch: the claim voids them, and a restore leaves them out.
    */
-  private async claim(ids: readonly string[]): Promise<'stable' | 'lost' | 'unanswered'> {
+  private async claim(ids: readonly string[], committed: ReadonlyMap<string, PartitionOffset>): Promise<'stable' | 'lost' | 'unanswered'> {
     const offsets: PartitionOffset[] = []
     const claims = new Map<string, CommitMark>()
     for (const def of this.parts.definitions.filter((d) => ids.includes(d.id))) {
       let previous = NO_COMMIT
-      const inputs = this.inputsOf(def).map((p) => this.committed.get(`${p.topic}:${p.partition}`) ?? { ...p, offset: -1 })
+      const inputs = this.inputsOf(def).map((p) => committed.get(`${p.topic}:${p.partition}`) ?? { ...p, offset: -1 })
       for (const c of inputs) {
         const m = parseCommitMark(c.metadata)
         if (m !== undefined && m.n > previous.n) previous = m
