@@ -37,6 +37,11 @@ export class StreamsProducer {
   private client: ProducerClient | undefined
   /** A record of the open transaction was not delivered (told once per transaction). */
   private undelivered = false
+  /**
+   * A request of this producer's transaction timed out (an offsets request, a commit, a record's
+   * delivery): it may still reach the broker later. See `abortOrReplace`.
+   */
+  private uncertain: string | undefined
   private readonly exactlyOnce: boolean
 
   constructor(
@@ -82,11 +87,21 @@ export class StreamsProducer {
 
   /** Exactly-once: adds consumed offsets, with the group consumer's metadata (KIP-447), to the open transaction. */
   sendOffsetsToTransaction(offsets: PartitionOffset[], consumer: GroupConsumer): Promise<void> {
-    return retried(() => promised('adding offsets to the transaction', (cb) => this.current().sendOffsetsToTransaction(offsets, consumer, CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS), abortOnTimeout)
+    return this.noting('adding offsets', retried(() => promised('adding offsets to the transaction', (cb) => this.current().sendOffsetsToTransaction(offsets, consumer, CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS), abortOnTimeout))
   }
 
   commitTransaction(): Promise<void> {
-    return retried(() => promised('committing the transaction', (cb) => this.current().commitTransaction(CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS), abortOnTimeout)
+    return this.noting('committing', retried(() => promised('committing the transaction', (cb) => this.current().commitTransaction(CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS), abortOnTimeout))
+  }
+
+  /** A transaction step whose timeout leaves its request perhaps still on its way: noted for `abortOrReplace`. */
+  private async noting(step: string, call: Promise<void>): Promise<void> {
+    try {
+      await call
+    } catch (err) {
+      if ((err as { code?: number }).code === TIMED_OUT) this.uncertain ??= `${step} timed out`
+      throw err
+    }
   }
 
   /**
@@ -104,20 +119,32 @@ export class StreamsProducer {
    * sink held. A producer that cannot abort (fenced: the coordinator aborted the transaction when it
    * timed out, or another producer took the transactional id; or no answer from its coordinator) is
    * replaced by a new one, whose initialization aborts whatever its id left open.
+   *
+   * A transaction one of whose requests timed out is never aborted in place: the request may still
+   * reach the broker, and after an abort it would land in the next transaction of the same producer
+   * epoch (an offsets request among them would hold the group's offsets as a hanging transaction, or
+   * commit stale ones with the next commit). librdkafka does not implement KIP-890, which bumps the
+   * epoch at every transaction; a new producer's initialization bumps it, so the broker refuses what
+   * the old one sent late.
    */
   async abortOrReplace(): Promise<void> {
     this.sink.discard()
     const old = this.current()
-    try {
-      await retried(() => promised('aborting the transaction', (cb) => old.abortTransaction(ABORT_TIMEOUT_MS, cb), ABORT_TIMEOUT_MS), abortOnTimeout)
-      await this.beginTransaction()
-      return
-    } catch (err) {
-      // Fenced, no answer in time, or a cluster away: a new producer's initialization ends what its id left open.
-      const e = err as { isFatal?: boolean; code?: number; message?: string }
-      this.logger.warn({ code: e.code }, `the producer ${e.isFatal === true ? 'was fenced' : `could not abort its transaction (${e.message ?? String(err)})`}: replacing it`)
+    if (this.uncertain !== undefined) {
+      this.logger.warn({}, `a request of the transaction may still reach the broker (${this.uncertain}): replacing the producer rather than aborting in place`)
+    } else {
+      try {
+        await retried(() => promised('aborting the transaction', (cb) => old.abortTransaction(ABORT_TIMEOUT_MS, cb), ABORT_TIMEOUT_MS), abortOnTimeout)
+        await this.beginTransaction()
+        return
+      } catch (err) {
+        // Fenced, no answer in time, or a cluster away: a new producer's initialization ends what its id left open.
+        const e = err as { isFatal?: boolean; code?: number; message?: string }
+        this.logger.warn({ code: e.code }, `the producer ${e.isFatal === true ? 'was fenced' : `could not abort its transaction (${e.message ?? String(err)})`}: replacing it`)
+      }
     }
     this.client = undefined
+    this.uncertain = undefined
     await disconnected(old, DISCONNECT_WAIT_MS)
     await this.connect(true)
   }
@@ -155,6 +182,7 @@ export class StreamsProducer {
       const where = report?.topic === undefined ? '' : ` to ${report.topic}-${report.partition ?? '?'}`
       if (this.exactlyOnce && (err.code === MESSAGE_TIMED_OUT || err.code === PURGED)) {
         if (!this.undelivered && err.code === MESSAGE_TIMED_OUT) this.logger.warn({ code: err.code }, `a record could not be written${where}: ${err.message}; its transaction will be aborted`)
+        if (err.code === MESSAGE_TIMED_OUT) this.uncertain ??= 'a record timed out'
         this.undelivered = true
       } else this.events.failed(new PunctualError('ILLEGAL_STATE', `a record could not be written${where}: ${err.message}`, { cause: err }))
     })
