@@ -17,6 +17,7 @@ import { afterRestore } from './commit-numbers.js'
 import type { CommitMark } from './commit-numbers.js'
 import type { ValidKafkaRuntimeConfig } from './config.js'
 import { LocalCheckpoints } from './local-checkpoints.js'
+import { SharedRestoreConsumer } from './restore-consumer.js'
 import type { TaskChangelogPartitions } from './local-checkpoints.js'
 
 /** A task's state as changelog records, with its changelog partitions. */
@@ -28,8 +29,8 @@ const READER_DISCONNECT_WAIT_MS = 5_000
 /**
  * Where tasks assigned here restore from (Kafka Streams' `StoreChangelogReader` with its state
  * directory's checkpoints): a task's local checkpoint, when it has a usable one, then its changelog
- * topics from the checkpoint's offsets (or their beginning), read by a restore consumer of its own,
- * disconnected once the task is restored. At least
+ * topics from the checkpoint's offsets (or their beginning), read through the instance's one restore
+ * consumer (`SharedRestoreConsumer`). At least
  * once, a task's commit mark (from the group's offsets) leaves out records of commits it does not cover.
  * A task revoked or stopping keeps its state as a local checkpoint, so it comes back reading only the tail.
  */
@@ -41,16 +42,26 @@ export class ChangelogRestore {
   /** At least once, per task assigned: the mark its restore and its commits follow. */
   private readonly marks = new Map<string, CommitMark>()
   readonly checkpoints: LocalCheckpoints
+  /** The instance's one restore consumer, shared by the tasks restoring. */
+  private readonly consumer: SharedRestoreConsumer
 
   constructor(
     topology: Topology,
     private readonly definitions: readonly TaskDefinition[],
-    private readonly supplier: KafkaClientSupplier,
+    supplier: KafkaClientSupplier,
     private readonly config: ValidKafkaRuntimeConfig,
     private readonly logger: Logger,
     endOffset: (topic: string, partition: number) => Promise<number>,
     private readonly fail: (err: unknown) => void,
   ) {
+    this.consumer = new SharedRestoreConsumer(() => {
+      const consumer = supplier.getRestoreConsumer(restoreConsumerSettings(config))
+      consumer.setDefaultConsumeTimeout(50)
+      consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
+      // Its reports on the logger; its failures reach the runtime through the readers.
+      watchReports(consumer, 'restore consumer', logger)
+      return consumer
+    })
     for (const sub of topology.subtopologies()) this.topics.set(sub.id, new ChangelogTopics(config.applicationId, sub.id, sub.stores.map((s) => s.name)))
     this.checkpoints = new LocalCheckpoints(config.stateDir, endOffset, logger)
   }
@@ -125,17 +136,13 @@ export class ChangelogRestore {
     this.readers.clear()
     for (const r of readers) r.close()
     await within(Promise.all(readers.map((r) => r.disconnected())), READER_DISCONNECT_WAIT_MS)
+    await within(this.consumer.close(), READER_DISCONNECT_WAIT_MS)
     await this.checkpoints.written()
   }
 
   private reader(taskId: string, from?: Readonly<Record<string, number>>): ChangelogReader {
     const def = this.definition(taskId)
-    const consumer = this.supplier.getRestoreConsumer(restoreConsumerSettings(this.config))
-    consumer.setDefaultConsumeTimeout(50)
-    consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
-    // Its reports on the logger; its failures reach the runtime through the reader.
-    watchReports(consumer, `restore consumer ${taskId}`, this.logger)
-    const reader = new ChangelogReader(consumer, this.topicsOf(def.subtopology.id), def.partition, (err) => this.fail(err), from, this.marks.get(taskId))
+    const reader = new ChangelogReader(this.consumer.channel(), this.topicsOf(def.subtopology.id), def.partition, (err) => this.fail(err), from, this.marks.get(taskId))
     this.readers.set(taskId, reader)
     reader.open((err) => this.fail(new PunctualError('ILLEGAL_STATE', `task ${taskId}: connecting its restore consumer: ${err.message}`, { cause: err })))
     return reader

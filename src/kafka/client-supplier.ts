@@ -99,6 +99,8 @@ export interface GroupConsumer extends Omit<FetchingConsumer, 'on'>, ClientEvent
 }
 
 export interface RestoreClient extends Omit<RestoreConsumer, 'on'>, ClientEventSource {
+  incrementalAssign(partitions: Array<TopicPartitionRef & { offset: number }>): unknown
+  incrementalUnassign(partitions: TopicPartitionRef[]): unknown
   setDefaultConsumeTimeout(ms: number): unknown
   setDefaultIsTimeoutOnlyForFirstMessage(only: boolean): unknown
 }

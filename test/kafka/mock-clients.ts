@@ -252,6 +252,23 @@ export class MockConsumer extends Emitter {
     this.toldEnd.clear()
     for (const p of partitions) this.positions.set(`${p.topic}:${p.partition}`, p.offset === undefined || p.offset < 0 ? 0 : p.offset)
   }
+  /** Adds partitions to the assignment, as librdkafka's `incrementalAssign`. */
+  incrementalAssign(partitions: Array<TopicPartitionRef & { offset?: number }>): void {
+    for (const p of partitions) {
+      const tp = `${p.topic}:${p.partition}`
+      if (this.positions.has(tp)) throw new Error(`mock consumer: ${tp} assigned twice`)
+      this.toldEnd.delete(tp)
+      this.positions.set(tp, p.offset === undefined || p.offset < 0 ? 0 : p.offset)
+    }
+  }
+  /** Takes partitions out of the assignment, as librdkafka's `incrementalUnassign`. */
+  incrementalUnassign(partitions: TopicPartitionRef[]): void {
+    for (const p of partitions) {
+      const tp = `${p.topic}:${p.partition}`
+      if (!this.positions.delete(tp)) throw new Error(`mock consumer: ${tp} unassigned but not assigned`)
+      this.toldEnd.delete(tp)
+    }
+  }
   pause(partitions: TopicPartitionRef[]): void {
     for (const p of partitions) this.paused.add(`${p.topic}:${p.partition}`)
   }
@@ -310,14 +327,14 @@ export class MockGroupConsumer extends MockConsumer {
     return String(this.settings['client.id'])
   }
   subscribe(): void {}
-  incrementalAssign(partitions: TopicPartitionRef[]): void {
+  override incrementalAssign(partitions: TopicPartitionRef[]): void {
     for (const p of partitions) {
       const tp = `${p.topic}:${p.partition}`
       this.assignment.add(tp)
       this.positions.set(tp, this.cluster.groupOffsets.get(tp)?.offset ?? 0)
     }
   }
-  incrementalUnassign(partitions: TopicPartitionRef[]): void {
+  override incrementalUnassign(partitions: TopicPartitionRef[]): void {
     for (const p of partitions) {
       this.assignment.delete(`${p.topic}:${p.partition}`)
       this.positions.delete(`${p.topic}:${p.partition}`)
