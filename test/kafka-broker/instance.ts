@@ -5,7 +5,7 @@
 // INPUT to OUTPUT, in the store "counts") or `flights` (the flights demo on topics named INPUT + its
 // topic names; OUTPUT unused). COMMIT_INTERVAL_MS is 100 by default.
 // It prints a JSON line every 200 ms ({ processed, tasks, restoring, state, positions: each task's next
-// offset of each input partition, and with `counts` the store's entries once none of its tasks restores }), and stops cleanly (rt.stop()) on SIGTERM or SIGINT. Its log
+// offset of each input partition, and with `counts` the store's entries, up to 10,000, once none of its tasks restores }), and stops cleanly (rt.stop()) on SIGTERM or SIGINT. Its log
 // goes to stderr: the runtime's info log, or its debug log with PUNCTUAL_KAFKA_TEST_DEBUG=1.
 import { createConsoleLogger, QueryableStoreTypes } from '../../src/index.js'
 import type { ProcessingGuarantee } from '../../src/kafka/config.js'
@@ -33,11 +33,15 @@ rt.on('error', (err) => {
   process.exit(1)
 })
 
-/** The store's entries while every task of this instance runs (undefined while one restores, or when not running). */
+/** Up to this many entries, the reports carry the store's entries: more would cost each report its size. */
+const REPORTED_ENTRIES = 10_000
+
+/** The store's entries while every task of this instance runs (undefined while one restores, when not running, or past REPORTED_ENTRIES). */
 function store(): Record<string, number> | undefined {
   if (workload !== 'counts' || rt.state !== 'RUNNING' || rt.restoreProgress().length > 0) return undefined
   try {
-    return Object.fromEntries(rt.store('counts', QueryableStoreTypes.keyValueStore<string, number>()).all())
+    const counts = rt.store('counts', QueryableStoreTypes.keyValueStore<string, number>())
+    return counts.approximateNumEntries() > REPORTED_ENTRIES ? undefined : Object.fromEntries(counts.all())
   } catch {
     return undefined
   }

@@ -30,7 +30,7 @@ export class Instance {
   state = 'CREATED'
   /** Each input partition of its tasks (`topic-partition`): the offset of the next record it processes. */
   positions: Record<string, number> = {}
-  /** With the `counts` workload: the store's entries, once none of its tasks restores. */
+  /** With the `counts` workload: the store's entries (up to 10,000), once none of its tasks restores. */
   store: Record<string, number> | undefined
   /** Reports received: one every 200 ms while the process runs its event loop. */
   reports = 0
