@@ -277,6 +277,38 @@ export class CheckpointStore {
     alsoWrite?: (writer: CommitWriter) => void,
     keyedLater: ReadonlyMap<string, KeyedLater> = new Map(),
   ): Promise<CommitHolds | void> {
+    return this.write(states, keyedChanges, storeChanges, alsoWrite, keyedLater, undefined)
+  }
+
+  /**
+   * Takes a commit now, as `save` does (its entries encoded, copied or taken copy-on-write in this call,
+   * so that later changes are not in it), and writes it only once `durable` resolves: a commit made
+   * durable elsewhere first (a Kafka transaction), which local state must never be ahead of. It always
+   * goes through the journal, whose chunks stay in memory until the seal: when `durable` rejects,
+   * nothing of the commit is written, and this rejects with its error. A process that stops before the
+   * seal leaves the previous commit; one that stops after it, this one (applied at the next open).
+   */
+  saveAfter(
+    durable: Promise<unknown>,
+    states: ReadonlyMap<string, DurableTaskState>,
+    keyedChanges: ReadonlyMap<string, KeyedChanges> = new Map(),
+    storeChanges: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>> = new Map(),
+    keyedLater: ReadonlyMap<string, KeyedLater> = new Map(),
+  ): Promise<CommitHolds | void> {
+    // Handled here: a rejection while the commit is still being encoded is reported when it is awaited.
+    durable.catch(() => {})
+    return this.write(states, keyedChanges, storeChanges, undefined, keyedLater, durable)
+  }
+
+  private write(
+    states: ReadonlyMap<string, DurableTaskState>,
+    keyedChanges: ReadonlyMap<string, KeyedChanges>,
+    storeChanges: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>>,
+    alsoWrite: ((writer: CommitWriter) => void) | undefined,
+    keyedLater: ReadonlyMap<string, KeyedLater>,
+    /** Seal only once this resolves (`saveAfter`); the journal path then, whatever the commit's size. */
+    after: Promise<unknown> | undefined,
+  ): Promise<CommitHolds | void> {
     /** Where the keyed writes go; decided once the commit is taken (nothing is handed over before). */
     const to: { writes?: KeyedWrites } = {}
     const put = (key: KeyPart[], value: unknown): void => (to.writes as KeyedWrites).put(key, value)
@@ -302,7 +334,9 @@ export class CheckpointStore {
     } catch (err) {
       return Promise.reject(writeError(err))
     }
-    const sliced = count > this.sliceAbove && keyedChanges.size === 0
+    // Eager keyed changes (`keyedChanges`) are encoded into the journal at once; only `saveAfter` sends
+    // them there (a plain `save` of them is small: the committer takes large ones later).
+    const sliced = after !== undefined || (count > this.sliceAbove && keyedChanges.size === 0)
     const journal = sliced ? this.journal.begin() : undefined
     const handled = new Handled()
     const tasks = (): void => {
@@ -387,17 +421,22 @@ export class CheckpointStore {
           }),
         atSeal: (write) => void atSeal.push(write),
       })
-      return this.finish(journal, later, () => {
-        tasks()
-        for (const write of atSeal) write()
-      })
+      return this.finish(
+        journal,
+        later,
+        () => {
+          tasks()
+          for (const write of atSeal) write()
+        },
+        after,
+      )
     } catch (err) {
       return Promise.reject(writeError(err))
     }
   }
 
-  /** The rest of a sliced `save`, a slice per event turn. */
-  private async finish(journal: JournalWrite, later: ReadonlyArray<(deadline: number) => boolean>, seal: () => void): Promise<CommitHolds> {
+  /** The rest of a sliced `save` (or a `saveAfter`), a slice per event turn. */
+  private async finish(journal: JournalWrite, later: ReadonlyArray<(deadline: number) => boolean>, seal: () => void, after: Promise<unknown> | undefined): Promise<CommitHolds> {
     const holds = new Holds(() => this.closed)
     let next = 0
     await holds.sliced((deadline) => {
@@ -408,6 +447,8 @@ export class CheckpointStore {
       }
       return true
     })
+    // Nothing of the journal is on disk before its seal: a commit whose other half failed is dropped here.
+    if (after !== undefined) await after
     // One turn: lmdb commits the marker with everything else queued in it, in one transaction.
     let sealed: Promise<void> | undefined
     await holds.sliced(() => {

@@ -84,3 +84,55 @@ describe('checkpoint store timers', () => {
     store.close()
   })
 })
+
+describe('checkpoint store: a commit written after another is durable (saveAfter)', () => {
+  const task = (streamTime: number) => new Map([['0_0', { streamTime, lastFires: {}, positions: { 'in:0': streamTime } }]])
+  const storeChange = (value: unknown) => new Map([['0_0', new Map([['counts', [['a', value] as const]]])]])
+  const keyedChange = (v: number) => new Map([['0_0', { states: [{ state: 'p/v', key: 'k', kind: 'value' as const, entries: { v, a: 1 } }], timers: [] }]])
+  const turns = async (n: number): Promise<void> => {
+    for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve))
+  }
+
+  it('writes nothing until the commit it follows is durable, then all of it, as it was when taken', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'punctual-checkpoints-'))
+    const store = CheckpointStore.open(stateDir)
+    await store.save(task(1), keyedChange(1), storeChange({ n: 1 }))
+    let durable!: () => void
+    const value = { n: 2 }
+    const saving = store.saveAfter(new Promise<void>((resolve) => (durable = resolve)), task(2), keyedChange(2), storeChange(value))
+    // Changed after the take: the next commit's, not this one's.
+    value.n = 99
+    await turns(10)
+    assert.equal(store.load('0_0')?.streamTime, 1, 'the task record is the previous commit')
+    assert.deepEqual(store.storeDisk('0_0', 'counts').get('a'), { n: 1 })
+    assert.deepEqual(store.keyedStateDisk('0_0', 'p/v')?.disk.get('k'), { v: 1, a: 1 })
+    durable()
+    await saving
+    assert.equal(store.load('0_0')?.streamTime, 2)
+    assert.deepEqual(store.storeDisk('0_0', 'counts').get('a'), { n: 2 }, 'the value as it was when the commit was taken')
+    assert.deepEqual(store.keyedStateDisk('0_0', 'p/v')?.disk.get('k'), { v: 2, a: 1 })
+    store.close()
+  })
+
+  it('writes nothing of a commit whose other half failed, rejects with that failure, and leaves nothing for the next open to apply', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'punctual-checkpoints-'))
+    const store = CheckpointStore.open(stateDir)
+    await store.save(task(1), keyedChange(1), storeChange({ n: 1 }))
+    let failed!: (err: Error) => void
+    const saving = store.saveAfter(new Promise<void>((_resolve, reject) => (failed = reject)), task(2), keyedChange(2), storeChange({ n: 2 }))
+    await turns(3)
+    failed(new Error('the transaction was aborted'))
+    await assert.rejects(saving, /the transaction was aborted/)
+    assert.equal(store.load('0_0')?.streamTime, 1)
+    assert.deepEqual(store.storeDisk('0_0', 'counts').get('a'), { n: 1 })
+    // The next commit goes on from the previous one.
+    await store.saveAfter(Promise.resolve(), task(3), new Map(), storeChange({ n: 3 }))
+    assert.equal(store.load('0_0')?.streamTime, 3)
+    store.close()
+    const reopened = CheckpointStore.open(stateDir)
+    assert.equal(reopened.load('0_0')?.streamTime, 3)
+    assert.deepEqual(reopened.storeDisk('0_0', 'counts').get('a'), { n: 3 })
+    assert.deepEqual(reopened.keyedStateDisk('0_0', 'p/v')?.disk.get('k'), { v: 1, a: 1 }, 'the failed commit\'s keyed change is nowhere')
+    reopened.close()
+  })
+})
