@@ -1,11 +1,9 @@
-import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
 import type { KeyedChanges } from '../keyed/keyed-task-state.js'
 import type { StoreKey } from '../processor/api.js'
 import type { TaskCheckpoint } from '../processor/internal/task-config.js'
-import type { CheckpointStore, CommitHolds, CommitWriter, KeyedLater } from '../state/checkpoint-store.js'
-import type { StoreDisk } from '../state/persistent-store.js'
+import type { CommitHolds, CommitWriter, KeyedLater } from '../state/checkpoint-store.js'
+import { CheckpointLocalState } from '../runtime/checkpoint-local-state.js'
 import type { CommitBackend, TaskCommit } from '../runtime/commit-backend.js'
-import type { CheckpointRestore, LocalTaskState } from '../runtime/local-task-state.js'
 
 /** What the embedded runtime writes in a commit beside its tasks' changes (its topics), through lmdb's writer. */
 export type AlsoWriteCheckpoints = (writer: CommitWriter) => void
@@ -14,12 +12,11 @@ export type AlsoWriteCheckpoints = (writer: CommitWriter) => void
  * The embedded runtime's state directory, in both of the runtime seam's roles, over its checkpoint
  * store: the commit backend, one atomic commit (journaled, see `CheckpointStore.save`) holding every
  * task's checkpoint and state changes and the runtime's topics; and where tasks' state lives locally,
- * which a task restores from and its persistent stores and keyed states read on disk. One class, as
- * both are the same lmdb environment: what a commit wrote is what a restore reads.
+ * which a task restores from and its persistent stores and keyed states read on disk
+ * (`CheckpointLocalState`, which it extends). One class, as both are the same lmdb environment: what a
+ * commit wrote is what a restore reads.
  */
-export class StateDirectoryBackend implements CommitBackend<AlsoWriteCheckpoints>, LocalTaskState {
-  constructor(private readonly store: CheckpointStore) {}
-
+export class StateDirectoryBackend extends CheckpointLocalState implements CommitBackend<AlsoWriteCheckpoints> {
   readonly takesStateLater = true
 
   /** Writes the committed tasks' checkpoints and changes (a task not running keeps its last one on disk). */
@@ -35,41 +32,6 @@ export class StateDirectoryBackend implements CommitBackend<AlsoWriteCheckpoints
       if (c.stores.size > 0) stores.set(c.taskId, c.stores)
     }
     return this.store.save(checkpoints, keyed, stores, alsoWrite, keyedLater)
-  }
-
-  restore(taskId: string, inMemoryStores: readonly string[]): CheckpointRestore | undefined {
-    const reader = this.store.readTask(taskId, inMemoryStores)
-    if (reader === undefined) return undefined
-    return {
-      read: (max) => reader.readSome(max),
-      get done() {
-        return reader.done
-      },
-      get count() {
-        return reader.read
-      },
-      remaining: () => reader.remaining(),
-      checkpoint: (): TaskCheckpoint => {
-        const { state } = reader
-        const keyed = reader.keyed()
-        const stores = reader.stores()
-        return {
-          streamTime: state?.streamTime,
-          lastFires: state?.lastFires ?? {},
-          positions: state?.positions ?? {},
-          ...(keyed === undefined ? {} : { keyed }),
-          ...(stores === undefined ? {} : { stores }),
-        }
-      },
-    }
-  }
-
-  storeDisk(taskId: string, store: string): StoreDisk {
-    return this.store.storeDisk(taskId, store)
-  }
-
-  keyedStateDisk(taskId: string, state: string): KeyedStateOnDisk | undefined {
-    return this.store.keyedStateDisk(taskId, state)
   }
 
   /** Input positions of every task's last commit, keyed `topic:partition` (the lowest, if tasks share a partition). */
