@@ -17,11 +17,18 @@ const OFFSET_BEGINNING = -2
  * the channel of its partition.
  *
  * Its assignment changes incrementally (`incrementalAssign` of a channel's new partitions,
- * `incrementalUnassign` of a closed one's), only between `consume` calls, so each partition is added
- * once and removed once. A full `assign` would remove and add again every partition still restoring,
- * and two of them in quick succession crash librdkafka 2.15 (the second removal sends a partition's
- * fetcher a second stop before the first is answered: the assertion `rktp->rktp_started` in
- * `rd_kafka_assignment_partition_stopped`, librdkafka issue 5573). The consumer disconnects only at
+ * `incrementalUnassign` of a closed one's), only between `consume` calls. librdkafka 2.15 crashes the
+ * process when a partition is removed a second time before its fetcher answered the first removal's
+ * stop (the assertion `rktp->rktp_started` in `rd_kafka_assignment_partition_stopped`, librdkafka issue
+ * 5573): a full `assign` removes every partition still restoring at each change, so two changes in
+ * quick succession did that. Here a partition is removed once per assignment, and one removed is not
+ * assigned again before a `consume` call has returned since (its stop answered meanwhile).
+ *
+ * The client's assignment of a partition serves the channel that asked for it: its messages and its
+ * end go to that channel only while it still owns the partition. A task that restores again (revoked,
+ * then assigned back) before its old channel closed gets a new channel: the partition is removed for
+ * the old one and assigned again from the new channel's start, and nothing the old assignment fetched
+ * reaches the new channel. The consumer disconnects only at
  * `close`, after the call in flight: the client can crash the process when a disconnect overlaps a call
  * (confluent-kafka-javascript issue 34).
  */
@@ -30,8 +37,12 @@ export class SharedRestoreConsumer {
   /** Which channel reads each partition, and the offset to start reading it from. */
   private readonly owners = new Map<string, RestoreChannel>()
   private readonly starts = new Map<string, number>()
-  /** The partitions the client is assigned now. */
-  private readonly assigned = new Set<string>()
+  /** The partitions the client is assigned now, each with the channel that assignment serves. */
+  private readonly assigned = new Map<string, RestoreChannel>()
+  /** Partitions removed from the client's assignment, with the `consume` round they were removed in. */
+  private readonly removedIn = new Map<string, number>()
+  /** `consume` calls returned so far. */
+  private rounds = 0
   private consumer: RestoreClient | undefined
   private connecting: Promise<void> | undefined
   private consuming = false
@@ -48,12 +59,13 @@ export class SharedRestoreConsumer {
     return channel
   }
 
-  /** @internal Connects the consumer on the first channel's connect. */
+  /** @internal Connects the consumer on the first channel's connect (refused once closed). */
   connect(): Promise<void> {
+    if (this.closed && this.connecting === undefined) return Promise.reject(new Error('the restore consumer is closed'))
     this.connecting ??= new Promise<void>((resolve, reject) => {
       const consumer = this.make()
       this.consumer = consumer
-      consumer.on('partition.eof', (eof) => this.owners.get(key(eof))?.reachedEnd(eof))
+      consumer.on('partition.eof', (eof) => this.served(key(eof))?.reachedEnd(eof))
       consumer.connect({}, (err) => (err ? reject(err) : resolve()))
     })
     return this.connecting
@@ -85,15 +97,38 @@ export class SharedRestoreConsumer {
     this.applyAssignment()
   }
 
-  /** Brings the client's assignment to the open channels' partitions, if they changed and no call is under way. */
+  /** The channel the client's assignment of a partition serves, while it still owns the partition. */
+  private served(tp: string): RestoreChannel | undefined {
+    const channel = this.assigned.get(tp)
+    return channel !== undefined && this.owners.get(tp) === channel ? channel : undefined
+  }
+
+  /**
+   * Brings the client's assignment to the open channels' partitions, if they changed and no call is
+   * under way: removes the partitions no channel owns any more, or whose owner changed; assigns the
+   * owned ones not assigned, except one removed in this round (it waits for the next).
+   */
   private applyAssignment(): void {
     const consumer = this.consumer
     if (!this.reassign || this.consuming || this.closed || consumer === undefined) return
     this.reassign = false
-    const gone = [...this.assigned].filter((tp) => !this.owners.has(tp))
-    const added = [...this.owners.keys()].filter((tp) => !this.assigned.has(tp))
-    for (const tp of gone) this.assigned.delete(tp)
-    for (const tp of added) this.assigned.add(tp)
+    const gone: string[] = []
+    for (const [tp, channel] of this.assigned) if (this.owners.get(tp) !== channel) gone.push(tp)
+    for (const tp of gone) {
+      this.assigned.delete(tp)
+      this.removedIn.set(tp, this.rounds)
+    }
+    const added: string[] = []
+    for (const [tp, channel] of this.owners) {
+      if (this.assigned.has(tp)) continue
+      if (this.removedIn.get(tp) === this.rounds) {
+        this.reassign = true
+        continue
+      }
+      this.removedIn.delete(tp)
+      this.assigned.set(tp, channel)
+      added.push(tp)
+    }
     if (gone.length > 0) consumer.incrementalUnassign(gone.map(parse))
     if (added.length > 0) consumer.incrementalAssign(added.map((tp) => ({ ...parse(tp), offset: this.starts.get(tp) ?? OFFSET_BEGINNING })))
   }
@@ -106,6 +141,7 @@ export class SharedRestoreConsumer {
     this.consuming = true
     consumer.consume(BATCH, (err, messages) => {
       this.consuming = false
+      this.rounds++
       if (this.closed) return this.disconnectNow()
       // Messages come in runs of one partition: its channel is looked up once per run.
       let topic: string | undefined
@@ -115,7 +151,7 @@ export class SharedRestoreConsumer {
         if (m.partition !== partition || m.topic !== topic) {
           topic = m.topic
           partition = m.partition
-          owner = this.owners.get(key(m))
+          owner = this.served(key(m))
         }
         owner?.received(m)
       }
