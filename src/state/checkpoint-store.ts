@@ -287,6 +287,8 @@ export class CheckpointStore {
    * goes through the journal, whose chunks stay in memory until the seal: when `durable` rejects,
    * nothing of the commit is written, and this rejects with its error. A process that stops before the
    * seal leaves the previous commit; one that stops after it, this one (applied at the next open).
+   * Commits must not overlap: the next is taken once this one settled (as the committer does), or a
+   * smaller later one could be applied before it.
    */
   saveAfter(
     durable: Promise<unknown>,

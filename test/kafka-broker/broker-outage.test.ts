@@ -205,7 +205,7 @@ describe('KafkaRuntime across broker outages, instances as processes', () => {
     })
   }
 
-  it(`the broker stops for 20 s while an instance restores ${RESTORED_KEYS.toLocaleString('en')} keys from the changelogs, exactly_once_v2 and at_least_once side by side: it finishes its restore and every count goes on from the restored one, or it stops with a clear error; SIGINT ends it`, async () => {
+  it(`the broker stops for 20 s while an instance restores ${RESTORED_KEYS.toLocaleString('en')} keys from the changelogs, exactly_once_v2 and at_least_once side by side: it finishes its restore and every count goes on from the restored one; SIGINT ends it`, async () => {
     const seconds = 20
     // Every key once, then some of them again once the broker is back: a count of 2 proves the restore kept the 1.
     const first: TextRecord[] = Array.from({ length: RESTORED_KEYS }, (_, i) => ({ key: `u${i}`, value: 'v', timestamp: 1_700_000_000_000 + i }))
@@ -231,9 +231,11 @@ describe('KafkaRuntime across broker outages, instances as processes', () => {
     const underWay = (i: Instance): boolean => i.restoring.some((r) => !r.includes(':0/')) || (i.tasks.length === PARTITIONS && i.restoring.length === 0)
     await until('both restore', () => restorers.every(underWay), 120_000, () => seen(apps))
     const restoringAtStop = restorers.filter((i) => i.restoring.length > 0).map((i) => `${i.name} restoring ${i.restoring.join(' ')}`)
+    assert.ok(restoringAtStop.length > 0, 'an instance is still restoring as the broker stops')
     const stoppedAt = await outage(seconds, apps, () => restoringAtStop.join(', '))
-    assert.ok(restoringAtStop.length > 0, 'an instance was still restoring when the broker stopped')
     for (const a of apps) await cluster.produce(a.input, PARTITIONS, again)
     assert.deepEqual(await problemsAfter(apps, expected, stoppedAt, seconds), [])
+    // An outage of 20 s is one a restore rides out: each instance recovered (and its output was checked), none stopped.
+    for (const i of restorers) assert.equal(i.exit, 0, `${i.name} recovered and stopped cleanly on SIGINT (${i.failure ?? 'no error reported'})`)
   })
 })
