@@ -1,8 +1,13 @@
 import type { Database, Key, RootDatabase } from 'lmdb'
 import { writeKey } from 'ordered-binary'
 
-/** Bytes per journal chunk (one lmdb value); an op larger than this gets a chunk of its own size. */
+/** Bytes per journal chunk (one lmdb value) at most; an op larger than this gets a chunk of its own size. */
 const CHUNK_BYTES = 1 << 20
+/**
+ * A commit's first chunk: each next one is 4 times larger, up to CHUNK_BYTES, so that a small commit
+ * (a few entries every commit interval) does not take a mebibyte it holds until it is applied.
+ */
+const FIRST_CHUNK_BYTES = 1 << 14
 /** Room a key may need (lmdb keys are at most 1,978 bytes; ordered-binary writes no more). */
 const KEY_ROOM = 4096
 /** The value length that marks a removal. */
@@ -80,6 +85,7 @@ export class JournalWrite {
   private chunk: Buffer | undefined
   private used = 0
   private ops = 0
+  private nextChunkBytes = FIRST_CHUNK_BYTES
   /** Where `apply` stands: chunk index and byte offset. */
   private applyChunk = 0
   private applyAt = 0
@@ -149,7 +155,8 @@ export class JournalWrite {
   private room(bytes: number): Buffer {
     if (this.chunk !== undefined && this.used + bytes <= this.chunk.length) return this.chunk
     this.closeChunk()
-    this.chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, bytes))
+    this.chunk = Buffer.allocUnsafe(Math.max(this.nextChunkBytes, bytes))
+    this.nextChunkBytes = Math.min(CHUNK_BYTES, this.nextChunkBytes * 4)
     this.used = 0
     return this.chunk
   }
