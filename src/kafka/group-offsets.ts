@@ -38,6 +38,7 @@ const COMMIT_LAPSES = new Set([
   16, // NOT_COORDINATOR
   27, // REBALANCE_IN_PROGRESS
   113, // STALE_MEMBER_EPOCH (KIP-848: the member's epoch moved on while the commit was on its way; it is still in the group)
+  -180, // local: waiting for coordinator (the client has none yet: a broker that just restarted)
   -185, // local: timed out
   -187, // local: all brokers down
   -195, // local: broker transport failure
