@@ -3,7 +3,7 @@ import type { Logger } from '../util/logger.js'
 import { abortOnTimeout, CALL_TIMEOUT_MS, disconnected, persistently, promised, retried, TIMED_OUT } from './client-calls.js'
 import { ClientLog } from './client-logs.js'
 import { producerSettings } from './client-settings.js'
-import type { ClientCallback, ClientError, GroupConsumer, KafkaClientSupplier, ProducerClient } from './client-supplier.js'
+import type { ClientError, GroupConsumer, KafkaClientSupplier, ProducerClient } from './client-supplier.js'
 import type { ValidKafkaRuntimeConfig } from './config.js'
 import type { PartitionOffset } from './kafka-commit-backend.js'
 import { ProducerSink } from './producer-sink.js'
@@ -43,8 +43,6 @@ export class StreamsProducer {
    */
   private uncertain: string | undefined
   private readonly exactlyOnce: boolean
-  /** Per client, its calls whose callback has not come yet (see `release`). */
-  private readonly pending = new Map<ProducerClient, number>()
 
   constructor(
     private readonly supplier: KafkaClientSupplier,
@@ -73,31 +71,27 @@ export class StreamsProducer {
     this.watch(client)
     client.setPollInterval(50)
     const step = (what: string, call: () => Promise<void>): Promise<void> => (replacing ? persistently(what, this.config.bootstrapServers, call) : call())
-    await step('connecting a new producer', () => this.call(client, 'connecting the producer', (cb) => client.connect({}, cb), CALL_TIMEOUT_MS))
+    await step('connecting a new producer', () => promised('connecting the producer', (cb) => client.connect({}, cb), CALL_TIMEOUT_MS))
     if (!this.exactlyOnce) return
-    await step('initializing a new producer\'s transactions', () => this.call(client, "initializing the producer's transactions", (cb) => client.initTransactions(CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS))
+    await step('initializing a new producer\'s transactions', () => promised("initializing the producer's transactions", (cb) => client.initTransactions(CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS))
     await this.beginTransaction()
   }
 
   /** Opens the next transaction (a local step of the client) and releases what the sink held meanwhile. */
   async beginTransaction(): Promise<void> {
     const client = this.current()
-    await this.call(client, 'beginning a transaction', (cb) => client.beginTransaction(cb))
+    await promised('beginning a transaction', (cb) => client.beginTransaction(cb))
     this.undelivered = false
     this.sink.release()
   }
 
   /** Exactly-once: adds consumed offsets, with the group consumer's metadata (KIP-447), to the open transaction. */
   sendOffsetsToTransaction(offsets: PartitionOffset[], consumer: GroupConsumer): Promise<void> {
-    const client = this.current()
-    return this.noting('adding offsets', retried(() => this.call(client, 'adding offsets to the transaction', (cb) => client.sendOffsetsToTransaction(offsets, consumer, CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS), abortOnTimeout))
+    return this.noting('adding offsets', retried(() => promised('adding offsets to the transaction', (cb) => this.current().sendOffsetsToTransaction(offsets, consumer, CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS), abortOnTimeout))
   }
 
-  /** Commits the open transaction; once it committed, nothing of it is uncertain any more (a late report of an earlier one marks none). */
-  async commitTransaction(): Promise<void> {
-    const client = this.current()
-    await this.noting('committing', retried(() => this.call(client, 'committing the transaction', (cb) => client.commitTransaction(CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS), abortOnTimeout))
-    this.uncertain = undefined
+  commitTransaction(): Promise<void> {
+    return this.noting('committing', retried(() => promised('committing the transaction', (cb) => this.current().commitTransaction(CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS), abortOnTimeout))
   }
 
   /** A transaction step whose timeout leaves its request perhaps still on its way: noted for `abortOrReplace`. */
@@ -117,7 +111,7 @@ export class StreamsProducer {
    */
   flush(): Promise<void> {
     const client = this.current()
-    return persistently('flushing the producer', this.config.bootstrapServers, () => this.call(client, 'flushing the producer', (cb) => client.flush(CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS), (err) => (err as { code?: number }).code === TIMED_OUT && client === this.client)
+    return persistently('flushing the producer', this.config.bootstrapServers, () => promised('flushing the producer', (cb) => client.flush(CALL_TIMEOUT_MS, cb), CALL_TIMEOUT_MS), (err) => (err as { code?: number }).code === TIMED_OUT && client === this.client)
   }
 
   /**
@@ -140,7 +134,7 @@ export class StreamsProducer {
       this.logger.warn({}, `a request of the transaction may still reach the broker (${this.uncertain}): replacing the producer rather than aborting in place`)
     } else {
       try {
-        await retried(() => this.call(old, 'aborting the transaction', (cb) => old.abortTransaction(ABORT_TIMEOUT_MS, cb), ABORT_TIMEOUT_MS), abortOnTimeout)
+        await retried(() => promised('aborting the transaction', (cb) => old.abortTransaction(ABORT_TIMEOUT_MS, cb), ABORT_TIMEOUT_MS), abortOnTimeout)
         await this.beginTransaction()
         return
       } catch (err) {
@@ -151,7 +145,7 @@ export class StreamsProducer {
     }
     this.client = undefined
     this.uncertain = undefined
-    await this.release(old)
+    await disconnected(old, DISCONNECT_WAIT_MS)
     await this.connect(true)
   }
 
@@ -159,39 +153,7 @@ export class StreamsProducer {
   async close(): Promise<void> {
     const client = this.client
     this.client = undefined
-    if (client !== undefined) await this.release(client)
-  }
-
-  /**
-   * Disconnects a producer given up, unless a call of it never called back (this runtime stopped
-   * waiting for it: librdkafka issue 5456): the client frees its native handle on disconnect while the
-   * transaction calls read it without a lock, so a disconnect then could crash the process. Such a
-   * producer is left connected; its successor's initialization fences it.
-   */
-  private async release(client: ProducerClient): Promise<void> {
-    const calls = this.pending.get(client) ?? 0
-    this.pending.delete(client)
-    if (calls > 0) {
-      this.logger.warn({ calls }, 'the producer is left connected: a call of it never returned, and a disconnect meanwhile could crash the process')
-      return
-    }
-    if (!(await disconnected(client, DISCONNECT_WAIT_MS))) this.logger.warn({}, 'the producer did not disconnect in time')
-  }
-
-  /** A call of `client`, as `promised`, counted in `pending` until its callback comes. */
-  private call(client: ProducerClient, what: string, invoke: (cb: ClientCallback) => void, timeoutMs?: number): Promise<void> {
-    this.pending.set(client, (this.pending.get(client) ?? 0) + 1)
-    return promised(
-      what,
-      (cb) =>
-        invoke((err) => {
-          const left = (this.pending.get(client) ?? 1) - 1
-          if (left > 0) this.pending.set(client, left)
-          else this.pending.delete(client)
-          cb(err)
-        }),
-      timeoutMs,
-    )
+    if (client !== undefined && !(await disconnected(client, DISCONNECT_WAIT_MS))) this.logger.warn({}, 'the producer did not disconnect in time')
   }
 
   private current(): ProducerClient {
