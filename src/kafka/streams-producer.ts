@@ -38,8 +38,8 @@ export class StreamsProducer {
   /** A record of the open transaction was not delivered (told once per transaction). */
   private undelivered = false
   /**
-   * A request of this producer's transaction timed out (an offsets request, a commit, a record's
-   * delivery): it may still reach the broker later. See `abortOrReplace`.
+   * An offsets or commit request of this producer's transaction timed out: it may still reach the
+   * broker later. See `abortOrReplace`.
    */
   private uncertain: string | undefined
   private readonly exactlyOnce: boolean
@@ -120,28 +120,28 @@ export class StreamsProducer {
    * timed out, or another producer took the transactional id; or no answer from its coordinator) is
    * replaced by a new one, whose initialization aborts whatever its id left open.
    *
-   * A transaction one of whose requests timed out is never aborted in place: the request may still
-   * reach the broker, and after an abort it would land in the next transaction of the same producer
-   * epoch (an offsets request among them would hold the group's offsets as a hanging transaction, or
-   * commit stale ones with the next commit). librdkafka does not implement KIP-890, which bumps the
-   * epoch at every transaction; a new producer's initialization bumps it, so the broker refuses what
-   * the old one sent late.
+   * A transaction one of whose offsets or commit requests timed out is aborted, then the producer is
+   * replaced all the same: the request may still reach the broker, and it would land in the next
+   * transaction of the same producer epoch (an offsets request would hold the group's offsets as a
+   * hanging transaction, or commit stale ones with the next commit). librdkafka does not implement
+   * KIP-890, which bumps the epoch at every transaction; a new producer's initialization bumps it, so
+   * the broker fences what the old one sent late. (A record that timed out needs no replacement:
+   * librdkafka bumps the epoch itself when it aborts such a transaction, KIP-360.)
    */
   async abortOrReplace(): Promise<void> {
     this.sink.discard()
     const old = this.current()
-    if (this.uncertain !== undefined) {
-      this.logger.warn({}, `a request of the transaction may still reach the broker (${this.uncertain}): replacing the producer rather than aborting in place`)
-    } else {
-      try {
-        await retried(() => promised('aborting the transaction', (cb) => old.abortTransaction(ABORT_TIMEOUT_MS, cb), ABORT_TIMEOUT_MS), abortOnTimeout)
+    try {
+      await retried(() => promised('aborting the transaction', (cb) => old.abortTransaction(ABORT_TIMEOUT_MS, cb), ABORT_TIMEOUT_MS), abortOnTimeout)
+      if (this.uncertain === undefined) {
         await this.beginTransaction()
         return
-      } catch (err) {
-        // Fenced, no answer in time, or a cluster away: a new producer's initialization ends what its id left open.
-        const e = err as { isFatal?: boolean; code?: number; message?: string }
-        this.logger.warn({ code: e.code }, `the producer ${e.isFatal === true ? 'was fenced' : `could not abort its transaction (${e.message ?? String(err)})`}: replacing it`)
       }
+      this.logger.warn({}, `the transaction is aborted, but a request of it may still reach the broker (${this.uncertain}): replacing the producer`)
+    } catch (err) {
+      // Fenced, no answer in time, or a cluster away: a new producer's initialization ends what its id left open.
+      const e = err as { isFatal?: boolean; code?: number; message?: string }
+      this.logger.warn({ code: e.code }, `the producer ${e.isFatal === true ? 'was fenced' : `could not abort its transaction (${e.message ?? String(err)})`}: replacing it`)
     }
     this.client = undefined
     this.uncertain = undefined
@@ -182,7 +182,6 @@ export class StreamsProducer {
       const where = report?.topic === undefined ? '' : ` to ${report.topic}-${report.partition ?? '?'}`
       if (this.exactlyOnce && (err.code === MESSAGE_TIMED_OUT || err.code === PURGED)) {
         if (!this.undelivered && err.code === MESSAGE_TIMED_OUT) this.logger.warn({ code: err.code }, `a record could not be written${where}: ${err.message}; its transaction will be aborted`)
-        if (err.code === MESSAGE_TIMED_OUT) this.uncertain ??= 'a record timed out'
         this.undelivered = true
       } else this.events.failed(new PunctualError('ILLEGAL_STATE', `a record could not be written${where}: ${err.message}`, { cause: err }))
     })
