@@ -183,7 +183,12 @@ export class StreamsProducer {
       if (this.exactlyOnce && (err.code === MESSAGE_TIMED_OUT || err.code === PURGED)) {
         if (!this.undelivered && err.code === MESSAGE_TIMED_OUT) this.logger.warn({ code: err.code }, `a record could not be written${where}: ${err.message}; its transaction will be aborted`)
         this.undelivered = true
-      } else this.events.failed(new PunctualError('ILLEGAL_STATE', `a record could not be written${where}: ${err.message}`, { cause: err }))
+      } else {
+        // At least once, a record the producer gave up on stops the instance: its input is processed again
+        // from the last commit by the partitions' next owner. A timeout says where the record went.
+        const why = err.code === MESSAGE_TIMED_OUT ? ` (the Kafka cluster at ${this.config.bootstrapServers} did not take it within the producer's message.timeout.ms)` : ''
+        this.events.failed(new PunctualError('ILLEGAL_STATE', `a record could not be written${where}: ${err.message}${why}`, { cause: err }))
+      }
     })
   }
 }

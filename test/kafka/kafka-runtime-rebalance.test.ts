@@ -223,6 +223,17 @@ describe('KafkaRuntime on mock clients: rebalance and recovery', () => {
     assertExactlyOnce(c, keyCounts([[0, 18], [1, 9]]))
   })
 
+  it('at least once, a record the producer gave up on (the cluster away past message.timeout.ms) stops the instance with an error naming the cluster', async () => {
+    const c = cluster()
+    const { rt, consumer } = await started(c, 'at_least_once')
+    consumer.groupAssigns(BOTH)
+    const failed = new Promise<Error>((resolve) => rt.on('error', resolve))
+    ;(c.lastProducer() as MockProducer).emit('delivery-report', { message: 'Local: Message timed out', code: -192 }, { topic: OUT, partition: 1 })
+    const err = await failed
+    assert.match(err.message, /a record could not be written to out-1: Local: Message timed out \(the Kafka cluster at mock:9092 did not take it within the producer's message.timeout.ms\)/)
+    assert.equal(rt.state, 'ERROR')
+  })
+
   it('a restore interrupted by a revocation stops, and restores again in full when the task comes back', async () => {
     const c = cluster()
     feed(c, 0, 300, 100)
