@@ -449,8 +449,9 @@ export class CheckpointStore {
       }
       return true
     })
-    // Nothing of the journal is on disk before its seal: a commit whose other half failed is dropped here.
-    if (after !== undefined) await after
+    // Nothing of the journal is on disk before its seal: a commit whose other half failed is dropped
+    // here, and so is one whose store closes meanwhile (the next step rejects, the store being closed).
+    if (after !== undefined) await Promise.race([after, this.closing])
     // One turn: lmdb commits the marker with everything else queued in it, in one transaction.
     let sealed: Promise<void> | undefined
     await holds.sliced(() => {
@@ -517,6 +518,9 @@ export class CheckpointStore {
   }
 
   private closed = false
+  private markClosed: (() => void) | undefined
+  /** Settles when `close` is called: a `saveAfter` waiting for its other half stops waiting then. */
+  private readonly closing = new Promise<void>((resolve) => (this.markClosed = resolve))
 
   /**
    * Closes the store. With writes in flight, returns a promise settled once lmdb has ended them and
@@ -527,6 +531,7 @@ export class CheckpointStore {
    */
   close(): Promise<void> | undefined {
     this.closed = true
+    this.markClosed?.()
     const closed = this.env.close()
     return (this.env as { status?: string }).status === 'closed' ? undefined : closed
   }

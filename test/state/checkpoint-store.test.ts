@@ -136,3 +136,19 @@ describe('checkpoint store: a commit written after another is durable (saveAfter
     reopened.close()
   })
 })
+
+describe('checkpoint store: saveAfter and close', () => {
+  it('a commit still waiting for its other half when the store closes is not written, and rejects at once', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'punctual-checkpoints-'))
+    const store = CheckpointStore.open(stateDir)
+    await store.save(new Map([['0_0', { streamTime: 1, lastFires: {}, positions: {} }]]))
+    // The other half never answers (a cluster away).
+    const saving = store.saveAfter(new Promise<void>(() => {}), new Map([['0_0', { streamTime: 2, lastFires: {}, positions: {} }]]))
+    await new Promise((resolve) => setImmediate(resolve))
+    await store.close()
+    await assert.rejects(saving, /closed before the commit was durable/)
+    const reopened = CheckpointStore.open(stateDir)
+    assert.equal(reopened.load('0_0')?.streamTime, 1)
+    reopened.close()
+  })
+})
