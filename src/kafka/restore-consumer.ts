@@ -39,10 +39,8 @@ export class SharedRestoreConsumer {
   private readonly starts = new Map<string, number>()
   /** The partitions the client is assigned now, each with the channel that assignment serves. */
   private readonly assigned = new Map<string, RestoreChannel>()
-  /** Partitions removed from the client's assignment, with the `consume` round they were removed in. */
-  private readonly removedIn = new Map<string, number>()
-  /** `consume` calls returned so far. */
-  private rounds = 0
+  /** Partitions removed from the client's assignment since the last `consume` call returned. */
+  private readonly justRemoved = new Set<string>()
   private consumer: RestoreClient | undefined
   private connecting: Promise<void> | undefined
   private consuming = false
@@ -106,7 +104,7 @@ export class SharedRestoreConsumer {
   /**
    * Brings the client's assignment to the open channels' partitions, if they changed and no call is
    * under way: removes the partitions no channel owns any more, or whose owner changed; assigns the
-   * owned ones not assigned, except one removed in this round (it waits for the next).
+   * owned ones not assigned, except one removed since the last `consume` call returned (it waits for the next).
    */
   private applyAssignment(): void {
     const consumer = this.consumer
@@ -116,16 +114,15 @@ export class SharedRestoreConsumer {
     for (const [tp, channel] of this.assigned) if (this.owners.get(tp) !== channel) gone.push(tp)
     for (const tp of gone) {
       this.assigned.delete(tp)
-      this.removedIn.set(tp, this.rounds)
+      this.justRemoved.add(tp)
     }
     const added: string[] = []
     for (const [tp, channel] of this.owners) {
       if (this.assigned.has(tp)) continue
-      if (this.removedIn.get(tp) === this.rounds) {
+      if (this.justRemoved.has(tp)) {
         this.reassign = true
         continue
       }
-      this.removedIn.delete(tp)
       this.assigned.set(tp, channel)
       added.push(tp)
     }
@@ -141,7 +138,8 @@ export class SharedRestoreConsumer {
     this.consuming = true
     consumer.consume(BATCH, (err, messages) => {
       this.consuming = false
-      this.rounds++
+      // The fetchers of partitions removed before this call have answered their stop by now.
+      this.justRemoved.clear()
       if (this.closed) return this.disconnectNow()
       // Messages come in runs of one partition: its channel is looked up once per run.
       let topic: string | undefined

@@ -6,7 +6,7 @@ import type { TextRecord } from './cluster.js'
 import { TestCluster } from './cluster.js'
 import { Instance, processedTo } from './processes.js'
 import type { InstanceArgs } from './processes.js'
-import { counts, embedded, lines, PARTITIONS, records, until } from './workload.js'
+import { counts, embedded, lines, outputDifference, PARTITIONS, records, until } from './workload.js'
 
 // A broker of its own, stopped mid-run: for 20 s and for 60 s (longer than the exactly-once producer's
 // transaction timeout, 10 s, so that records written while it is away time out and their transaction
@@ -172,15 +172,7 @@ describe('KafkaRuntime across broker outages, instances as processes', { skip: O
       if (settled.get(a.guarantee) !== true || a.instances.every((i) => i.exit !== 0)) continue
       const out = lines(await cluster.readAll(a.output, PARTITIONS))
       if (a.guarantee === 'exactly_once_v2') {
-        const left = new Map<string, number>()
-        for (const l of expected) left.set(l, (left.get(l) ?? 0) + 1)
-        const extra: string[] = []
-        for (const l of out) {
-          const n = left.get(l) ?? 0
-          if (n === 0) extra.push(l)
-          else left.set(l, n - 1)
-        }
-        const missing = [...left].filter(([, n]) => n > 0).map(([l]) => l)
+        const { missing, extra } = outputDifference(expected, out)
         if (missing.length > 0 || extra.length > 0) problems.push(`${a.guarantee}: the committed output is not the embedded run's: ${missing.length} records missing (${missing.slice(0, 5).join(' ')}), ${extra.length} extra (${extra.slice(0, 5).join(' ')})`)
       } else {
         const have = new Set(out)

@@ -3,7 +3,7 @@ import { after, afterEach, before, describe, it } from 'node:test'
 import { TestCluster } from './cluster.js'
 import type { ReadRecord } from './cluster.js'
 import { Instance } from './processes.js'
-import { embeddedFlights, FLIGHT_OUTPUTS, FLIGHT_TOPICS, flightLines, flightRecords, PARTITIONS, until } from './workload.js'
+import { embeddedFlights, FLIGHT_OUTPUTS, FLIGHT_TOPICS, flightLines, flightRecords, outputDifference, PARTITIONS, until } from './workload.js'
 
 /** Flights fed, in thirds: about three days of 2001, so that each task reports days before and after the kill. */
 const FLIGHTS = 48_000
@@ -97,16 +97,8 @@ describe('KafkaRuntime failover: instances as processes, one killed with SIGKILL
       instances.length = 0
       const out = await output()
       if (exactlyOnce) {
-        const left = new Map<string, number>()
-        for (const l of expected) left.set(l, (left.get(l) ?? 0) + 1)
-        const extra: string[] = []
-        for (const l of out) {
-          const n = left.get(l) ?? 0
-          if (n === 0) extra.push(l)
-          else left.set(l, n - 1)
-        }
-        const absent = [...left].filter(([, n]) => n > 0).map(([l]) => l)
-        assert.deepEqual({ extra, missing: absent }, { extra: [], missing: [] }, "the committed output is the embedded run's, each record once")
+        const { missing, extra } = outputDifference(expected, out)
+        assert.deepEqual({ extra, missing }, { extra: [], missing: [] }, "the committed output is the embedded run's, each record once")
       } else {
         const have = new Set(out.map(identity))
         assert.deepEqual(expected.filter((l) => !have.has(identity(l))), [])

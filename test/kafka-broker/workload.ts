@@ -107,6 +107,20 @@ export function lines(partitions: readonly TextRecord[][]): string[] {
   return partitions.flat().map((r) => `${r.key}=${r.value}`).sort()
 }
 
+/** Compares two outputs as multisets of lines: what `expected` has more of (missing), and what `actual` has more of (extra). */
+export function outputDifference(expected: readonly string[], actual: readonly string[]): { missing: string[]; extra: string[] } {
+  const left = new Map<string, number>()
+  for (const l of expected) left.set(l, (left.get(l) ?? 0) + 1)
+  const extra: string[] = []
+  for (const l of actual) {
+    const n = left.get(l) ?? 0
+    if (n === 0) extra.push(l)
+    else left.set(l, n - 1)
+  }
+  const missing = [...left].filter(([, n]) => n > 0).map(([l]) => l)
+  return { missing, extra }
+}
+
 /** Waits until `condition` holds; on a timeout the error says what was awaited and, from `explain`, what was seen. */
 export async function until(what: string, condition: () => boolean | Promise<boolean>, timeoutMs = 60_000, explain?: () => string): Promise<void> {
   const deadline = Date.now() + timeoutMs
