@@ -140,7 +140,7 @@ function untilSignal(): { signalled: Promise<Outcome>; off: () => void } {
 /**
  * Where `punctual run APP --kafka` keeps an instance's local state without `--state-dir`: a lasting
  * place, `.punctual/<applicationId>` under the working directory, so that a restart reads its local
- * checkpoints rather than the whole changelogs (Kafka Streams' `state.dir` is a fixed place too).
+ * state and the changelogs' tails rather than the whole changelogs (Kafka Streams' `state.dir` is a fixed place too).
  */
 export function defaultKafkaStateDir(applicationId: string, cwd: string = process.cwd()): string {
   return resolve(cwd, '.punctual', applicationId)
@@ -191,5 +191,5 @@ export async function runKafkaApp(path: string, bootstrapServers: string, opts: 
     abort.abort()
     signals.off()
   }
-  return stopAndReport(runtime, app.applicationId, outcome, `its state is in its changelog topics, its local checkpoints in ${stateDir}`, io)
+  return stopAndReport(runtime, app.applicationId, outcome, `its state is in its changelog topics, its local state in ${stateDir}`, io)
 }

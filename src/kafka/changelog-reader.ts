@@ -22,7 +22,7 @@ const BATCH = 2000
 
 /**
  * A task's changelog records on Kafka, read from the beginning of its partition of each of its
- * sub-topology's changelog topics (or from a local checkpoint's offsets) to their end (under
+ * sub-topology's changelog topics (or from the offsets its local state reaches) to their end (under
  * read_committed: the last stable offset, so an open transaction of a crashed instance is not read), as a `ChangelogSource`: the task manager folds
  * them into the task's state in bounded steps while the other tasks process. The records of different
  * topics interleave; within a topic they are in offset order, which is all a last-wins fold needs.
@@ -38,7 +38,7 @@ const BATCH = 2000
  * task when that record was written, so it comes from a fenced member (a zombie, Kafka Streams'
  * KAFKA-12693), and applying it would put older state over the newer owner's. The claim's void range
  * leaves such a record out anyway; this holds once that range is trimmed from the mark too. Read from a
- * local checkpoint's offsets, it knows only the epochs from there on.
+ * local state's offsets, it knows only the epochs from there on.
  *
  * The reader owns its consumer from connect to disconnect, and never disconnects it while a connect or a
  * consume call is under way: the client can crash the process when a disconnect overlaps either
@@ -51,6 +51,8 @@ export class ChangelogReader implements ChangelogSource {
   private readonly ends = new Map<string, number>()
   private readonly positions = new Map<string, number>()
   private readonly atEnd = new Set<string>()
+  /** Per topic: the offset its end was reached at. */
+  private readonly endOffsets = new Map<string, number>()
   /** Records left out: the mark does not cover their commit. */
   skipped = 0
   /** The highest commit number of a record left out (0: none). */
@@ -77,7 +79,7 @@ export class ChangelogReader implements ChangelogSource {
     private readonly topics: ChangelogTopics,
     private readonly partition: number,
     private readonly onError: (err: Error) => void,
-    /** Per topic, the offset to read from (a local checkpoint's); the beginning for the others. */
+    /** Per topic, the offset to read from (where the task's local state reaches); the beginning for the others. */
     private readonly from: Readonly<Record<string, number>> = {},
     /** At least once: records of commits it does not cover are left out. */
     private readonly mark?: CommitMark,
@@ -101,6 +103,7 @@ export class ChangelogReader implements ChangelogSource {
     this.consumer.on('partition.eof', (eof) => {
       if (eof.partition !== this.partition || !names.includes(eof.topic)) return
       this.atEnd.add(eof.topic)
+      this.endOffsets.set(eof.topic, eof.offset)
       this.wake()
     })
     for (const topic of names) {
@@ -131,6 +134,16 @@ export class ChangelogReader implements ChangelogSource {
     }
     if (this.done() && this.buffer.length === 0) this.close()
     return batch
+  }
+
+  /**
+   * Once read to the end: per topic, the offset every record before it was read up to (under
+   * read_committed, the last stable offset; past any record read).
+   */
+  readTo(): Record<string, number> {
+    const out: Record<string, number> = {}
+    for (const topic of this.topics.topics()) out[topic] = Math.max(this.endOffsets.get(topic) ?? 0, this.positions.get(topic) ?? 0)
+    return out
   }
 
   whenReadable(): Promise<void> {

@@ -1,11 +1,11 @@
 import { PunctualError } from '../errors.js'
-import type { StreamTask } from '../processor/internal/task.js'
 import type { Topology } from '../processor/topology.js'
+import type { TaskChangelogCodec } from '../runtime/changelog-records.js'
 import { concatSources } from '../runtime/changelog-source.js'
 import type { ChangelogSource } from '../runtime/changelog-source.js'
 import type { ChangelogRecord } from '../runtime/changelog.js'
-import type { Committer } from '../runtime/committer.js'
 import type { TaskDefinition } from '../runtime/task-factory.js'
+import type { TaskEntryWriter } from '../state/checkpoint-store.js'
 import type { Logger } from '../util/logger.js'
 import { within } from './client-calls.js'
 import { restoreConsumerSettings } from './client-settings.js'
@@ -16,32 +16,36 @@ import { ChangelogTopics } from './changelog-topics.js'
 import { afterRestore } from './commit-numbers.js'
 import type { CommitMark } from './commit-numbers.js'
 import type { ValidKafkaRuntimeConfig } from './config.js'
-import { LocalCheckpoints } from './local-checkpoints.js'
+import type { LocalTaskEntries, TaskChangelogPartitions, Watermarks } from './local-task-entries.js'
 import { SharedRestoreConsumer } from './restore-consumer.js'
-import type { TaskChangelogPartitions } from './local-checkpoints.js'
-
-/** A task's state as changelog records, with its changelog partitions. */
-export type TaskSnapshot = TaskChangelogPartitions & { records: ChangelogRecord[] }
 
 /** How long closing waits for the restore consumers to disconnect. */
 const READER_DISCONNECT_WAIT_MS = 5_000
 
+/** A task restoring: the reader of its changelog's tail, and what writes the tail into its local entries. */
+interface Restoring {
+  readonly reader: ChangelogReader
+  readonly writer: TaskEntryWriter
+  /** Whether it started from local entries. */
+  readonly local: boolean
+  /** Changelog records read. */
+  tail: number
+}
+
 /**
  * Where tasks assigned here restore from (Kafka Streams' `StoreChangelogReader` with its state
- * directory's checkpoints): a task's local checkpoint, when it has a usable one, then its changelog
- * topics from the checkpoint's offsets (or their beginning), read through the instance's one restore
- * consumer (`SharedRestoreConsumer`). At least
- * once, a task's commit mark (from the group's offsets) leaves out records of commits it does not cover.
- * A task revoked or stopping keeps its state as a local checkpoint, so it comes back reading only the tail.
+ * directory's checkpoints): a task's local entries in the state directory (`LocalTaskEntries`), when they
+ * are usable, then its changelog topics from their offsets (or from the beginning), read through the
+ * instance's one restore consumer (`SharedRestoreConsumer`). What the changelog gives is also written to
+ * the local entries as it is read, so that they reach where the restore ended (the commits after it go
+ * on from there: `LocalCommitBackend`). At least once, a task's commit mark (from the group's offsets)
+ * leaves out records of commits it does not cover.
  */
 export class ChangelogRestore {
   private readonly topics = new Map<number, ChangelogTopics>()
-  private readonly readers = new Map<string, ChangelogReader>()
-  /** Per restoring task: the records its local checkpoint gave (restore report). */
-  private readonly restoredLocally = new Map<string, number>()
+  private readonly restoring = new Map<string, Restoring>()
   /** At least once, per task assigned: the mark its restore and its commits follow. */
   private readonly marks = new Map<string, CommitMark>()
-  readonly checkpoints: LocalCheckpoints
   /** The instance's one restore consumer, shared by the tasks restoring. */
   private readonly consumer: SharedRestoreConsumer
 
@@ -49,9 +53,15 @@ export class ChangelogRestore {
     topology: Topology,
     private readonly definitions: readonly TaskDefinition[],
     supplier: KafkaClientSupplier,
-    private readonly config: ValidKafkaRuntimeConfig,
+    config: ValidKafkaRuntimeConfig,
     private readonly logger: Logger,
-    endOffset: (topic: string, partition: number) => Promise<number>,
+    private readonly local: LocalTaskEntries,
+    /** A sub-topology's changelog record codec. */
+    private readonly codecOf: (def: TaskDefinition) => TaskChangelogCodec,
+    /** A partition's first and end offsets, asked of the broker. */
+    private readonly watermarks: (topic: string, partition: number) => Promise<Watermarks>,
+    /** A task restored: its local entries reach these offsets of its changelog topics. */
+    private readonly readTo: (taskId: string, offsets: Readonly<Record<string, number>>) => void,
     private readonly fail: (err: unknown) => void,
   ) {
     this.consumer = new SharedRestoreConsumer(() => {
@@ -63,7 +73,6 @@ export class ChangelogRestore {
       return consumer
     })
     for (const sub of topology.subtopologies()) this.topics.set(sub.id, new ChangelogTopics(config.applicationId, sub.id, sub.stores.map((s) => s.name)))
-    this.checkpoints = new LocalCheckpoints(config.stateDir, endOffset, logger)
   }
 
   /** The changelog topics of a sub-topology. */
@@ -76,40 +85,55 @@ export class ChangelogRestore {
     this.marks.set(taskId, mark)
   }
 
-  /** Reads the local checkpoints of tasks about to restore. */
+  /** Decides which tasks about to restore have usable local entries (removing the others'). */
   async load(ids: readonly string[]): Promise<void> {
-    await this.checkpoints.load(ids.map((id) => this.partitionsOf(id)))
+    await this.local.load(
+      ids.map((id) => this.partitionsOf(id)),
+      this.watermarks,
+      (id) => this.marks.get(id),
+    )
   }
 
-  /** Where a task assigned here restores from: its local checkpoint, if it has one, then its changelog topics. */
+  /** Where a task assigned here restores from: its local entries, if usable, then its changelog topics. */
   source(taskId: string): ChangelogSource {
-    const local = this.checkpoints.take(taskId)
-    if (local === undefined) return this.reader(taskId)
-    this.restoredLocally.set(taskId, local.count)
-    return concatSources(local.source(), this.reader(taskId, local.offsets))
+    const def = this.definition(taskId)
+    const codec = this.codecOf(def)
+    const start = this.local.take(taskId, codec)
+    const { write, writer } = this.local.tailWriter(taskId, codec)
+    const reader = this.reader(taskId, start?.offsets)
+    const restoring: Restoring = { reader, writer, local: start !== undefined, tail: 0 }
+    this.restoring.set(taskId, restoring)
+    const tail = writingTo(reader, (record) => {
+      restoring.tail++
+      write(record)
+    })
+    return start === undefined ? tail : concatSources(start.source, tail)
   }
 
   /** A task restored: reports how, and returns the mark its commits go on from (at least once), past what its restore left out. */
   restored(taskId: string, count: number, ms: number): CommitMark | undefined {
-    const local = this.restoredLocally.get(taskId) ?? 0
-    this.restoredLocally.delete(taskId)
-    const reader = this.readers.get(taskId)
-    const skipped = reader?.skipped ?? 0
-    const stale = reader?.stale ?? 0
+    const restoring = this.restoring.get(taskId)
+    this.restoring.delete(taskId)
+    this.local.done(taskId)
     const mark = this.marks.get(taskId)
-    this.readers.delete(taskId)
-    const next = mark !== undefined && reader !== undefined ? afterRestore(mark, reader.highestSkipped) : undefined
-    const how = local > 0 ? `its local checkpoint (${local} records) and the changelog's tail (${count - local} records)` : `its changelog topics (${count} records)`
-    const cut = (skipped > 0 ? `; ${skipped} records of incomplete commits left out` : '') + (stale > 0 ? `; ${stale} records a previous owner wrote after a newer one left out` : '')
-    this.logger.info({ taskId, records: count, local, skipped, stale, ms: Math.round(ms) }, `task ${taskId} restored from ${how}${cut}`)
+    if (restoring === undefined) return undefined
+    const { reader, writer } = restoring
+    const local = restoring.local ? count - restoring.tail : 0
+    writer.written().catch((err: unknown) => this.fail(err))
+    this.readTo(taskId, reader.readTo())
+    const next = mark !== undefined ? afterRestore(mark, reader.highestSkipped) : undefined
+    const how = restoring.local ? `its local state (${local} records) and the changelog's tail (${restoring.tail} records)` : `its changelog topics (${count} records)`
+    const cut = (reader.skipped > 0 ? `; ${reader.skipped} records of incomplete commits left out` : '') + (reader.stale > 0 ? `; ${reader.stale} records a previous owner wrote after a newer one left out` : '')
+    this.logger.info({ taskId, records: count, local, skipped: reader.skipped, stale: reader.stale, ms: Math.round(ms) }, `task ${taskId} restored from ${how}${cut}`)
     return next
   }
 
   /** Stops the restores of these tasks (revoked, lost), and forgets their marks. */
   stop(ids: readonly string[]): void {
     for (const id of ids) {
-      this.readers.get(id)?.close()
-      this.readers.delete(id)
+      this.restoring.get(id)?.reader.close()
+      this.restoring.delete(id)
+      this.local.done(id)
       this.marks.delete(id)
     }
   }
@@ -120,35 +144,36 @@ export class ChangelogRestore {
     return { taskId, partition: def.partition, topics: this.topicsOf(def.subtopology.id).topics() }
   }
 
-  /** These active tasks' state as changelog records, for their local checkpoints (taken before they close). */
-  snapshot(tasks: readonly StreamTask[], committer: Committer): TaskSnapshot[] {
-    return tasks.map((task) => ({ ...this.partitionsOf(task.taskId.toString()), records: committer.codecOf(task).checkpointRecords(task.checkpoint()) }))
-  }
-
-  /** Keeps tasks' state, just committed, in the state directory (reading their changelogs' ends now, while this instance still owns them). */
-  async save(snapshots: readonly TaskSnapshot[]): Promise<void> {
-    await this.checkpoints.save(snapshots as TaskSnapshot[])
-  }
-
-  /** Closes every reader, waiting a bounded time for their consumers to disconnect, and for checkpoint writes. */
+  /** Closes every reader, waiting a bounded time for their consumers to disconnect. */
   async close(): Promise<void> {
-    const readers = [...this.readers.values()]
-    this.readers.clear()
+    const readers = [...this.restoring.values()].map((r) => r.reader)
+    this.restoring.clear()
     for (const r of readers) r.close()
     await within(Promise.all(readers.map((r) => r.disconnected())), READER_DISCONNECT_WAIT_MS)
     await within(this.consumer.close(), READER_DISCONNECT_WAIT_MS)
-    await this.checkpoints.written()
   }
 
   private reader(taskId: string, from?: Readonly<Record<string, number>>): ChangelogReader {
     const def = this.definition(taskId)
     const reader = new ChangelogReader(this.consumer.channel(), this.topicsOf(def.subtopology.id), def.partition, (err) => this.fail(err), from, this.marks.get(taskId))
-    this.readers.set(taskId, reader)
     reader.open((err) => this.fail(new PunctualError('ILLEGAL_STATE', `task ${taskId}: connecting its restore consumer: ${err.message}`, { cause: err })))
     return reader
   }
 
   private definition(taskId: string): TaskDefinition {
     return this.definitions.find((d) => d.id === taskId) as TaskDefinition
+  }
+}
+
+/** `source` as it is, each record it gives also handed to `each` (in order). */
+function writingTo(source: ChangelogReader, each: (record: ChangelogRecord) => void): ChangelogSource {
+  return {
+    remaining: () => source.remaining(),
+    read(max) {
+      const batch = source.read(max)
+      for (const record of batch) each(record)
+      return batch
+    },
+    whenReadable: () => source.whenReadable(),
   }
 }

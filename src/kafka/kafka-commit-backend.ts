@@ -61,8 +61,9 @@ const RECLAIM_WINDOW = 2 ** 16
  *   group took, rather than by numbering on into the next epoch, keeps a new owner that claimed that
  *   epoch meanwhile from sharing it with this member, should this one be a zombie. A task whose offsets
  *   the group takes in none of that window's commits has no number left past SEQ_MAX: its commit fails.
- * Tasks restore from their changelog topics (`ChangelogReader`): the runtime gives no `LocalTaskState`,
- * and this backend writes nothing beside its tasks' commits (`CommitBackend`'s `AlsoWrite` is `never`).
+ * It writes nothing beside its tasks' commits (`CommitBackend`'s `AlsoWrite` is `never`); the runtime
+ * wraps it in `LocalCommitBackend`, which writes each commit to the state directory once it is complete
+ * here (`send` tells what it wrote).
  */
 export class KafkaCommitBackend implements CommitBackend {
   constructor(
@@ -90,13 +91,23 @@ export class KafkaCommitBackend implements CommitBackend {
   }
 
   commit(commits: readonly TaskCommit[]): Promise<void> {
+    return this.send(commits).done.then(ignore)
+  }
+
+  /**
+   * Commits as `commit` does, and tells what it wrote: per task, the records produced to each changelog
+   * topic (its partition of it) and, at least once, the commit's number. `done` resolves once the commit
+   * is complete: with whether the group took its offsets (exactly-once: true, they went with the
+   * transaction), or rejects.
+   */
+  send(commits: readonly TaskCommit[]): SentCommit {
     // At least once: every task's number first, so that a task without one fails the commit before anything is written.
     const numbered = new Map<string, { readonly mark: CommitMark; offer: CommitMark | undefined }>()
     if (!this.exactlyOnce) {
       for (const c of commits) {
         const previous = this.marks.get(c.taskId) ?? NO_COMMIT
         if (seqOf(previous.n) === SEQ_MAX) {
-          return Promise.reject(new PunctualError('ILLEGAL_STATE', `task ${c.taskId}: no at-least-once commit number left in owner epoch ${epochOf(previous.n)}: the group took none of its claims of the next one`))
+          return { produced: new Map(), numbers: new Map(), done: Promise.reject(new PunctualError('ILLEGAL_STATE', `task ${c.taskId}: no at-least-once commit number left in owner epoch ${epochOf(previous.n)}: the group took none of its claims of the next one`)) }
         }
         const mark = { n: previous.n + 1, voids: previous.voids }
         // Near the end of the epoch's numbers: offer the group the claim of the next epoch.
@@ -108,7 +119,10 @@ export class KafkaCommitBackend implements CommitBackend {
     if (this.exactlyOnce) this.sink.hold()
     const now = this.clock.now()
     const offsets: PartitionOffset[] = []
+    const produced = new Map<string, Map<string, number>>()
     for (const c of commits) {
+      const counts = new Map<string, number>()
+      produced.set(c.taskId, counts)
       const [sub, partition] = parseTaskId(c.taskId)
       const topics = this.changelogs(sub)
       let headers: Headers = NO_HEADERS
@@ -124,6 +138,7 @@ export class KafkaCommitBackend implements CommitBackend {
       for (const r of c.records()) {
         const m = topics.toMessage(r)
         this.sink.produce(m.topic, partition, m.key, m.value, now, headers)
+        counts.set(m.topic, (counts.get(m.topic) ?? 0) + 1)
       }
       for (const [tp, offset] of Object.entries(c.checkpoint.positions)) {
         const at = tp.lastIndexOf(':')
@@ -131,12 +146,21 @@ export class KafkaCommitBackend implements CommitBackend {
         offsets.push(metadata === undefined ? { topic, partition: Number(tp.slice(at + 1)), offset } : { topic, partition: Number(tp.slice(at + 1)), offset, metadata })
       }
     }
-    if (this.exactlyOnce) return this.commitTransaction(offsets).then(() => this.onCommitted(offsets))
-    return this.flushAndCommit(offsets).then((taken) => {
+    const numbers = new Map([...numbered].map(([taskId, { mark }]) => [taskId, mark.n]))
+    if (this.exactlyOnce) {
+      const done = this.commitTransaction(offsets).then(() => {
+        this.onCommitted(offsets)
+        return true
+      })
+      return { produced, numbers, done }
+    }
+    const done = this.flushAndCommit(offsets).then((taken) => {
       // A claim the group took: the task's next commit is the new epoch's first (unless the task was claimed or assigned again meanwhile).
       if (taken) for (const [taskId, { mark, offer }] of numbered) if (offer !== undefined && this.marks.get(taskId) === mark) this.marks.set(taskId, offer)
       this.onCommitted(offsets)
+      return taken
     })
+    return { produced, numbers, done }
   }
 
   private async commitTransaction(offsets: PartitionOffset[]): Promise<void> {
@@ -159,6 +183,18 @@ export class KafkaCommitBackend implements CommitBackend {
     return undefined
   }
 }
+
+/** What a commit wrote (`KafkaCommitBackend.send`). */
+export interface SentCommit {
+  /** Per task: records produced per changelog topic (to the task's partition). */
+  readonly produced: ReadonlyMap<string, ReadonlyMap<string, number>>
+  /** At least once, per task: the commit's number. */
+  readonly numbers: ReadonlyMap<string, number>
+  /** Resolves once the commit is complete, with whether the group took its offsets; rejects when it failed. */
+  readonly done: Promise<boolean>
+}
+
+const ignore = (): void => {}
 
 /** `<sub-topology>_<partition>` into its numbers. */
 export function parseTaskId(taskId: string): [number, number] {

@@ -20,9 +20,11 @@ import { checkDeadLetterTopicOf, tasksOf } from '../runtime/task-factory.js'
 import { TaskLoop } from '../runtime/task-loop.js'
 import { TaskManager } from '../runtime/task-manager.js'
 import type { RestoreProgress } from '../runtime/task-manager.js'
+import { CheckpointStore } from '../state/checkpoint-store.js'
 import { StateDirectory } from '../state/state-directory.js'
 import type { Logger } from '../util/logger.js'
 import { ChangelogRestore } from './changelog-restore.js'
+import type { ChangelogTopics } from './changelog-topics.js'
 import { CALL_TIMEOUT_MS, disconnected, promised, within } from './client-calls.js'
 import { watchReports } from './client-reports.js'
 import { baseClientId, groupConsumerSettings } from './client-settings.js'
@@ -39,6 +41,8 @@ import type { KeyQueryMetadata, StreamsMetadata } from './instance-metadata.js'
 import { InternalTopics } from './internal-topics.js'
 import { KafkaCommitBackend } from './kafka-commit-backend.js'
 import { KafkaTaskManager } from './kafka-task-manager.js'
+import { LocalCommitBackend } from './local-commit-backend.js'
+import { LocalTaskEntries } from './local-task-entries.js'
 import { QueryMetadata } from './query-metadata.js'
 import { KafkaRecordCollector } from './record-collector.js'
 import { StreamsProducer } from './streams-producer.js'
@@ -71,7 +75,7 @@ interface Started {
  * sub-topology's inputs. This class is the facade: the lifecycle, the state and its events, metrics and
  * queries. The parts (docs/architecture.md): `InternalTopics` (topics, the group's topology),
  * `StreamsProducer` (transactions), `KafkaTaskManager` (assignment, revocation, lost tasks, recovery),
- * `ChangelogRestore` (restores and local checkpoints), `KafkaCommitBackend` (commits), `Fetcher` (input),
+ * `ChangelogRestore` (restores, from local state and the changelogs), `LocalCommitBackend` over `KafkaCommitBackend` (commits on Kafka, then locally), `Fetcher` (input),
  * `QueryMetadata` (which instance holds what). The same task loop as the embedded runtime processes in
  * short slices on the event loop, and wall-clock punctuations fire on the runtime's one armed timer.
  */
@@ -186,9 +190,11 @@ export class KafkaRuntime implements StreamsRuntime {
       consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
       watchReports(consumer, 'consumer', logger, (err) => this.fail(err))
       const offsets = new GroupOffsets(consumer, logger)
-      const restore = new ChangelogRestore(this.topology, definitions, supplier, config, logger, (t, p) => offsets.watermarks(t, p).then((w) => w.highOffset), (err) => this.fail(err))
+      // Task state on local disk: each commit leaves it there, a restore goes on from it.
+      const checkpoints = CheckpointStore.open(config.stateDir)
+      made.push(async () => checkpoints.close())
       const purger = await topics.purger(plan)
-      const backend = new KafkaCommitBackend(
+      const kafkaBackend = new KafkaCommitBackend(
         exactlyOnce,
         {
           sendOffsetsToTransaction: (o) => producer.sendOffsetsToTransaction(o, consumer),
@@ -202,12 +208,26 @@ export class KafkaRuntime implements StreamsRuntime {
           },
         },
         producer.sink,
-        (sub) => restore.topicsOf(sub),
+        (sub) => changelogTopicsOf(sub),
         (t) => plan.names.get(t) ?? t,
         config.clock,
         (o) => purger?.committed(o),
       )
+      const backend = new LocalCommitBackend(kafkaBackend, checkpoints, exactlyOnce)
       const committer = new Committer(backend)
+      const restore = new ChangelogRestore(
+        this.topology,
+        definitions,
+        supplier,
+        config,
+        logger,
+        new LocalTaskEntries(checkpoints, logger),
+        (def) => committer.codecFor(def.subtopology.id, def.subtopology.stores),
+        (t, p) => offsets.watermarks(t, p),
+        (taskId, readTo) => backend.restored(taskId, readTo),
+        (err) => this.fail(err),
+      )
+      const changelogTopicsOf = (sub: number): ChangelogTopics => restore.topicsOf(sub)
       const globals = await readGlobalTopics(this.topology, counts, supplier, config, logger, this.loop.onAppend, (err) => this.fail(err))
       made.push(async () => {
         await globals.reader?.stop()
@@ -245,8 +265,7 @@ export class KafkaRuntime implements StreamsRuntime {
         loop: this.loop,
         producer,
         restore,
-        committer,
-        backend,
+        backend: kafkaBackend,
         isRunning: () => this.currentState === 'RUNNING',
         fail: (err) => this.fail(err),
       })
@@ -288,8 +307,6 @@ export class KafkaRuntime implements StreamsRuntime {
           await parts.manager.settled()
           // The consumer keeps polling meanwhile: librdkafka reports an offset commit's result through it.
           await this.loop.commitAndWait()
-          // A temporary state directory goes with the instance: nothing to keep for a later run.
-          if (!this.ownsStateDir) await parts.restore.save(parts.restore.snapshot(this.tasks, parts.committer))
         })()
         if (await within(committed, STOP_WAIT_MS)) await committed
         else this.logger.warn({ waitedMs: STOP_WAIT_MS }, 'stopping without the last commit: the cluster did not answer in time; its records are processed again after a restart')

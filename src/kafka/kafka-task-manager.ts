@@ -1,6 +1,5 @@
 import { PunctualError } from '../errors.js'
 import type { StreamTask } from '../processor/internal/task.js'
-import type { Committer } from '../runtime/committer.js'
 import type { TaskDefinition } from '../runtime/task-factory.js'
 import type { TaskLoop } from '../runtime/task-loop.js'
 import type { TaskManager } from '../runtime/task-manager.js'
@@ -39,7 +38,6 @@ export interface KafkaTaskParts {
   readonly loop: TaskLoop
   readonly producer: StreamsProducer
   readonly restore: ChangelogRestore
-  readonly committer: Committer
   readonly backend: KafkaCommitBackend
   /** Whether the runtime runs (not stopping or failed). */
   isRunning(): boolean
@@ -50,8 +48,8 @@ export interface KafkaTaskParts {
  * Decides what happens to tasks when the group moves partitions, as Kafka Streams' `TaskManager`:
  * - `handleAssignment`: tasks all of whose input partitions are assigned start once the group's offsets
  *   of their inputs are stable (at least once, after claiming them: `claimMark`), restore, then process;
- * - `handleRevocation`: revoked tasks commit (with every other task, in one commit), keep their state as
- *   a local checkpoint, and close;
+ * - `handleRevocation`: revoked tasks commit (with every other task, in one commit, which also writes
+ *   their local state), and close;
  * - `handleLostAll`: tasks taken away without a revocation (the member was fenced) close without a
  *   commit; under exactly-once the open transaction, which may hold their output, is aborted first, and
  *   nothing commits from the moment the loss is known;
@@ -114,14 +112,9 @@ export class KafkaTaskManager {
       // (While the runtime stops, it commits and closes them itself.)
       if (this.recovering) tasks.lose(ids)
       else if (this.parts.isRunning()) {
-        const snapshots = restore.snapshot(this.activeIn(ids), this.parts.committer)
+        // The commit also writes their local state, which a later assignment here goes on from.
         tasks.revoke(ids, () => loop.commitNow())
-        const committed = await loop.settled().then(
-          () => true,
-          (err: unknown) => this.unlessRecovering(err),
-        )
-        // Before the partitions go: their changelogs' ends are still this commit's.
-        if (committed) await restore.save(snapshots)
+        await loop.settled().catch((err: unknown) => this.unlessRecovering(err))
       }
     }
     this.unassign(partitions)
@@ -322,10 +315,6 @@ export class KafkaTaskManager {
   private unassign(partitions: TopicPartitionRef[]): void {
     for (const p of partitions) this.parts.fetcher.remove(p.topic, p.partition)
     this.parts.consumer.incrementalUnassign(partitions)
-  }
-
-  private activeIn(ids: readonly string[]): StreamTask[] {
-    return this.parts.active.filter((t) => ids.includes(t.taskId.toString()))
   }
 
   /** The input partitions of these tasks, by their topics' names on the cluster. */

@@ -41,8 +41,8 @@ export interface RuntimeConfig {
   /**
    * The application's state directory: new, empty, or this application's (another folder is refused),
    * held by one process at a time. In the embedded runtime it makes the run durable (see
-   * `EmbeddedRuntimeConfig`); on Kafka it holds spill files and the local checkpoints of tasks that
-   * leave, so that they come back reading only their changelog's tail.
+   * `EmbeddedRuntimeConfig`); on Kafka it holds spill files and the tasks' local state, written at
+   * every commit, so that a task assigned here again (a restart too) reads only its changelog's tail.
    * @default a temporary directory, removed on stop
    */
   stateDir?: string

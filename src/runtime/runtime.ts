@@ -107,7 +107,7 @@ export interface StreamsRuntime {
   /**
    * The tasks restoring, and how far each has come. The embedded runtime restores its tasks within
    * `start()`, so this is empty unless tasks were moved while it runs; a Kafka instance restores each
-   * task the group assigns it from its changelog (after its local checkpoint, when it has one).
+   * task the group assigns it from its changelog (after its local state, when it has some).
    */
   restoreProgress(): RestoreProgress[]
 }

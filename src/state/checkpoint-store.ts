@@ -19,6 +19,39 @@ export interface DurableTaskState {
   readonly lastFires: Readonly<Record<string, number>>
   /** Next offset to read per input, keyed `topic:partition`. */
   readonly positions: Readonly<Record<string, number>>
+  /** Where the task's entries stand in its changelog topics (a runtime whose commits write changelogs: Kafka). */
+  readonly changelog?: ChangelogPosition
+}
+
+/**
+ * How far into a task's changelog topics its local entries reach: every entry is the changelog's as of
+ * `offsets` or later, never ahead of what the changelog holds as committed (a restore reads the tail
+ * from there). Written with each commit.
+ */
+export interface ChangelogPosition {
+  /** Per changelog topic (the task's partition of it): the offset the tail starts at. */
+  readonly offsets: Readonly<Record<string, number>>
+  /** When it was written (ms since the epoch): a tail older than the changelog keeps tombstones may miss deletions. */
+  readonly writtenAt: number
+  /** At least once: the number of the commit written (`commit-numbers.ts`). */
+  readonly n?: number
+  /** At least once: whether the group took that commit's offsets. */
+  readonly confirmed?: boolean
+}
+
+/** What a restore reads of a task's entries, one at a time (`CheckpointStore.taskEntries`). */
+export type TaskEntry =
+  | { readonly type: 'timer'; readonly record: TimerRecord }
+  | { readonly type: 'state'; readonly state: string; readonly kind: StateKind; readonly key: StoreKey; readonly entries: unknown }
+  | { readonly type: 'store'; readonly store: string; readonly key: StoreKey; readonly value: unknown }
+
+/** Writes of a task's entries outside commits: a restore's changelog tail (see `CheckpointStore.tailWriter`). */
+export interface TaskEntryWriter {
+  timer(record: TimerRecord, added: boolean): void
+  state(state: string, kind: StateKind, key: StoreKey, entries: unknown): void
+  store(store: string, key: StoreKey, value: unknown): void
+  /** Settles once every write so far is committed; rejects with the first that failed. */
+  written(): Promise<void>
 }
 
 type KeyPart = string | number | boolean
@@ -71,6 +104,8 @@ export const SLICE_MS = 2
  * once, 4,096 writes hold the event loop about 10 ms here.
  */
 export const SLICE_COMMITS_ABOVE = 4096
+/** Entries `removeTask` removes per lmdb transaction. */
+const REMOVE_BATCH = 10_000
 
 /** Where a commit's keyed writes go: queued on lmdb as they come, or into the journal. */
 interface KeyedWrites {
@@ -184,7 +219,7 @@ export class CheckpointStore {
   load(taskId: string): DurableTaskState | undefined {
     const state = this.tasks.get(taskId)
     if (state === undefined) return undefined
-    if (typeof state !== 'object' || state === null || (state.streamTime !== undefined && typeof state.streamTime !== 'number') || typeof state.lastFires !== 'object' || typeof state.positions !== 'object') {
+    if (typeof state !== 'object' || state === null || (state.streamTime !== undefined && typeof state.streamTime !== 'number') || typeof state.lastFires !== 'object' || typeof state.positions !== 'object' || (state.changelog !== undefined && !isChangelogPosition(state.changelog))) {
       throw new PunctualError('STATE_DIR', `checkpoint of task ${taskId} is corrupt; refusing to start rather than reset it`)
     }
     return state
@@ -253,6 +288,81 @@ export class CheckpointStore {
   }
 
   /**
+   * Every entry of a task, one at a time, from one read snapshot: its timers (in firing order), its
+   * keyed states' keys, its stores' entries (all stores, in memory or not).
+   */
+  *taskEntries(taskId: string): Generator<TaskEntry> {
+    for (const key of this.keyed.getKeys(prefixRange(['T', taskId]))) yield { type: 'timer', record: timerFromEntryKey(key) }
+    for (const { key, value } of this.keyed.getRange(prefixRange(['s', taskId]))) {
+      const [k, kind, entries] = value as SavedKeyedState
+      yield { type: 'state', state: key[2] as string, kind, key: k, entries }
+    }
+    for (const { key, value } of this.keyed.getRange(prefixRange(['kv', taskId]))) {
+      const [k, v] = value as [StoreKey, unknown]
+      yield { type: 'store', store: key[2] as string, key: k, value: v }
+    }
+  }
+
+  /** How many entries a task has (`taskEntries`); `limit`: counting stops there. */
+  countTaskEntries(taskId: string, limit?: number): number {
+    let n = 0
+    for (const prefix of ['T', 's', 'kv']) {
+      // A copy: lmdb marks the options object it counts with as a count.
+      n += this.keyed.getKeysCount({ ...prefixRange([prefix, taskId]), ...(limit === undefined ? {} : { limit: limit - n }) })
+      if (limit !== undefined && n >= limit) return n
+    }
+    return n
+  }
+
+  /**
+   * Removes a task's record and entries (a state that cannot be used: the task restores from the
+   * beginning of its changelog), a bounded batch per lmdb transaction so as not to hold the event loop
+   * long. The record goes first: a process that stops part-way leaves entries without a record, which
+   * the next restore removes again.
+   */
+  async removeTask(taskId: string): Promise<void> {
+    await this.tasks.remove(taskId)
+    for (const prefix of ['T', 's', 'kv']) {
+      const range = prefixRange([prefix, taskId])
+      for (;;) {
+        const keys = [...this.keyed.getKeys({ ...range, limit: REMOVE_BATCH })]
+        if (keys.length === 0) break
+        for (const key of keys) this.keyed.remove(key).catch(ignore)
+        await this.written()
+      }
+    }
+  }
+
+  /**
+   * Writes a task's entries straight into the keyed database, outside any commit: records of the
+   * task's changelog that a restore read past the offsets of its last commit (`ChangelogPosition`).
+   * The caller writes only what the changelog holds as committed, so an entry written ahead of the
+   * task's record is still the changelog's as of a later point: the next restore reads the same tail
+   * again and ends in the same state.
+   */
+  entryWriter(taskId: string): TaskEntryWriter {
+    let failure: unknown
+    const handled = (written: Promise<unknown>): void => {
+      written.catch((err: unknown) => (failure ??= err))
+    }
+    return {
+      timer: (record, added) => handled(added ? this.keyed.put(timerEntryKey(taskId, record), null) : this.keyed.remove(timerEntryKey(taskId, record))),
+      state: (state, kind, key, entries) => {
+        const k = ['s', taskId, state, keyPart(key)]
+        handled(entries === undefined ? this.keyed.remove(k) : this.keyed.put(k, [key, kind, entries]))
+      },
+      store: (store, key, value) => {
+        const k = ['kv', taskId, store, keyPart(key)]
+        handled(value === undefined ? this.keyed.remove(k) : this.keyed.put(k, [key, value]))
+      },
+      written: async () => {
+        await this.written()
+        if (failure !== undefined) throw writeError(failure)
+      },
+    }
+  }
+
+  /**
    * Writes every task's state, keyed changes and store changes, and whatever `alsoWrite` hands the
    * commit (the embedded runtime's topics), atomically: all or nothing, also across a crash.
    *
@@ -290,20 +400,21 @@ export class CheckpointStore {
    * Commits must not overlap: the next is taken once this one settled (as the committer does), or a
    * smaller later one could be applied before it.
    */
-  saveAfter(
-    durable: Promise<unknown>,
-    states: ReadonlyMap<string, DurableTaskState>,
+  saveAfter<T>(
+    durable: Promise<T>,
+    /** The task records, or what makes them of `durable`'s value (called at the seal). */
+    states: ReadonlyMap<string, DurableTaskState> | ((durable: T) => ReadonlyMap<string, DurableTaskState>),
     keyedChanges: ReadonlyMap<string, KeyedChanges> = new Map(),
     storeChanges: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>> = new Map(),
     keyedLater: ReadonlyMap<string, KeyedLater> = new Map(),
   ): Promise<CommitHolds | void> {
     // Handled here: a rejection while the commit is still being encoded is reported when it is awaited.
     durable.catch(() => {})
-    return this.write(states, keyedChanges, storeChanges, undefined, keyedLater, durable)
+    return this.write(states as TaskRecords, keyedChanges, storeChanges, undefined, keyedLater, durable)
   }
 
   private write(
-    states: ReadonlyMap<string, DurableTaskState>,
+    states: TaskRecords,
     keyedChanges: ReadonlyMap<string, KeyedChanges>,
     storeChanges: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>>,
     alsoWrite: ((writer: CommitWriter) => void) | undefined,
@@ -341,8 +452,11 @@ export class CheckpointStore {
     const sliced = after !== undefined || (count > this.sliceAbove && keyedChanges.size === 0)
     const journal = sliced ? this.journal.begin() : undefined
     const handled = new Handled()
-    const tasks = (): void => {
-      for (const [taskId, s] of states) handled.add(this.tasks.put(taskId, { streamTime: s.streamTime, lastFires: s.lastFires, positions: s.positions }))
+    const tasks = (durable?: unknown): void => {
+      for (const [taskId, s] of typeof states === 'function' ? states(durable) : states) {
+        const record: DurableTaskState = { streamTime: s.streamTime, lastFires: s.lastFires, positions: s.positions }
+        handled.add(this.tasks.put(taskId, s.changelog === undefined ? record : { ...record, changelog: s.changelog }))
+      }
     }
     // Queued at once, the task records go first: the event turn's first write has a promise of its own.
     if (journal === undefined) tasks()
@@ -426,8 +540,8 @@ export class CheckpointStore {
       return this.finish(
         journal,
         later,
-        () => {
-          tasks()
+        (durable) => {
+          tasks(durable)
           for (const write of atSeal) write()
         },
         after,
@@ -438,7 +552,7 @@ export class CheckpointStore {
   }
 
   /** The rest of a sliced `save` (or a `saveAfter`), a slice per event turn. */
-  private async finish(journal: JournalWrite, later: ReadonlyArray<(deadline: number) => boolean>, seal: () => void, after: Promise<unknown> | undefined): Promise<CommitHolds> {
+  private async finish(journal: JournalWrite, later: ReadonlyArray<(deadline: number) => boolean>, seal: (durable: unknown) => void, after: Promise<unknown> | undefined): Promise<CommitHolds> {
     const holds = new Holds(() => this.closed)
     let next = 0
     await holds.sliced((deadline) => {
@@ -451,12 +565,12 @@ export class CheckpointStore {
     })
     // Nothing of the journal is on disk before its seal: a commit whose other half failed is dropped
     // here, and so is one whose store closes meanwhile (the next step rejects, the store being closed).
-    if (after !== undefined) await Promise.race([after, this.closing])
+    const durable = after === undefined ? undefined : await Promise.race([after, this.closing])
     // One turn: lmdb commits the marker with everything else queued in it, in one transaction.
     let sealed: Promise<void> | undefined
     await holds.sliced(() => {
       journal.seal()
-      seal()
+      seal(durable)
       sealed = this.written()
       return true
     })
@@ -581,6 +695,15 @@ function migrateTimers(db: Database<unknown, KeyPart[]>): void {
       db.removeSync(key)
     }
   })
+}
+
+/** A commit's task records, or (`saveAfter`) what makes them of its other half's outcome. */
+type TaskRecords = ReadonlyMap<string, DurableTaskState> | ((durable: unknown) => ReadonlyMap<string, DurableTaskState>)
+
+function isChangelogPosition(value: unknown): value is ChangelogPosition {
+  if (typeof value !== 'object' || value === null) return false
+  const p = value as ChangelogPosition
+  return typeof p.offsets === 'object' && p.offsets !== null && Object.values(p.offsets).every((o) => typeof o === 'number' && Number.isInteger(o) && o >= 0) && typeof p.writtenAt === 'number' && (p.n === undefined || typeof p.n === 'number')
 }
 
 /** The keys that start with `prefix` (its last part a string: `\u0000` is the first string after it). */

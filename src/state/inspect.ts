@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { open } from 'lmdb'
+import type { Database } from 'lmdb'
 import { PunctualError } from '../errors.js'
 import type { DurableTaskState } from './checkpoint-store.js'
 import { lockOwner } from './state-directory.js'
@@ -22,21 +23,16 @@ export interface InspectedTask {
    * entries and are not counted.
    */
   readonly stores: Readonly<Record<string, number>>
-  /**
-   * A Kafka instance's local checkpoint of the task, which all of the above comes from: written when the
-   * instance gave the task up or stopped, as of that commit.
-   */
-  readonly checkpoint?: InspectedCheckpoint
+  /** A Kafka instance's: where the task's local state stands in its changelog topics (a restore reads the tail from there). */
+  readonly changelog?: InspectedChangelogPosition
 }
 
-/** A Kafka instance's local checkpoint of a task (`<stateDir>/tasks/<task>.checkpoint`). */
-export interface InspectedCheckpoint {
+/** Where a Kafka instance's local state of a task stands in its changelog topics, as of its last commit. */
+export interface InspectedChangelogPosition {
+  /** When the commit that wrote it was written. */
   readonly writtenAt: Date
-  readonly bytes: number
-  /** Changelog records it holds: the task's whole state as of its commit. */
-  readonly records: number
-  /** Per changelog topic of the task, the offset its records reach: a restore reads the changelog from there. */
-  readonly changelogOffsets: Readonly<Record<string, number>>
+  /** Per changelog topic of the task: the offset the local state reaches. */
+  readonly offsets: Readonly<Record<string, number>>
 }
 
 /** The process running the application whose state directory this is, while it runs. */
@@ -53,8 +49,8 @@ export interface StateDirectoryReport {
   readonly format: number
   /**
    * Which runtime keeps this directory. The embedded runtime keeps its checkpoints and topics in it; a Kafka
-   * instance keeps its state in changelog topics, and here only the local checkpoints of tasks it gave up
-   * or held when it stopped (and spill files).
+   * instance keeps its tasks' state here as of each commit, with where it stands in their changelog topics
+   * (which hold it too).
    */
   readonly runtime: 'embedded' | 'kafka'
   /**
@@ -62,9 +58,9 @@ export interface StateDirectoryReport {
    * commit when it was read, and the application goes on changing it.
    */
   readonly live: LiveOwner | undefined
-  /** Size of the checkpoint store's file (a Kafka instance's: of its task checkpoints). */
+  /** Size of the checkpoint store's file. */
   readonly checkpointBytes: number
-  /** When the checkpoint store was last written: the last commit (a Kafka instance's: its last task checkpoint written; undefined when none was). */
+  /** When the checkpoint store was last written: the last commit. */
   readonly lastCommitAt: Date | undefined
   /** A large commit written to the journal and not yet applied: the next start applies it. */
   readonly pendingJournal: boolean
@@ -90,7 +86,8 @@ export function inspectStateDirectory(path: string): StateDirectoryReport {
     const keyed = env.openDB<unknown, Array<string | number | boolean>>({ name: 'keyed', useRecords: false } as { name: string })
     const journal = env.openDB<Buffer, number[]>({ name: 'journal', encoding: 'binary' })
     // A chunk of a partition's records per key: [topic, partition, first offset, count, append time].
-    const log = env.openDB<unknown, Array<string | number>>({ name: 'log-records', encoding: 'binary' })
+    // (Absent from a Kafka instance's directory: a read-only environment opens no new database.)
+    const log = env.openDB<unknown, Array<string | number>>({ name: 'log-records', encoding: 'binary' }) as Database<unknown, Array<string | number>> | undefined
     // Opened databases first: opening one renews the environment's read transaction.
     const transaction = env.useReadTransaction()
     try {
@@ -110,8 +107,9 @@ export function inspectStateDirectory(path: string): StateDirectoryReport {
         } else if (kind === 's') t.keyedStates[name as string] = (t.keyedStates[name as string] ?? 0) + 1
         else if (kind === 'kv') tallyStoreKey(t.storeKeys, name as string, storeKey)
       }
+      const kafka = [...tasks.values()].some((t) => t.state.changelog !== undefined)
       const topicRecords: Record<string, number> = {}
-      for (const key of log.getKeys({ transaction })) {
+      for (const key of log?.getKeys({ transaction }) ?? []) {
         const [topic, , , count] = key as [string, number, number, number]
         topicRecords[topic] = (topicRecords[topic] ?? 0) + count
       }
@@ -119,14 +117,23 @@ export function inspectStateDirectory(path: string): StateDirectoryReport {
         path,
         applicationId,
         format,
-        runtime: 'embedded',
+        runtime: kafka ? 'kafka' : 'embedded',
         live,
         checkpointBytes: statSync(data).size,
         lastCommitAt: statSync(data).mtime,
         pendingJournal: journal.getKeysCount({ transaction }) > 0,
         tasks: [...tasks]
           .sort(([a], [b]) => compareTaskIds(a, b))
-          .map(([taskId, t]) => ({ taskId, streamTime: t.state.streamTime, positions: t.state.positions, lastFires: t.state.lastFires, timers: t.timers, keyedStates: t.keyedStates, stores: storeEntries(t.storeKeys) })),
+          .map(([taskId, t]) => ({
+            taskId,
+            streamTime: t.state.streamTime,
+            positions: t.state.positions,
+            lastFires: t.state.lastFires,
+            timers: t.timers,
+            keyedStates: t.keyedStates,
+            stores: storeEntries(t.storeKeys),
+            ...(t.state.changelog === undefined ? {} : { changelog: { writtenAt: new Date(t.state.changelog.writtenAt), offsets: t.state.changelog.offsets } }),
+          })),
         topicRecords,
       }
     } finally {

@@ -5,9 +5,7 @@ import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { cli } from '../helpers/cli.js'
 import { EmbeddedRuntime, PunctuationType, Serdes, silentLogger, StateDescriptors, StreamsBuilder, TimeWindows } from '../../src/index.js'
-import { localCheckpointPath, writeLocalCheckpoint } from '../../src/kafka/checkpoint-file.js'
-import type { TaskCheckpoint } from '../../src/processor/internal/task-config.js'
-import { TaskChangelogCodec } from '../../src/runtime/changelog-records.js'
+import { CheckpointStore } from '../../src/state/checkpoint-store.js'
 import { StateDirectory } from '../../src/state/state-directory.js'
 import type { KeyedProcessorContext } from '../../src/index.js'
 import { ManualClock } from '../../src/testing/index.js'
@@ -161,38 +159,40 @@ describe('punctual inspect STATE_DIR', () => {
 })
 
 describe('punctual inspect on a Kafka instance’s state directory', () => {
-  it('describes each task’s local checkpoint and what it holds, not an empty embedded directory', async () => {
+  it('describes each task’s state as of its last commit, with where it stands in its changelog topics', async () => {
     const dir = join(root, 'kafka-instance')
     StateDirectory.open(dir, 'on-kafka').release()
-    const codec = new TaskChangelogCodec([])
-    const checkpoint = (n: number): TaskCheckpoint => ({
-      streamTime: 1000 + n,
-      lastFires: { tick: 6000 },
-      positions: { [`input:${n}`]: 10 + n },
-      keyed: {
-        timers: [
-          { kind: 'user', domain: 'event', timestamp: 2000, seq: 1, owner: 'alerts', key: 'a' },
-          { kind: 'ttl', domain: 'processing', timestamp: 9000, seq: 2, owner: 'alerts', key: 'a' },
-        ],
-        states: { 'alerts/seen': { kind: 'value', entries: [['a', [['v', 1000]]]] } },
-      },
-      // Two windows, and the stream time the store logs beside them.
-      stores: { 'per-second-store': [['w1', 1], ['w2', 2], [-1, 1000 + n]] },
-    })
+    const store = CheckpointStore.open(dir)
     for (const n of [0, 1]) {
-      await writeLocalCheckpoint(localCheckpointPath(dir, `0_${n}`), { taskId: `0_${n}`, offsets: { 'on-kafka-per-second-store-changelog': 40 + n }, writtenAt: Date.UTC(2026, 11, 3, 12, n) }, codec.checkpointRecords(checkpoint(n)))
+      const taskId = `0_${n}`
+      await store.save(
+        new Map([[taskId, { streamTime: 1000 + n, lastFires: { tick: 6000 }, positions: { [`input:${n}`]: 10 + n }, changelog: { offsets: { 'on-kafka-per-second-store-changelog': 40 + n }, writtenAt: Date.UTC(2026, 11, 3, 12, n) } }]]),
+        new Map([
+          [
+            taskId,
+            {
+              states: [{ state: 'alerts/seen', kind: 'value' as const, key: 'a', entries: [['v', 1000]] }],
+              timers: [
+                { added: true, record: { kind: 'user' as const, domain: 'event' as const, timestamp: 2000, seq: 1, owner: 'alerts', key: 'a' } },
+                { added: true, record: { kind: 'ttl' as const, domain: 'processing' as const, timestamp: 9000, seq: 2, owner: 'alerts', key: 'a' } },
+              ],
+            },
+          ],
+        ]),
+        // Two windows, and the stream time the store logs beside them.
+        new Map([[taskId, new Map([['per-second-store', [['w1', 1], ['w2', 2], [-1, 1000 + n]] as Array<[string | number, number]>]])]]),
+      )
     }
+    await store.close()
     const { code, out, err } = await cli('inspect', dir, '--json')
     assert.equal(code, 0, err.join('\n'))
     const report = JSON.parse(out.join('\n')) as {
       runtime: string
       checkpointBytes: number
-      lastCommitAt: string
-      tasks: Array<{ taskId: string; streamTime: number; positions: Record<string, number>; lastFires: Record<string, number>; timers: unknown; keyedStates: Record<string, number>; stores: Record<string, number>; checkpoint: { records: number; changelogOffsets: Record<string, number>; writtenAt: string } }>
+      tasks: Array<{ taskId: string; streamTime: number; positions: Record<string, number>; lastFires: Record<string, number>; timers: unknown; keyedStates: Record<string, number>; stores: Record<string, number>; changelog: { offsets: Record<string, number>; writtenAt: string } }>
     }
     assert.equal(report.runtime, 'kafka')
     assert.ok(report.checkpointBytes > 0)
-    assert.equal(report.lastCommitAt, '2026-12-03T12:01:00.000Z')
     assert.deepEqual(
       report.tasks.map((t) => t.taskId),
       ['0_0', '0_1'],
@@ -204,20 +204,13 @@ describe('punctual inspect on a Kafka instance’s state directory', () => {
     assert.deepEqual(t0?.timers, { user: { event: 1, processing: 0 }, ttl: { event: 0, processing: 1 } })
     assert.deepEqual(t0?.keyedStates, { 'alerts/seen': 1 })
     assert.deepEqual(t0?.stores, { 'per-second-store': 2 })
-    assert.deepEqual(t0?.checkpoint.changelogOffsets, { 'on-kafka-per-second-store-changelog': 40 })
-    assert.equal(t0?.checkpoint.records, codec.checkpointRecords(checkpoint(0)).length)
+    assert.deepEqual(t0?.changelog, { offsets: { 'on-kafka-per-second-store-changelog': 40 }, writtenAt: '2026-12-03T12:00:00.000Z' })
 
     const text = await cli('inspect', dir)
     assert.equal(text.code, 0)
     const printed = text.out.join('\n')
-    assert.doesNotMatch(printed, /no task has committed yet|checkpoints 0\.0 MB/)
-    assert.match(printed, /a Kafka instance/)
-    assert.match(printed, /task checkpoints: 2, \d+\.\d MB; the last written 2026-12-03T12:01:00\.000Z/)
-    assert.match(printed, /\n {2}checkpoint written 2026-12-03T12:00:00\.000Z, \d+\.\d MB, \d+ records; changelog on-kafka-per-second-store-changelog to 40\n/)
-
-    writeFileSync(localCheckpointPath(dir, '0_2'), 'not a checkpoint')
-    const bad = await cli('inspect', dir)
-    assert.equal(bad.code, 1)
-    assert.deepEqual(bad.err, [`punctual inspect: ${localCheckpointPath(dir, '0_2')} cannot be read: ${localCheckpointPath(dir, '0_2')} is not a punctual task checkpoint`])
+    assert.doesNotMatch(printed, /no task has committed yet/)
+    assert.match(printed, /a Kafka instance's tasks as of their last commit here/)
+    assert.match(printed, /\n {2}committed 2026-12-03T12:01:00\.000Z; changelog on-kafka-per-second-store-changelog to 41\n/)
   })
 })

@@ -39,7 +39,7 @@ describe('punctual run APP --kafka on a real broker', () => {
       assert.equal(await run, 0, err.join('\n'))
       assert.equal(seen.aborted, true, 'the hook is told the run ended')
       assert.match(err.join('\n'), new RegExp(`joined its group on .*; local state in ${stateDir.replaceAll('/', '\\/')}`))
-      assert.match(err.at(-1) ?? '', /stopped \(SIGINT\); its state is in its changelog topics, its local checkpoints in /)
+      assert.match(err.at(-1) ?? '', /stopped \(SIGINT\); its state is in its changelog topics, its local state in /)
     } finally {
       process.chdir(cwd)
       delete process.env.PUNCTUAL_TEST_TOPIC

@@ -19,6 +19,8 @@ const debug = process.env.PUNCTUAL_KAFKA_TEST_DEBUG === '1'
 const logger = createConsoleLogger({ level: debug ? 'debug' : 'info', write: (line) => process.stderr.write(`[${name}] ${line}\n`) })
 // PUNCTUAL_KAFKA_TEST_RDKAFKA_DEBUG=cgrp,fetch: librdkafka's own debug contexts for the consumer, in the same log.
 const rdkafkaDebug = process.env.PUNCTUAL_KAFKA_TEST_RDKAFKA_DEBUG
+// PUNCTUAL_KAFKA_TEST_STATE_DIR: the runtime's state directory (processes.ts sets it from `stateDir`).
+const stateDir = process.env.PUNCTUAL_KAFKA_TEST_STATE_DIR
 const topology = workload === 'flights' ? flightsTopology({ progressStartMs: 0, topicPrefix: input }) : workload === 'counts' ? counts(input, output) : windowedFinal(input, output)
 const rt = new KafkaRuntime(topology, {
   applicationId: app,
@@ -27,6 +29,7 @@ const rt = new KafkaRuntime(topology, {
   commitIntervalMs: Number(commitInterval),
   logger,
   ...(rdkafkaDebug === undefined ? {} : { consumer: { debug: rdkafkaDebug } }),
+  ...(stateDir === undefined ? {} : { stateDir }),
 })
 rt.on('error', (err) => {
   process.stderr.write(`[${name}] instance failed: ${err.stack ?? err.message}\n`)

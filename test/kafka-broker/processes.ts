@@ -15,6 +15,8 @@ export interface InstanceOptions {
   readonly bootstrap?: string
   /** The runtime's commit interval (100 ms unless given). */
   readonly commitIntervalMs?: number
+  /** The runtime's state directory (a temporary one, removed at stop, unless given). */
+  readonly stateDir?: string
 }
 
 /**
@@ -49,7 +51,7 @@ export class Instance {
     workload: string,
     options: InstanceOptions = {},
   ) {
-    const env = options.bootstrap === undefined ? process.env : { ...process.env, PUNCTUAL_KAFKA_BOOTSTRAP: options.bootstrap }
+    const env = { ...process.env, ...(options.bootstrap === undefined ? {} : { PUNCTUAL_KAFKA_BOOTSTRAP: options.bootstrap }), ...(options.stateDir === undefined ? {} : { PUNCTUAL_KAFKA_TEST_STATE_DIR: options.stateDir }) }
     const extra = options.commitIntervalMs === undefined ? [] : [String(options.commitIntervalMs)]
     this.child = spawn(process.execPath, ['--import', 'tsx', INSTANCE, ...args, name, workload, ...extra], { stdio: ['ignore', 'pipe', 'pipe'], env })
     createInterface({ input: this.child.stdout as NodeJS.ReadableStream }).on('line', (line) => {

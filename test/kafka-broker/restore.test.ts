@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
@@ -8,11 +8,14 @@ import type { Logger } from '../../src/util/logger.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import { COMMIT_HEADER, commitHeaderValue, parseCommitMark } from '../../src/kafka/commit-numbers.js'
 import { changelogTopic } from '../../src/kafka/topics.js'
-import { bootstrapServers } from './cluster.js'
+import { CheckpointStore } from '../../src/state/checkpoint-store.js'
+import { bootstrapServers, TestCluster } from './cluster.js'
 import { onSharedBroker } from './shared-broker.js'
 import { until } from './workload.js'
 
 const KEYS = Number(process.env.PUNCTUAL_KAFKA_RESTORE_KEYS ?? 1_000_000)
+/** Keys of the test of an instance that comes back with its state directory (more to measure its restore). */
+const LOCAL_KEYS = Number(process.env.PUNCTUAL_KAFKA_LOCAL_KEYS ?? 20_000)
 const str = { keySerde: Serdes.String(), valueSerde: Serdes.String() }
 
 /** Counts per key in a table; only counts above 1 reach the output, so a first pass over new keys writes nothing. */
@@ -48,6 +51,24 @@ function restoreLogger(onRestored: (taskId: string, records: number, ms: number,
 async function nextCommitNumber(cluster: { committedMarks(group: string, topic: string): Promise<Array<string | undefined>> }, group: string, topic: string): Promise<number> {
   const [metadata] = await cluster.committedMarks(group, topic)
   return (parseCommitMark(metadata)?.n ?? 0) + 1
+}
+
+/** A task's local state reaches the end of each of its changelog partitions (read once the instance stopped). */
+async function assertLocalStateAtEnd(stateDir: string, taskId: string, applicationId: string): Promise<void> {
+  const store = CheckpointStore.open(stateDir)
+  const offsets = store.load(taskId)?.changelog?.offsets
+  await store.close()
+  const partition = Number(taskId.slice(taskId.indexOf('_') + 1))
+  const cluster = await TestCluster.connect()
+  try {
+    const ends: Record<string, number> = {}
+    for (const topic of Object.keys(offsets ?? {})) ends[topic] = ((await cluster.offsets(topic))[partition] as { high: number }).high
+    assert.ok(offsets !== undefined && Object.keys(offsets).length > 0, `task ${taskId} has local state with changelog offsets`)
+    assert.ok(Object.keys(offsets).every((t) => t.startsWith(applicationId)), `the task's changelog topics: ${Object.keys(offsets).join(', ')}`)
+    assert.deepEqual(offsets, ends, 'the counted offsets are the changelog partitions’ ends')
+  } finally {
+    await cluster.close()
+  }
 }
 
 describe('KafkaRuntime: a big task moves', () => {
@@ -108,54 +129,56 @@ describe('KafkaRuntime: a big task moves', () => {
     assert.deepEqual(out.sort(), again.map((r) => `${r.key}=2`).sort())
   })
 
-  it('an instance that comes back with its state directory reads its local checkpoint, then only the changelog written since', async () => {
+  it('an instance that comes back with its state directory reads its local state, then only the changelog written since', async () => {
     const input = `${run}-local-in`
     const output = `${run}-local-out`
     await broker.cluster.createTopic(input, 1)
     await broker.cluster.createTopic(output, 1)
-    const n = 20_000
+    const n = LOCAL_KEYS
     const at = (i: number, pass: number) => ({ key: `key-${i}`, value: 'v', timestamp: 1_700_000_000_000 + pass * n + i })
     const dir = mkdtempSync(join(tmpdir(), 'punctual-local-'))
     const stateDir = join(dir, 'state')
     const config = { applicationId: `${run}-local-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'exactly_once_v2' as const }
-    const restores: Array<{ records: number; local: number }> = []
-    const logger = restoreLogger((_t, records, _ms, local) => restores.push({ records, local }))
+    const restores: Array<{ records: number; local: number; ms: number }> = []
+    const logger = restoreLogger((_t, records, ms, local) => restores.push({ records, local, ms }))
     const firstRestores: number[] = []
     try {
-      // Every key counted once, on an instance with a state directory: its stop keeps the task there.
+      // Every key counted once, on an instance with a state directory: its commits keep the task there.
       await broker.cluster.produce(input, 1, Array.from({ length: n }, (_, i) => at(i, 0)))
       const first = new KafkaRuntime(countsAboveOne(input, output), { ...config, stateDir, logger: restoreLogger((_t, records) => firstRestores.push(records)) })
       broker.track(first)
       await first.start()
       await until('the first run counted every key', () => first.metrics().processedRecords >= n, 300_000)
       await first.stop()
-      assert.ok(existsSync(join(stateDir, 'tasks', '0_0.checkpoint')), 'the stop wrote the task’s checkpoint')
       assert.deepEqual(firstRestores, [0], 'nothing to restore the first time')
+      // Each commit left the task's state in the state directory, with offsets counted, not asked for: they reach the changelogs' ends.
+      await assertLocalStateAtEnd(stateDir, '0_0', `${run}-local-app`)
 
       // Meanwhile another instance (no state directory of its own) runs the task: 100 counts go to 2.
       const other = new KafkaRuntime(countsAboveOne(input, output), { ...config, logger })
       broker.track(other)
       await other.start()
       await until('the other instance restored the task', () => restores.length === 1, 300_000)
-      assert.equal(restores[0]?.local, 0, 'the other instance has no checkpoint')
+      assert.equal(restores[0]?.local, 0, 'the other instance has no local state')
       await broker.cluster.produce(input, 1, Array.from({ length: 100 }, (_, i) => at(i, 1)))
       await until('the other instance counted them', () => other.metrics().processedRecords >= 100, 120_000)
       await other.stop()
 
-      // Back with its state directory: the checkpoint, then the other instance's changes from the changelog.
+      // Back with its state directory: its local state, then the other instance's changes from the changelog.
       const back = new KafkaRuntime(countsAboveOne(input, output), { ...config, stateDir, logger })
       broker.track(back)
       await back.start()
       await until('the instance that came back restored the task', () => restores.length === 2, 300_000)
-      const { records, local } = restores[1] as { records: number; local: number }
-      process.stdout.write(`# restored from the local checkpoint: ${local} records, then ${records - local} from the changelog's tail\n`)
-      assert.ok(local >= n, `${local} records from the checkpoint, at least one per key`)
+      const { records, local, ms } = restores[1] as { records: number; local: number; ms: number }
+      process.stdout.write(`# restored from local state: ${local} records, then ${records - local} from the changelog's tail, in ${ms} ms (the other instance, from the changelog: ${restores[0]?.records} records in ${restores[0]?.ms} ms)\n`)
+      assert.ok(local >= n, `${local} records from local state, at least one per key`)
       assert.ok(records - local >= 100 && records - local < 1_000, `${records - local} records from the changelog: the other instance's 100 counts and its clocks, not the whole changelog`)
-      // Keys the other instance counted go to 3 (the tail was applied); a key only the checkpoint knows goes to 2.
+      // Keys the other instance counted go to 3 (the tail was applied); a key only the local state knows goes to 2.
       const last = [...Array.from({ length: 100 }, (_, i) => at(i, 2)), at(n - 1, 2)]
       await broker.cluster.produce(input, 1, last)
       await until('the instance that came back counted them', () => back.metrics().processedRecords >= last.length, 120_000)
       await back.stop()
+      await assertLocalStateAtEnd(stateDir, '0_0', `${run}-local-app`)
       const out = (await broker.cluster.readAll(output, 1)).flat().map((r) => `${r.key}=${r.value}`)
       const expected = [...Array.from({ length: 100 }, (_, i) => `key-${i}=2`), ...Array.from({ length: 100 }, (_, i) => `key-${i}=3`), `key-${n - 1}=2`]
       assert.deepEqual(out.sort(), expected.sort())

@@ -2,13 +2,18 @@
 // in-memory cluster (mock-clients.ts). Each test asserts what was committed (outputs, offsets, marks)
 // and what is redone.
 import assert from 'node:assert/strict'
-import { afterEach, describe, it } from 'node:test'
+import { cpSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, afterEach, describe, it } from 'node:test'
 import { Consumed, createConsoleLogger, Materialized, Produced, QueryableStoreTypes, Serdes, StreamsBuilder } from '../../src/index.js'
 import type { Topology } from '../../src/index.js'
 import { withClientSupplier } from '../../src/kafka/client-supplier.js'
 import { EPOCH_SIZE, epochOf, parseCommitMark } from '../../src/kafka/commit-numbers.js'
 import type { ProcessingGuarantee } from '../../src/kafka/config.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
+import { CheckpointStore } from '../../src/state/checkpoint-store.js'
+import type { ChangelogPosition } from '../../src/state/checkpoint-store.js'
 import { MockCluster } from './mock-clients.js'
 import type { MockGroupConsumer, MockProducer } from './mock-clients.js'
 
@@ -49,8 +54,9 @@ function cluster(): MockCluster {
   return c
 }
 
-async function started(c: MockCluster, guarantee: ProcessingGuarantee, options: { commitIntervalMs?: number; topology?: Topology } = {}): Promise<{ rt: KafkaRuntime; consumer: MockGroupConsumer }> {
-  const rt = new KafkaRuntime(options.topology ?? counting(), withClientSupplier({ applicationId: 'app', bootstrapServers: 'mock:9092', processingGuarantee: guarantee, commitIntervalMs: options.commitIntervalMs ?? 20, logger }, c.supplier()))
+async function started(c: MockCluster, guarantee: ProcessingGuarantee, options: { commitIntervalMs?: number; topology?: Topology; stateDir?: string } = {}): Promise<{ rt: KafkaRuntime; consumer: MockGroupConsumer }> {
+  const config = { applicationId: 'app', bootstrapServers: 'mock:9092', processingGuarantee: guarantee, commitIntervalMs: options.commitIntervalMs ?? 20, logger, ...(options.stateDir === undefined ? {} : { stateDir: options.stateDir }) }
+  const rt = new KafkaRuntime(options.topology ?? counting(), withClientSupplier(config, c.supplier()))
   running.push(rt)
   await rt.start()
   return { rt, consumer: c.consumers.at(-1) as MockGroupConsumer }
@@ -94,6 +100,35 @@ function keyCounts(partitions: ReadonlyArray<[partition: number, records: number
 }
 
 const committedOffset = (c: MockCluster, partition: number): number | undefined => c.groupOffsets.get(`${IN}:${partition}`)?.offset
+
+const dirs = mkdtempSync(join(tmpdir(), 'punctual-kafka-local-'))
+after(() => rmSync(dirs, { recursive: true, force: true }))
+let dirCount = 0
+const stateDir = (): string => join(dirs, `state-${++dirCount}`)
+
+/** Where task `taskId`'s local state stands in its changelog topics, as its last local commit wrote. */
+async function localChangelogPosition(dir: string, taskId: string): Promise<ChangelogPosition | undefined> {
+  const store = CheckpointStore.open(dir)
+  try {
+    return store.load(taskId)?.changelog
+  } finally {
+    await store.close()
+  }
+}
+
+/** The end offsets of task 0_0's changelog partitions (its store's, and punctual's own: clocks and positions). */
+const changelogEnds = (c: MockCluster): Record<string, number> => Object.fromEntries([CHANGELOG, 'app-punctual-0-changelog'].map((t) => [t, c.partition(t, 0).length]))
+
+/** The last restore report of a task in the log: records from local state and from the changelog's tail. */
+function lastRestore(taskId: string): { local: number; tail: number } | { changelog: number } | undefined {
+  const lines = log.filter((l) => l.includes(`task ${taskId} restored from`))
+  const line = lines.at(-1)
+  if (line === undefined) return undefined
+  const both = /its local state \((\d+) records\) and the changelog's tail \((\d+) records\)/.exec(line)
+  if (both !== null) return { local: Number(both[1]), tail: Number(both[2]) }
+  const changelog = /its changelog topics \((\d+) records\)/.exec(line)
+  return changelog === null ? undefined : { changelog: Number(changelog[1]) }
+}
 
 describe('KafkaRuntime on mock clients: rebalance and recovery', () => {
   it('assignment: the tasks restore, process, and commit their outputs with their offsets (exactly-once)', async () => {
@@ -304,4 +339,46 @@ describe('KafkaRuntime on mock clients: rebalance and recovery', () => {
     const same = await started(c, 'at_least_once')
     assert.equal(same.rt.state, 'RUNNING', 'an instance of the same topology joins')
   })
+
+  for (const guarantee of ['exactly_once_v2', 'at_least_once'] as const) {
+    it(`${guarantee}: a restart on its own state directory reads only the changelog after its last local commit; an older local state reads the longer tail`, async () => {
+      const c = cluster()
+      const dir = stateDir()
+      feed(c, 0, 30)
+      const first = await started(c, guarantee, { stateDir: dir })
+      first.consumer.groupAssigns([{ topic: IN, partition: 0 }])
+      await until('the first run committed', () => committedOffset(c, 0) === 30)
+      await first.rt.stop()
+      assert.deepEqual(lastRestore('0_0'), { changelog: 0 })
+      // Counted offsets: the changelog's records and, exactly-once, one marker per transaction that wrote to it.
+      assert.deepEqual((await localChangelogPosition(dir, '0_0'))?.offsets, changelogEnds(c))
+
+      // As the state directory stood before the second run's commits: an instance killed after them on Kafka and before them here.
+      const older = stateDir()
+      cpSync(dir, older, { recursive: true })
+      feed(c, 0, 30, 3, 30)
+      const second = await started(c, guarantee, { stateDir: dir })
+      second.consumer.groupAssigns([{ topic: IN, partition: 0 }])
+      await until('the second run committed', () => committedOffset(c, 0) === 60)
+      await second.rt.stop()
+      const fromLocal = lastRestore('0_0')
+      assert.ok(fromLocal !== undefined && 'local' in fromLocal && fromLocal.local > 0, `restored from local state: ${JSON.stringify(fromLocal)}`)
+      assert.equal(fromLocal.tail, 0, 'nothing after the last local commit')
+      assert.deepEqual((await localChangelogPosition(dir, '0_0'))?.offsets, changelogEnds(c))
+      const changelogAfterSecond = c.committed(CHANGELOG).length
+
+      feed(c, 0, 30, 3, 60)
+      const third = await started(c, guarantee, { stateDir: older })
+      third.consumer.groupAssigns([{ topic: IN, partition: 0 }])
+      await until('the third run committed', () => committedOffset(c, 0) === 90)
+      const counts = third.rt.store('counts', QueryableStoreTypes.keyValueStore<string, number>())
+      assert.deepEqual([counts.get('p0k0'), counts.get('p0k1'), counts.get('p0k2')], [30, 30, 30])
+      await third.rt.stop()
+      const fromOlder = lastRestore('0_0')
+      assert.ok(fromOlder !== undefined && 'tail' in fromOlder && fromOlder.tail > 0, `the tail holds the second run's commits: ${JSON.stringify(fromOlder)}`)
+      assert.ok(fromOlder.tail <= changelogAfterSecond, 'not the whole changelog')
+      assert.deepEqual((await localChangelogPosition(older, '0_0'))?.offsets, changelogEnds(c))
+      if (guarantee === 'exactly_once_v2') assertExactlyOnce(c, keyCounts([[0, 90]]))
+    })
+  }
 })

@@ -16,11 +16,15 @@ interface Stored {
   readonly headers: ReadonlyArray<Record<string, Buffer>> | undefined
   /** The transaction that wrote it, while open; 'aborted' once aborted. */
   txn: Transaction | 'aborted' | undefined
+  /** A transaction's commit or abort marker: it takes an offset, and no consumer gets it. */
+  readonly control?: true
 }
 
 interface Transaction {
   readonly records: Stored[]
   readonly offsets: PartitionOffset[]
+  /** The partitions it wrote (each gets a marker when it ends), as `topic:partition`. */
+  readonly partitions: Set<string>
 }
 
 /** A step of a transactional producer the test can hold (until it releases it) or fail. */
@@ -61,7 +65,7 @@ export class MockCluster {
   committed(topic: string): Array<{ partition: number; key: string; value: string | null; headers: Stored['headers'] }> {
     const out: Array<{ partition: number; key: string; value: string | null; headers: Stored['headers'] }> = []
     ;(this.topics.get(topic) ?? []).forEach((log, partition) => {
-      for (const r of log) if (r.txn === undefined) out.push({ partition, key: r.key?.toString() ?? '', value: r.value === null ? null : r.value.toString(), headers: r.headers })
+      for (const r of log) if (r.txn === undefined && r.control !== true) out.push({ partition, key: r.key?.toString() ?? '', value: r.value === null ? null : r.value.toString(), headers: r.headers })
     })
     return out
   }
@@ -166,7 +170,7 @@ export class MockProducer extends Emitter {
   }
   beginTransaction(cb: Callback): void {
     if (this.fenced) return later(() => cb(fencedError()))
-    this.txn = { records: [], offsets: [] }
+    this.txn = { records: [], offsets: [], partitions: new Set() }
     later(() => cb(null))
   }
   produce(topic: string, partition: number, value: Buffer | null, key: Buffer | null, timestamp: number, _opaque?: unknown, headers?: Array<Record<string, Buffer>>): void {
@@ -174,6 +178,7 @@ export class MockProducer extends Emitter {
     const stored: Stored = { key, value, timestamp, headers, txn: this.txn }
     this.cluster.partition(topic, partition).push(stored)
     this.txn?.records.push(stored)
+    this.txn?.partitions.add(`${topic}:${partition}`)
   }
   sendOffsetsToTransaction(offsets: PartitionOffset[], consumer: MockGroupConsumer, _t: number, cb: Callback): void {
     this.cluster.step('sendOffsetsToTransaction', cb, () => {
@@ -188,6 +193,7 @@ export class MockProducer extends Emitter {
       if (this.fenced) return fencedError()
       const txn = this.txn as Transaction
       for (const r of txn.records) r.txn = undefined
+      this.markers(txn)
       for (const o of txn.offsets) this.cluster.groupOffsets.set(`${o.topic}:${o.partition}`, { offset: o.offset })
       this.cluster.events.push(`commit ${txn.records.length} records, offsets ${txn.offsets.map((o) => `${o.topic}-${o.partition}@${o.offset}`).join(',')}`)
       this.txn = undefined
@@ -207,10 +213,18 @@ export class MockProducer extends Emitter {
     this.txn = undefined
     if (txn === undefined) return
     for (const r of txn.records) r.txn = 'aborted'
+    this.markers(txn)
     this.cluster.events.push(`abort ${txn.records.length} records`)
   }
   flush(_t: number, cb: Callback): void {
     this.cluster.step('flush', cb, () => undefined)
+  }
+  /** A transaction ended: a marker in each partition it wrote, as Kafka writes one. */
+  private markers(txn: Transaction): void {
+    for (const tp of txn.partitions) {
+      const at = tp.lastIndexOf(':')
+      this.cluster.partition(tp.slice(0, at), Number(tp.slice(at + 1))).push({ key: null, value: null, timestamp: 0, headers: undefined, txn: undefined, control: true })
+    }
   }
 }
 
@@ -299,7 +313,7 @@ export class MockConsumer extends Emitter {
       let p = position
       for (; p < end && out.length < max; p++) {
         const r = log[p] as Stored
-        if (r.txn === 'aborted' && this.readCommitted) continue
+        if (r.control === true || (r.txn === 'aborted' && this.readCommitted)) continue
         out.push({ topic, partition, offset: p, key: r.key, value: r.value, timestamp: r.timestamp, headers: r.headers })
       }
       this.positions.set(tp, p)
