@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import { rmSync } from 'node:fs'
 import { PunctualError } from '../errors.js'
 import type { RuntimeMetrics, TaskEvent } from '../metrics.js'
@@ -165,7 +164,7 @@ export class KafkaRuntime implements StreamsRuntime {
     if (this.currentState !== 'CREATED') throw new PunctualError('ILLEGAL_STATE', `cannot start the runtime in state ${this.currentState}`)
     warnOfSerdeFallbacks(this.topology, this.logger)
     const { config, logger } = this
-    this.stateDirectory = StateDirectory.open(config.stateDir, config.applicationId)
+    const stateDirectory = (this.stateDirectory = StateDirectory.open(config.stateDir, config.applicationId))
     // Clients made before the parts are whole, closed if the start fails.
     const made: Array<() => Promise<unknown>> = []
     try {
@@ -175,7 +174,10 @@ export class KafkaRuntime implements StreamsRuntime {
       const { plan, counts } = await topics.prepare(this.topology, fingerprint)
       const definitions = tasksOf(this.topology, (sub) => plan.partitions.get(sub.id) ?? 0)
       const exactlyOnce = config.processingGuarantee === 'exactly_once_v2'
-      const producer = new StreamsProducer(supplier, config, `${config.applicationId}-${randomUUID()}`, logger, {
+      // The same transactional id at each start on this state directory, as Kafka Streams' process id:
+      // a restart after a crash fences the dead instance's producer at once and aborts its open
+      // transaction, rather than waiting out its timeout before the tasks' offsets are stable.
+      const producer = new StreamsProducer(supplier, config, `${config.applicationId}-${stateDirectory.processId}`, logger, {
         transactionFailed: (err) => this.onFailure(err),
         failed: (err) => this.fail(err),
       })

@@ -1,4 +1,5 @@
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs'
+import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import { PunctualError } from '../errors.js'
 
@@ -10,6 +11,11 @@ const META_FILE = 'punctual.json'
 interface Metadata {
   readonly format: number
   readonly applicationId: string
+  /**
+   * Names the instance that keeps this directory, across restarts (Kafka Streams' process id, kept in its
+   * state directory too): a Kafka instance's transactional id is made of it.
+   */
+  readonly processId?: string
 }
 
 /**
@@ -24,6 +30,8 @@ export class StateDirectory {
   private constructor(
     readonly path: string,
     readonly applicationId: string,
+    /** The instance's id, the same at every start on this directory (see `Metadata.processId`). */
+    readonly processId: string,
   ) {}
 
   static open(path: string, applicationId: string): StateDirectory {
@@ -34,13 +42,14 @@ export class StateDirectory {
       throw new PunctualError('STATE_DIR', `state directory ${path} cannot be created: ${(err as Error).message}`, { cause: err })
     }
     lock(path)
+    let processId: string
     try {
-      checkMetadata(path, applicationId)
+      processId = checkMetadata(path, applicationId)
     } catch (err) {
       rmSync(join(path, LOCK_FILE), { force: true })
       throw err
     }
-    return new StateDirectory(path, applicationId)
+    return new StateDirectory(path, applicationId, processId)
   }
 
   /** Releases the lock; the directory and its contents stay. */
@@ -123,12 +132,13 @@ function isAlive(pid: number): boolean {
   }
 }
 
-function checkMetadata(path: string, applicationId: string): void {
+/** Checks the directory's metadata (written when new); returns its process id (added when it has none). */
+function checkMetadata(path: string, applicationId: string): string {
   const file = join(path, META_FILE)
   if (!existsSync(file)) {
-    const meta: Metadata = { format: STATE_FORMAT_VERSION, applicationId }
+    const meta: Metadata = { format: STATE_FORMAT_VERSION, applicationId, processId: randomUUID() }
     writeFileSync(file, JSON.stringify(meta, null, 2) + '\n')
-    return
+    return meta.processId as string
   }
   let meta: Partial<Metadata>
   try {
@@ -145,4 +155,8 @@ function checkMetadata(path: string, applicationId: string): void {
   if (meta.applicationId !== applicationId) {
     throw new PunctualError('STATE_DIR', `state directory ${path} belongs to application "${meta.applicationId}", not "${applicationId}"`)
   }
+  if (typeof meta.processId === 'string' && meta.processId.length > 0) return meta.processId
+  const processId = randomUUID()
+  writeFileSync(file, JSON.stringify({ ...meta, processId }, null, 2) + '\n')
+  return processId
 }

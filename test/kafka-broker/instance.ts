@@ -10,6 +10,8 @@
 import { createConsoleLogger, QueryableStoreTypes } from '../../src/index.js'
 import type { ProcessingGuarantee } from '../../src/kafka/config.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
+import { confluentClientSupplier, withClientSupplier } from '../../src/kafka/client-supplier.js'
+import type { ClientError, KafkaClientSupplier } from '../../src/kafka/client-supplier.js'
 import { bootstrapServers } from './cluster.js'
 import { counts, windowedFinal } from './workload.js'
 import { flightsTopology } from '../../demo/flights/topology.js'
@@ -21,8 +23,13 @@ const logger = createConsoleLogger({ level: debug ? 'debug' : 'info', write: (li
 const rdkafkaDebug = process.env.PUNCTUAL_KAFKA_TEST_RDKAFKA_DEBUG
 // PUNCTUAL_KAFKA_TEST_STATE_DIR: the runtime's state directory (processes.ts sets it from `stateDir`).
 const stateDir = process.env.PUNCTUAL_KAFKA_TEST_STATE_DIR
+// PUNCTUAL_KAFKA_TEST_KILL_AFTER_COMMIT=N: the process kills itself (SIGKILL) once the Nth commit after
+// every task of it restored is complete on Kafka (the transaction committed, or at least once the group
+// took the offsets), before the runtime hears of it: before the commit's local half (processes.ts sets
+// it from `killAfterCommit`).
+const killAfterCommit = Number(process.env.PUNCTUAL_KAFKA_TEST_KILL_AFTER_COMMIT ?? 0)
 const topology = workload === 'flights' ? flightsTopology({ progressStartMs: 0, topicPrefix: input }) : workload === 'counts' ? counts(input, output) : windowedFinal(input, output)
-const rt = new KafkaRuntime(topology, {
+const config = {
   applicationId: app,
   bootstrapServers: bootstrapServers(),
   processingGuarantee: guarantee,
@@ -30,7 +37,8 @@ const rt = new KafkaRuntime(topology, {
   logger,
   ...(rdkafkaDebug === undefined ? {} : { consumer: { debug: rdkafkaDebug } }),
   ...(stateDir === undefined ? {} : { stateDir }),
-})
+}
+const rt = new KafkaRuntime(topology, killAfterCommit > 0 ? withClientSupplier(config, killingAfterCommit(await confluentClientSupplier(), killAfterCommit)) : config)
 rt.on('error', (err) => {
   process.stderr.write(`[${name}] instance failed: ${err.stack ?? err.message}\n`)
   process.exit(1)
@@ -75,3 +83,44 @@ process.once('SIGTERM', () => stop('SIGTERM'))
 process.once('SIGINT', () => stop('SIGINT'))
 await rt.start()
 setInterval(report, 200)
+
+/**
+ * Confluent's clients, with the process killed (SIGKILL) once the `n`th commit is complete on Kafka: in
+ * the callback of the producer's `commitTransaction` (exactly-once) or in the consumer's report of an
+ * offset commit the group took (at least once; the claim of a task counts too), before the runtime's
+ * own code runs.
+ */
+function killingAfterCommit(base: KafkaClientSupplier, n: number): KafkaClientSupplier {
+  const restored = (): boolean => rt.state === 'RUNNING' && rt.taskIds().length > 0 && rt.restoreProgress().length === 0
+  let commits = 0
+  const committed = (err: ClientError | null | undefined): void => {
+    // Counted once every task runs: not the claims and commits while tasks restore.
+    if (err || !restored()) return
+    if (++commits < n) return
+    process.stderr.write(`[${name}] killed after commit ${commits}, before its local half\n`)
+    process.kill(process.pid, 'SIGKILL')
+  }
+  return {
+    ...base,
+    getProducer: (settings) => {
+      const producer = base.getProducer(settings)
+      const commit = producer.commitTransaction.bind(producer)
+      producer.commitTransaction = (timeoutMs, callback) =>
+        commit(timeoutMs, (err) => {
+          committed(err)
+          callback(err)
+        })
+      return producer
+    },
+    getConsumer: (settings) => {
+      const consumer = base.getConsumer(settings)
+      const on = consumer.on.bind(consumer) as (event: string, listener: (...args: unknown[]) => void) => unknown
+      ;(consumer as { on: unknown }).on = (event: string, listener: (...args: unknown[]) => void) =>
+        on(event, event !== 'offset.commit' ? listener : (...args: unknown[]) => {
+          committed(args[0] as ClientError | null | undefined)
+          listener(...args)
+        })
+      return consumer
+    },
+  }
+}

@@ -3,12 +3,15 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, afterEach, before, describe, it } from 'node:test'
+import { CheckpointStore } from '../../src/state/checkpoint-store.js'
 import { TestCluster } from './cluster.js'
 import type { ReadRecord } from './cluster.js'
 import { Instance } from './processes.js'
 import { embeddedFlights, FLIGHT_OUTPUTS, FLIGHT_TOPICS, flightLines, flightRecords, outputDifference, PARTITIONS, until } from './workload.js'
 
 const FLIGHTS = 48_000
+/** Restarts of the soak test per guarantee (30 for the issue's figure: PUNCTUAL_KAFKA_LOCAL_STATE_KILLS=30). */
+const KILLS = Number(process.env.PUNCTUAL_KAFKA_LOCAL_STATE_KILLS ?? 4)
 
 /** Each `task T restored from ...` line of an instance's log: from local state (with its tail) or from the changelog. */
 function restores(log: string): Array<{ taskId: string; local?: number; tail: number }> {
@@ -22,7 +25,7 @@ function restores(log: string): Array<{ taskId: string; local?: number; tail: nu
   return out
 }
 
-describe('KafkaRuntime local state: an instance killed with SIGKILL restarts on its own state directory', () => {
+describe('KafkaRuntime local state: an instance killed with SIGKILL again and again, restarted on its own state directory each time', () => {
   let cluster: TestCluster
   const run = `ls${process.pid}x${Date.now()}`
   const instances: Instance[] = []
@@ -44,68 +47,95 @@ describe('KafkaRuntime local state: an instance killed with SIGKILL restarts on 
 
   for (const guarantee of ['exactly_once_v2', 'at_least_once'] as const) {
     const exactlyOnce = guarantee === 'exactly_once_v2'
-    it(`the flights demo under ${guarantee}: every task comes back from its local state and the changelog's tail, and ${exactlyOnce ? 'the committed output equals a single embedded run' : 'nothing of a single embedded run is missing'}`, async () => {
-      const prefix = `${run}-${guarantee}-`
+    it(`the flights demo under ${guarantee}, killed ${KILLS} times (every other time right after a commit is complete on Kafka, before its local half) and restarted on its own state directory: each restart reads only the changelog after its local state, and ${exactlyOnce ? 'the committed output equals a single embedded run' : 'nothing of a single embedded run is missing'}`, async () => {
+      const prefix = `${run}-soak-${guarantee}-`
       for (const topic of FLIGHT_TOPICS) await cluster.createTopic(`${prefix}${topic}`, PARTITIONS)
       const flights = await flightRecords(FLIGHTS)
-      const half = Math.ceil(FLIGHTS / 2)
       const expected = await embeddedFlights(flights)
-      const stateDir = join(dir, guarantee)
-      const start = (name: string): Instance => {
-        const i = new Instance(name, [`${prefix}app`, prefix, '-', guarantee], 'flights', { stateDir })
-        instances.push(i)
-        return i
-      }
+      const stateDir = join(dir, `soak-${guarantee}`)
+      const chunk = Math.ceil(FLIGHTS / (KILLS + 1))
+      const flightsTopic = `${prefix}flights`
       const output = async (): Promise<string[]> => {
         const read = new Map<string, ReadRecord[]>()
         for (const topic of FLIGHT_OUTPUTS) read.set(`${prefix}${topic}`, (await cluster.readAll(`${prefix}${topic}`, PARTITIONS)).flat())
         return flightLines(prefix, read)
       }
       const identity = (line: string): string => line.slice(0, line.indexOf('|', line.indexOf('|') + 1)) + line.slice(line.lastIndexOf('|'))
-      const flightsTopic = `${prefix}flights`
-
-      const first = start('first')
-      await until('the instance runs every task', () => first.tasks.length === PARTITIONS, 90_000, () => first.describe())
-      // Fed in small batches, so that the instance is mid-work when it dies.
-      const feeding = (async () => {
-        for (let i = 0; i < half; i += 500) {
-          await cluster.produce(flightsTopic, PARTITIONS, flights.slice(i, i + 500))
-          await new Promise((r) => setTimeout(r, 50))
+      /** Per task: changelog records past what its local state reaches (end offsets less its offsets), read while no instance runs. */
+      const gaps = async (): Promise<Map<string, number>> => {
+        const store = CheckpointStore.open(stateDir)
+        const out = new Map<string, number>()
+        try {
+          for (let p = 0; p < PARTITIONS; p++) {
+            const offsets = store.load(`0_${p}`)?.changelog?.offsets ?? {}
+            let gap = 0
+            for (const [topic, offset] of Object.entries(offsets)) gap += ((await cluster.offsets(topic))[p] as { high: number }).high - offset
+            out.set(`0_${p}`, gap)
+          }
+        } finally {
+          await store.close()
         }
-      })()
-      await until('a third of the flights are processed', () => first.processed >= FLIGHTS / 3, 90_000, () => first.describe())
-      first.kill('SIGKILL')
-      assert.equal(await first.exited, 'SIGKILL')
-      instances.splice(0)
-      await feeding
-      await cluster.produce(flightsTopic, PARTITIONS, flights.slice(half))
-
-      const back = start('back')
-      await until('every task runs again', () => back.tasks.length === PARTITIONS && back.restoring.length === 0, 120_000, () => back.describe())
-      const restored = restores(back.log())
-      process.stdout.write(`# ${guarantee}: restored after SIGKILL: ${restored.map((r) => `${r.taskId} ${r.local ?? 0} local + ${r.tail} from the changelog`).join(', ')}\n`)
-      assert.deepEqual(
-        restored.map((r) => r.taskId).sort(),
-        Array.from({ length: PARTITIONS }, (_, p) => `0_${p}`),
-        'one restore per task',
-      )
-      assert.ok(
-        restored.every((r) => r.local !== undefined && r.local > 0),
-        'every task from its local state',
-      )
-      let written = 0
+        return out
+      }
+      let injected = 0
+      let tails = 0
+      let gapsBefore: Map<string, number> | undefined
+      let last: Instance | undefined
+      for (let k = 0; k <= KILLS; k++) {
+        const inject = k < KILLS && k % 2 === 0
+        const i = new Instance(`run${k}`, [`${prefix}app`, prefix, '-', guarantee], 'flights', { stateDir, ...(inject ? { killAfterCommit: 2 + (k % 4) } : {}) })
+        instances.push(i)
+        await until(`run ${k} restored every task`, () => i.exit !== undefined || restores(i.log()).length === PARTITIONS, 120_000, () => i.describe())
+        const restored = restores(i.log())
+        if (k > 0) {
+          assert.equal(restored.length, PARTITIONS, `run ${k}: one restore per task (${i.describe()})`)
+          for (const r of restored) {
+            assert.ok(r.local !== undefined && r.local > 0, `run ${k}: task ${r.taskId} restored from its local state`)
+            // The tail is at most what the changelog holds past the local state (markers and aborted records are not restored).
+            assert.ok(r.tail <= (gapsBefore?.get(r.taskId) ?? 0), `run ${k}: task ${r.taskId} read ${r.tail} records from the changelog, more than the ${gapsBefore?.get(r.taskId)} past its local state`)
+            tails += r.tail
+          }
+        }
+        // This run's part of the input, fed in small batches while it runs (and dies).
+        const part = flights.slice(k * chunk, (k + 1) * chunk)
+        const feeding = (async () => {
+          for (let at = 0; at < part.length; at += 400) {
+            await cluster.produce(flightsTopic, PARTITIONS, part.slice(at, at + 400))
+            await new Promise((r) => setTimeout(r, 40))
+          }
+        })()
+        if (k === KILLS) {
+          await feeding
+          last = i
+          break
+        }
+        if (inject) {
+          // It kills itself after its commit; should that commit not come (the chunk done in fewer commits), it is killed from here.
+          const how = await i.exitWithin(20_000)
+          if (how === undefined) i.kill('SIGKILL')
+          else if (/killed after commit/.test(i.log())) injected++
+        } else {
+          await new Promise((r) => setTimeout(r, 100 + ((k * 397) % 900)))
+          i.kill('SIGKILL')
+        }
+        assert.equal(await i.exited, 'SIGKILL', `run ${k} died by SIGKILL: ${i.failure ?? ''}`)
+        instances.splice(instances.indexOf(i), 1)
+        await feeding
+        gapsBefore = await gaps()
+      }
+      process.stdout.write(`# ${guarantee}: ${KILLS} kills, ${injected} right after a commit complete on Kafka; ${tails} changelog records restored in all\n`)
+      assert.ok(injected > 0, 'at least one kill between the Kafka commit and the local one')
+      const back = last as Instance
       let missing: string[] = []
       await until(
         'the output holds everything of the embedded run',
         async () => {
-          const out = await output()
-          written = out.length
-          const have = new Set(out.map(identity))
+          const have = new Set((await output()).map(identity))
           missing = expected.filter((l) => !have.has(identity(l)))
           return missing.length === 0
         },
-        90_000,
-        () => `${written} written, ${missing.length} of ${expected.length} missing (${missing.slice(0, 3).join(', ')}, ...); ${back.describe()}`,
+        120_000,
+        () => `${missing.length} of ${expected.length} missing; ${back.describe()}`,
       )
       back.kill('SIGTERM')
       assert.equal(await back.exited, 0, 'stopped cleanly')

@@ -17,6 +17,8 @@ export interface InstanceOptions {
   readonly commitIntervalMs?: number
   /** The runtime's state directory (a temporary one, removed at stop, unless given). */
   readonly stateDir?: string
+  /** The process kills itself once this commit is complete on Kafka, before its local half (instance.ts). */
+  readonly killAfterCommit?: number
 }
 
 /**
@@ -51,7 +53,7 @@ export class Instance {
     workload: string,
     options: InstanceOptions = {},
   ) {
-    const env = { ...process.env, ...(options.bootstrap === undefined ? {} : { PUNCTUAL_KAFKA_BOOTSTRAP: options.bootstrap }), ...(options.stateDir === undefined ? {} : { PUNCTUAL_KAFKA_TEST_STATE_DIR: options.stateDir }) }
+    const env = { ...process.env, ...(options.bootstrap === undefined ? {} : { PUNCTUAL_KAFKA_BOOTSTRAP: options.bootstrap }), ...(options.stateDir === undefined ? {} : { PUNCTUAL_KAFKA_TEST_STATE_DIR: options.stateDir }), ...(options.killAfterCommit === undefined ? {} : { PUNCTUAL_KAFKA_TEST_KILL_AFTER_COMMIT: String(options.killAfterCommit) }) }
     const extra = options.commitIntervalMs === undefined ? [] : [String(options.commitIntervalMs)]
     this.child = spawn(process.execPath, ['--import', 'tsx', INSTANCE, ...args, name, workload, ...extra], { stdio: ['ignore', 'pipe', 'pipe'], env })
     createInterface({ input: this.child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
