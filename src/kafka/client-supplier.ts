@@ -86,6 +86,8 @@ export interface GroupConsumer extends Omit<FetchingConsumer, 'on'>, ClientEvent
   connect(options: object, callback: ClientCallback): unknown
   disconnect(callback: () => void): unknown
   subscribe(topics: string[]): unknown
+  /** Leaves the group: the assignment is revoked through the rebalance callback first. */
+  unsubscribe(): unknown
   incrementalAssign(partitions: TopicPartitionRef[]): unknown
   incrementalUnassign(partitions: TopicPartitionRef[]): unknown
   /** The last assignment was taken away without a revocation (the member was fenced). */

@@ -50,6 +50,11 @@ import type { TopicPlan } from './topics.js'
 
 /** How long a stop waits for the rebalance handling under way, and then for its last commit, before it closes without it. */
 const STOP_WAIT_MS = 30_000
+/**
+ * What the group answers a transaction's offsets from a member it no longer has (or of an older epoch):
+ * ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (librdkafka makes them abortable errors).
+ */
+const MEMBER_FENCED = new Set([22, 25, 110])
 /** How long closing waits for the group consumer to leave the group and disconnect. */
 const CONSUMER_DISCONNECT_WAIT_MS = 15_000
 
@@ -186,6 +191,7 @@ export class KafkaRuntime implements StreamsRuntime {
       const collector = new KafkaRecordCollector(plan.names, counts, producer.sink.send)
       let clientId = clientIdWithTopology(baseClientId(config), fingerprint)
       if (config.applicationServer !== undefined) clientId = clientIdWithServer(clientId, config.applicationServer)
+      const sources = [...new Set(this.topology.subtopologies().flatMap((s) => s.sourceTopics))].map((t) => plan.names.get(t) ?? t)
       const consumer = supplier.getConsumer(groupConsumerSettings(config, clientId, (err, partitions) => this.parts?.manager.onRebalance(err.code, partitions)))
       made.push(() => disconnected(consumer, CONSUMER_DISCONNECT_WAIT_MS))
       consumer.setDefaultConsumeTimeout(500)
@@ -268,6 +274,10 @@ export class KafkaRuntime implements StreamsRuntime {
         producer,
         restore,
         backend: kafkaBackend,
+        rejoin: () => {
+          consumer.unsubscribe()
+          consumer.subscribe(sources)
+        },
         isRunning: () => this.currentState === 'RUNNING',
         fail: (err) => this.fail(err),
       })
@@ -279,7 +289,6 @@ export class KafkaRuntime implements StreamsRuntime {
         (address) => logger.info({ url: address.url, page: address.pageUrl }, `metrics at ${address.url}, live page at ${address.pageUrl}`),
         (err) => this.fail(err),
       )
-      const sources = [...new Set(this.topology.subtopologies().flatMap((s) => s.sourceTopics))].map((t) => plan.names.get(t) ?? t)
       consumer.subscribe(sources)
       fetcher.start()
       this.loop.rearm()
@@ -397,13 +406,15 @@ export class KafkaRuntime implements StreamsRuntime {
 
   /**
    * A failure of the task loop: under exactly-once, a transaction librdkafka says must be aborted (a
-   * record not delivered, a broker away too long, a fenced producer) is recovered from; anything else
-   * stops the runtime.
+   * record not delivered, a broker away too long, a fenced producer) is recovered from, and offsets the
+   * group refused because it no longer has this member make the tasks lost and the consumer join again;
+   * anything else stops the runtime.
    */
   private onFailure(err: unknown): void {
-    const e = err as { isTxnRequiresAbort?: boolean; isFatal?: boolean }
+    const e = err as { isTxnRequiresAbort?: boolean; isFatal?: boolean; code?: number }
     const manager = this.parts?.manager
-    if (manager !== undefined && this.config.processingGuarantee === 'exactly_once_v2' && (e.isTxnRequiresAbort === true || e.isFatal === true)) manager.handleCorruption(err as Error)
+    if (manager !== undefined && this.config.processingGuarantee === 'exactly_once_v2' && e.isFatal !== true && MEMBER_FENCED.has(e.code ?? 0)) manager.handleMemberFenced(err as Error)
+    else if (manager !== undefined && this.config.processingGuarantee === 'exactly_once_v2' && (e.isTxnRequiresAbort === true || e.isFatal === true)) manager.handleCorruption(err as Error)
     else this.fail(err)
   }
 

@@ -39,6 +39,8 @@ export interface KafkaTaskParts {
   readonly producer: StreamsProducer
   readonly restore: ChangelogRestore
   readonly backend: KafkaCommitBackend
+  /** Leaves the group and joins it again (the consumer unsubscribes, then subscribes to the same topics). */
+  rejoin(): void
   /** Whether the runtime runs (not stopping or failed). */
   isRunning(): boolean
   fail(err: unknown): void
@@ -53,6 +55,9 @@ export interface KafkaTaskParts {
  * - `handleLostAll`: tasks taken away without a revocation (the member was fenced) close without a
  *   commit; under exactly-once the open transaction, which may hold their output, is aborted first, and
  *   nothing commits from the moment the loss is known;
+ * - `handleMemberFenced`: under exactly-once, a transaction's offsets the group refused because it no
+ *   longer has this member: the tasks are lost (as `handleLostAll`), and the consumer leaves the group and
+ *   joins again;
  * - `handleCorruption`: under exactly-once, a transaction that cannot commit is aborted and every task
  *   goes back to its last commit.
  * Events are handled one after the other, in the order the consumer gives them.
@@ -145,6 +150,32 @@ export class KafkaTaskManager {
     this.stopCommitting()
     this.parts.logger.warn({ err }, `a transaction failed: aborting it; the tasks go back to their last commit (${err.message})`)
     this.enqueue(() => this.recover('the transaction failed'))
+  }
+
+  /**
+   * Under exactly-once, the group refused a transaction's offsets because it no longer has this member
+   * (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH or ILLEGAL_GENERATION), though the consumer reported no lost
+   * assignment. The offsets go to the group through the producer, so librdkafka's consumer is not told:
+   * it learns of the fencing only from its own heartbeat, and a heartbeat it does not send (a member it
+   * still believes in the middle of a rebalance sends none) would leave the instance holding partitions
+   * the group gave away, processing nothing and committing nothing, without an error. As Kafka Streams
+   * does on a `TaskMigratedException`: the tasks are lost (closed without a commit, the transaction
+   * aborted or the producer replaced, as `handleLostAll`), and the consumer leaves the group and joins
+   * it again; the tasks restore when the group assigns their partitions again.
+   */
+  handleMemberFenced(err: Error): void {
+    if (this.recovering) return
+    this.stopCommitting()
+    this.parts.logger.warn({ err }, `the group no longer has this member (${err.message}): its tasks are lost, and it joins the group again`)
+    this.enqueue(async () => {
+      const ids = this.leaving([...this.assigned].map(parsePartition))
+      this.parts.logger.warn({ tasks: ids.join(',') }, 'tasks lost: the group dropped this member; they close without a commit')
+      this.parts.restore.stop(ids)
+      this.parts.tasks.lose(ids)
+      await this.recover('the group dropped this member')
+      // The consumer revokes what it still holds through the rebalance callback (no task is left to commit), then joins afresh.
+      if (this.parts.isRunning()) this.parts.rejoin()
+    })
   }
 
   /** Nothing processes or commits until the recovery that follows has run. */

@@ -197,6 +197,31 @@ describe('KafkaRuntime on mock clients: rebalance and recovery', () => {
     assertExactlyOnce(c, keyCounts([[0, 12], [1, 6]]))
   })
 
+  it('exactly-once, offsets the group refuses because it dropped this member (the consumer told nothing): the tasks are lost, the consumer joins again, and the output stays exactly once', async () => {
+    const c = cluster()
+    const { rt, consumer } = await started(c, 'exactly_once_v2')
+    consumer.groupAssigns(BOTH)
+    feed(c, 0, 6)
+    feed(c, 1, 4)
+    await until('the first records are committed', () => committedOffset(c, 0) === 6 && committedOffset(c, 1) === 4)
+    assert.equal(consumer.joins, 1)
+    // The group dropped the member (a broker restart, heartbeats missed): librdkafka reports no lost
+    // assignment, and only a transaction's offsets tell, refused with ILLEGAL_GENERATION.
+    consumer.fenced = true
+    feed(c, 0, 6, 3, 6)
+    await until('the consumer left the group and joined it again', () => consumer.joins === 2)
+    await until('the tasks are closed', () => rt.taskIds().length === 0)
+    assert.equal(consumer.assignment.size, 0, 'the partitions the group took are unassigned')
+    assert.equal(rt.state, 'RUNNING')
+    assert.equal(c.openRecords(OUT), 0, "the refused transaction's output is aborted")
+    // The group assigns the partitions to the member that joined: the tasks restore and go on.
+    consumer.groupAssigns(BOTH)
+    feed(c, 1, 2, 3, 4)
+    await until('every record is committed', () => committedOffset(c, 0) === 12 && committedOffset(c, 1) === 6)
+    await rt.stop()
+    assertExactlyOnce(c, keyCounts([[0, 12], [1, 6]]))
+  })
+
   it('a fenced producer is replaced: its transaction is aborted, the tasks go back to their last commit, and the output stays exactly once', async () => {
     const c = cluster()
     feed(c, 0, 10)

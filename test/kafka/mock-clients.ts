@@ -340,7 +340,19 @@ export class MockGroupConsumer extends MockConsumer {
   get clientId(): string {
     return String(this.settings['client.id'])
   }
-  subscribe(): void {}
+  /** Times it joined the group: at start, and again after each `unsubscribe`. */
+  joins = 0
+  subscribe(): void {
+    this.joins++
+    // A new member of the group: the fencing of the old one is behind it.
+    this.fenced = false
+    this.cluster.events.push(`${this.clientId} joined the group`)
+  }
+  /** Leaves the group: as librdkafka, what it holds is revoked through the rebalance callback first. */
+  unsubscribe(): void {
+    this.cluster.events.push(`${this.clientId} left the group`)
+    if (this.assignment.size > 0) this.groupRevokes([...this.assignment].map((tp) => ({ topic: tp.slice(0, tp.lastIndexOf(':')), partition: Number(tp.slice(tp.lastIndexOf(':') + 1)) })))
+  }
   override incrementalAssign(partitions: TopicPartitionRef[]): void {
     for (const p of partitions) {
       const tp = `${p.topic}:${p.partition}`
