@@ -14,11 +14,24 @@ const fresh = (): string => join(mkdtempSync(join(tmpdir(), 'punctual-state-')),
 const isCode = (code: string) => (e: unknown) => e instanceof PunctualError && e.code === code
 
 describe('state directory', () => {
-  it('records the application id and format version, and is reopened by the same application', () => {
+  it('records the application id, format version and a process id, and is reopened by the same application with the same process id', () => {
     const dir = fresh()
-    StateDirectory.open(dir, 'orders').release()
-    assert.deepEqual(JSON.parse(readFileSync(join(dir, 'punctual.json'), 'utf8')), { format: STATE_FORMAT_VERSION, applicationId: 'orders' })
-    StateDirectory.open(dir, 'orders').release()
+    const first = StateDirectory.open(dir, 'orders')
+    first.release()
+    const meta = JSON.parse(readFileSync(join(dir, 'punctual.json'), 'utf8')) as { processId: string }
+    assert.match(meta.processId, /^[0-9a-f-]{36}$/)
+    assert.deepEqual(meta, { format: STATE_FORMAT_VERSION, applicationId: 'orders', processId: first.processId })
+    const again = StateDirectory.open(dir, 'orders')
+    again.release()
+    assert.equal(again.processId, first.processId)
+    // A directory of an earlier layout, without one, gets one at its next open, kept from then on.
+    writeFileSync(join(dir, 'punctual.json'), JSON.stringify({ format: STATE_FORMAT_VERSION, applicationId: 'orders' }))
+    const older = StateDirectory.open(dir, 'orders')
+    older.release()
+    assert.notEqual(older.processId, first.processId)
+    const kept = StateDirectory.open(dir, 'orders')
+    kept.release()
+    assert.equal(kept.processId, older.processId)
   })
 
   it('refuses a non-empty directory that is not a punctual state directory, naming what it holds', () => {
