@@ -105,6 +105,7 @@ export class JournalWrite {
   put(key: Key, value: Uint8Array): void {
     const chunk = this.room(KEY_ROOM + 6 + value.length)
     const keyEnd = writeKey(key, chunk, this.used + 2)
+    checkKeySize(key, keyEnd - this.used - 2)
     chunk.writeUInt16LE(keyEnd - this.used - 2, this.used)
     chunk.writeUInt32LE(value.length, keyEnd)
     chunk.set(value, keyEnd + 4)
@@ -116,6 +117,7 @@ export class JournalWrite {
   remove(key: Key): void {
     const chunk = this.room(KEY_ROOM + 6)
     const keyEnd = writeKey(key, chunk, this.used + 2)
+    checkKeySize(key, keyEnd - this.used - 2)
     chunk.writeUInt16LE(keyEnd - this.used - 2, this.used)
     chunk.writeUInt32LE(REMOVED, keyEnd)
     this.used = keyEnd + 4
@@ -170,6 +172,19 @@ export class JournalWrite {
 }
 
 const EMPTY = Buffer.alloc(0)
+/** lmdb's largest key, in bytes. */
+export const MAX_KEY_BYTES = 1978
+
+/**
+ * Refuses a key lmdb would refuse when the journal is applied, before the commit is sealed: a sealed
+ * commit holding it could never be applied, and every later open would fail on it.
+ */
+function checkKeySize(key: Key, bytes: number): void {
+  if (bytes <= MAX_KEY_BYTES) return
+  const parts = Array.isArray(key) ? key : []
+  const of = parts[0] === 'kv' ? `a key of store "${String(parts[2])}"` : parts[0] === 's' ? `a key of keyed state "${String(parts[2])}"` : parts[0] === 'T' ? 'a timer key' : 'a key'
+  throw new Error(`${of} of task ${String(parts[1])} takes ${bytes} bytes on disk, more than the state directory's limit of ${MAX_KEY_BYTES} (lmdb's): keep store keys shorter`)
+}
 /** Ops between two looks at the clock. */
 const OPS_PER_CHECK = 256
 

@@ -137,6 +137,26 @@ describe('checkpoint store: a commit written after another is durable (saveAfter
   })
 })
 
+describe('checkpoint store: keys longer than lmdb takes', () => {
+  it('a commit holding one fails before anything of it is written, naming the store, and the store opens again', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'punctual-checkpoints-'))
+    const store = CheckpointStore.open(stateDir)
+    const long = 'k'.repeat(2_100)
+    const changes = new Map([['0_0', new Map([['counts', [['short', 1], [long, 2]] as Array<readonly [string, number]>]])]])
+    await assert.rejects(store.saveAfter(Promise.resolve(), new Map([['0_0', { streamTime: 1, lastFires: {}, positions: {} }]]), new Map(), changes), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'STATE_DIR')
+      assert.match(err.message, /a key of store "counts" of task 0_0 takes 21\d\d bytes on disk, more than the state directory's limit of 1978/)
+      return true
+    })
+    assert.equal(store.load('0_0'), undefined)
+    assert.equal(store.storeDisk('0_0', 'counts').get('short'), undefined, 'nothing of the commit')
+    await store.close()
+    const reopened = CheckpointStore.open(stateDir)
+    assert.equal(reopened.load('0_0'), undefined)
+    await reopened.close()
+  })
+})
+
 describe('checkpoint store: saveAfter and close', () => {
   it('a commit still waiting for its other half when the store closes is not written, and rejects at once', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'punctual-checkpoints-'))
