@@ -1,11 +1,10 @@
 import { PunctualError } from '../errors.js'
 import type { Topology } from '../processor/topology.js'
-import type { TaskChangelogCodec } from '../runtime/changelog-records.js'
 import { concatSources } from '../runtime/changelog-source.js'
 import type { ChangelogSource } from '../runtime/changelog-source.js'
 import type { ChangelogRecord } from '../runtime/changelog.js'
 import type { TaskDefinition } from '../runtime/task-factory.js'
-import type { TaskEntryWriter } from '../state/checkpoint-store.js'
+import type { RecordWriter } from '../state/checkpoint-store.js'
 import type { Logger } from '../util/logger.js'
 import { within } from './client-calls.js'
 import { restoreConsumerSettings } from './client-settings.js'
@@ -25,7 +24,7 @@ const READER_DISCONNECT_WAIT_MS = 5_000
 /** A task restoring: the reader of its changelog's tail, and what writes the tail into its local entries. */
 interface Restoring {
   readonly reader: ChangelogReader
-  readonly writer: TaskEntryWriter
+  readonly writer: RecordWriter
   /** Whether it started from local entries. */
   readonly local: boolean
   /** Changelog records read. */
@@ -56,8 +55,6 @@ export class ChangelogRestore {
     config: ValidKafkaRuntimeConfig,
     private readonly logger: Logger,
     private readonly local: LocalTaskEntries,
-    /** A sub-topology's changelog record codec. */
-    private readonly codecOf: (def: TaskDefinition) => TaskChangelogCodec,
     /** A partition's first and end offsets, asked of the broker. */
     private readonly watermarks: (topic: string, partition: number) => Promise<Watermarks>,
     /** A task restored: its local entries reach these offsets of its changelog topics. */
@@ -96,16 +93,14 @@ export class ChangelogRestore {
 
   /** Where a task assigned here restores from: its local entries, if usable, then its changelog topics. */
   source(taskId: string): ChangelogSource {
-    const def = this.definition(taskId)
-    const codec = this.codecOf(def)
-    const start = this.local.take(taskId, codec)
-    const { write, writer } = this.local.tailWriter(taskId, codec)
+    const start = this.local.take(taskId)
+    const writer = this.local.tailWriter(taskId)
     const reader = this.reader(taskId, start?.offsets)
     const restoring: Restoring = { reader, writer, local: start !== undefined, tail: 0 }
     this.restoring.set(taskId, restoring)
     const tail = writingTo(reader, (record) => {
       restoring.tail++
-      write(record)
+      writer.write(record)
     })
     return start === undefined ? tail : concatSources(start.source, tail)
   }
@@ -114,7 +109,6 @@ export class ChangelogRestore {
   restored(taskId: string, count: number, ms: number): CommitMark | undefined {
     const restoring = this.restoring.get(taskId)
     this.restoring.delete(taskId)
-    this.local.done(taskId)
     const mark = this.marks.get(taskId)
     if (restoring === undefined) return undefined
     const { reader, writer } = restoring
@@ -133,7 +127,6 @@ export class ChangelogRestore {
     for (const id of ids) {
       this.restoring.get(id)?.reader.close()
       this.restoring.delete(id)
-      this.local.done(id)
       this.marks.delete(id)
     }
   }

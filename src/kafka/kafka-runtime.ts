@@ -230,7 +230,6 @@ export class KafkaRuntime implements StreamsRuntime {
         config,
         logger,
         new LocalTaskEntries(checkpoints, logger),
-        (def) => committer.codecFor(def.subtopology.id, def.subtopology.stores),
         (t, p) => offsets.watermarks(t, p),
         (taskId, readTo) => backend.restored(taskId, readTo),
         (err) => this.fail(err),

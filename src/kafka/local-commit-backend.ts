@@ -1,5 +1,4 @@
-import type { KeyedChanges } from '../keyed/keyed-task-state.js'
-import type { StoreKey } from '../processor/api.js'
+import type { ChangelogRecord } from '../runtime/changelog.js'
 import type { CommitBackend, TaskCommit } from '../runtime/commit-backend.js'
 import type { CheckpointStore, CommitHolds, DurableTaskState } from '../state/checkpoint-store.js'
 import type { KafkaCommitBackend } from './kafka-commit-backend.js'
@@ -54,8 +53,7 @@ export class LocalCommitBackend implements CommitBackend {
   commit(commits: readonly TaskCommit[]): Promise<CommitHolds | void> {
     const sent = this.kafka.send(commits)
     const next = new Map<string, { readonly base: Readonly<Record<string, number>>; readonly offsets: Record<string, number>; readonly c: TaskCommit }>()
-    const keyed = new Map<string, KeyedChanges>()
-    const stores = new Map<string, ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>>()
+    const records = new Map<string, readonly ChangelogRecord[]>()
     for (const c of commits) {
       // A task not restored here yet has nothing local to add to.
       const base = this.offsets.get(c.taskId)
@@ -63,12 +61,12 @@ export class LocalCommitBackend implements CommitBackend {
       const offsets = { ...base }
       for (const [topic, n] of sent.produced.get(c.taskId) ?? []) offsets[topic] = (offsets[topic] ?? 0) + n + (this.exactlyOnce && n > 0 ? 1 : 0)
       next.set(c.taskId, { base, offsets, c })
-      if (c.keyed !== undefined && (c.keyed.states.length > 0 || c.keyed.timers.length > 0)) keyed.set(c.taskId, c.keyed)
-      if (c.stores.size > 0) stores.set(c.taskId, c.stores)
+      // The records the Kafka commit produced (taken once per commit): their bytes are what is kept.
+      records.set(c.taskId, c.records())
     }
     if (next.size === 0) return sent.done.then(ignore)
     const writtenAt = this.now()
-    const records = (taken: boolean): ReadonlyMap<string, DurableTaskState> => {
+    const states = (taken: boolean): ReadonlyMap<string, DurableTaskState> => {
       const out = new Map<string, DurableTaskState>()
       for (const [taskId, { offsets, c }] of next) {
         const n = sent.numbers.get(taskId)
@@ -77,7 +75,7 @@ export class LocalCommitBackend implements CommitBackend {
       }
       return out
     }
-    return this.store.saveAfter(sent.done, records, keyed, stores).then((holds) => {
+    return this.store.saveRecordsAfter(sent.done, states, records).then((holds) => {
       // Unless the task left or restored again meanwhile.
       for (const [taskId, { base, offsets }] of next) if (this.offsets.get(taskId) === base) this.offsets.set(taskId, offsets)
       return holds

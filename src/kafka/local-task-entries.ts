@@ -1,14 +1,6 @@
-import type { KeyedChanges } from '../keyed/keyed-task-state.js'
-import type { TimerRecord } from '../keyed/timer-service.js'
-import type { StoreKey } from '../processor/api.js'
-import type { TaskCheckpoint } from '../processor/internal/task-config.js'
 import type { ChangelogRecord } from '../runtime/changelog.js'
-import { decodeTimer, KEYED_STATE_STORE_PREFIX, TASK_STORE, TIMER_STORE, timerKey } from '../runtime/changelog-records.js'
-import type { TaskChangelogCodec } from '../runtime/changelog-records.js'
 import type { ChangelogSource } from '../runtime/changelog-source.js'
-import type { CheckpointStore, DurableTaskState, TaskEntry, TaskEntryWriter } from '../state/checkpoint-store.js'
-import { decodeStoreKey, unpackValue } from '../state/changelog-codec.js'
-import type { StateKind } from '../keyed/api.js'
+import type { CheckpointStore, DurableTaskState, RecordWriter } from '../state/checkpoint-store.js'
 import type { Logger } from '../util/logger.js'
 import { covers } from './commit-numbers.js'
 import type { CommitMark } from './commit-numbers.js'
@@ -33,11 +25,11 @@ export interface Watermarks {
   readonly highOffset: number
 }
 
-/** Where a task restores from locally: its entries as records, then the changelog's tail from `offsets`. */
+/** Where a task restores from locally: its changelog records kept here, then the changelog's tail from `offsets`. */
 export interface LocalStart {
   /** Per changelog topic: where the tail starts. */
   readonly offsets: Readonly<Record<string, number>>
-  /** The task's entries (clocks, positions, timers, keyed state, store entries) as changelog records. */
+  /** The task's changelog records kept here (its clocks, positions, timers, keyed state, store entries). */
   readonly source: ChangelogSource
 }
 
@@ -45,23 +37,22 @@ export interface LocalStart {
 const BATCH = 2000
 
 /**
- * The Kafka runtime's task state in the state directory (the checkpoint store, lmdb): what each commit
- * left there (`LocalCommitBackend`), read back when a task is assigned here, and kept up with the
- * changelog records a restore reads (`tailWriter`). A task with usable local entries restores from them
- * and then only its changelog's tail from their offsets; one without (a fresh directory, entries too
- * old, of other topics, or past the changelog's end) has them removed and restores its changelog from the
- * beginning, writing what it reads here as it goes.
+ * The Kafka runtime's task state in the state directory (the checkpoint store, lmdb): each task's
+ * changelog records as its compacted changelog holds them, up to the offsets of its last local commit
+ * (`LocalCommitBackend`), read back when a task is assigned here, and kept up with the changelog records
+ * a restore reads (`tailWriter`). The bytes are the changelog's own: nothing is encoded or decoded to
+ * keep them. A task with usable local records restores from them and then only its changelog's tail
+ * from their offsets; one without (a fresh directory, records too old, of other topics, or past the
+ * changelog's end) has them removed and restores its changelog from the beginning, keeping what it reads
+ * here as it goes.
  *
  * Usable means: the same changelog topics; written within `LOCAL_STATE_MAX_AGE_MS`; each offset between
  * the partition's first offset and its end (a topic made again, or compacted past the offset, fails
  * this); at least once, the group's commit mark covers the commit that wrote them, and the group took
- * that commit's offsets (otherwise the changelog may void that commit's records while the entries hold
- * them).
+ * that commit's offsets (otherwise the changelog may void that commit's records while they are here).
  */
 export class LocalTaskEntries {
-  private readonly usable = new Map<string, { readonly state: DurableTaskState; readonly offsets: Readonly<Record<string, number>> }>()
-  /** Per task restoring: its timers by record key (a changelog tombstone of a timer does not carry its sequence number, its entry key does). */
-  private readonly timers = new Map<string, Map<string, TimerRecord>>()
+  private readonly usable = new Map<string, { readonly offsets: Readonly<Record<string, number>> }>()
 
   constructor(
     private readonly store: CheckpointStore,
@@ -70,7 +61,7 @@ export class LocalTaskEntries {
   ) {}
 
   /**
-   * Decides, for each task about to restore, whether its local entries are usable (`take` hands them
+   * Decides, for each task about to restore, whether its local records are usable (`take` hands them
    * out); removes those that are not.
    */
   async load(tasks: readonly TaskChangelogPartitions[], watermarks: (topic: string, partition: number) => Promise<Watermarks>, marks: (taskId: string) => CommitMark | undefined): Promise<void> {
@@ -85,69 +76,29 @@ export class LocalTaskEntries {
       }
       if (state !== undefined) why = await this.unusable(task, state, watermarks, marks(task.taskId))
       if (why === undefined && state?.changelog !== undefined) {
-        this.usable.set(task.taskId, { state, offsets: state.changelog.offsets })
+        this.usable.set(task.taskId, { offsets: state.changelog.offsets })
         continue
       }
-      if (state === undefined && why === undefined && this.store.countTaskEntries(task.taskId, 1) === 0) continue
+      if (state === undefined && why === undefined && this.store.countTaskRecords(task.taskId, 1) === 0) continue
       this.logger.info({ taskId: task.taskId }, `task ${task.taskId}: its local state is not used (${why ?? 'it has no changelog offsets'}); restoring from the changelog's beginning`)
       await this.store.removeTask(task.taskId)
     }
   }
 
-  /** A task's usable local entries found by `load`, once. */
-  take(taskId: string, codec: TaskChangelogCodec): LocalStart | undefined {
+  /** A task's usable local records found by `load`, once. */
+  take(taskId: string): LocalStart | undefined {
     const found = this.usable.get(taskId)
     this.usable.delete(taskId)
     if (found === undefined) return undefined
-    const timers = this.timersOf(taskId)
-    return { offsets: found.offsets, source: this.entriesSource(taskId, found.state, codec, timers) }
+    return { offsets: found.offsets, source: this.recordsSource(taskId) }
   }
 
   /**
-   * What keeps a restoring task's entries up with the changelog records it reads past them (all of them,
-   * for a task restoring from the beginning): each record is written to its entry as it is read.
-   * Records of the task's clocks and positions are not: its commits write them whole.
+   * What keeps a restoring task's local records up with the changelog records it reads past them (all
+   * of them, for a task restoring from the beginning): each is written as it is read.
    */
-  tailWriter(taskId: string, codec: TaskChangelogCodec): { readonly write: (record: ChangelogRecord) => void; readonly writer: TaskEntryWriter } {
-    const writer = this.store.entryWriter(taskId)
-    const timers = this.timersOf(taskId)
-    const write = (record: ChangelogRecord): void => {
-      const { store, value } = record
-      if (store === TIMER_STORE) {
-        const id = bytesId(record.key)
-        const before = timers.get(id)
-        if (before !== undefined) writer.timer(before, false)
-        if (value === null) timers.delete(id)
-        else {
-          const timer = decodeTimer(record)
-          timers.set(id, timer)
-          writer.timer(timer, true)
-        }
-      } else if (store.startsWith(KEYED_STATE_STORE_PREFIX)) {
-        const state = store.slice(KEYED_STATE_STORE_PREFIX.length)
-        const key = decodeStoreKey(record.key)
-        if (value === null) writer.state(state, 'value', key, undefined)
-        else {
-          const [kind, entries] = unpackValue(value) as [StateKind, unknown]
-          writer.state(state, kind, key, entries)
-        }
-      } else if (store !== TASK_STORE) {
-        const c = codec.codec(store)
-        writer.store(store, c.decodeKey(record.key), value === null ? undefined : c.decodeValue(value))
-      }
-    }
-    return { write, writer }
-  }
-
-  /** The task restored (or left): its timers are not needed any more. */
-  done(taskId: string): void {
-    this.timers.delete(taskId)
-  }
-
-  private timersOf(taskId: string): Map<string, TimerRecord> {
-    let timers = this.timers.get(taskId)
-    if (timers === undefined) this.timers.set(taskId, (timers = new Map()))
-    return timers
+  tailWriter(taskId: string): RecordWriter {
+    return this.store.recordWriter(taskId)
   }
 
   private async unusable(task: TaskChangelogPartitions, state: DurableTaskState, watermarks: (topic: string, partition: number) => Promise<Watermarks>, mark: CommitMark | undefined): Promise<string | undefined> {
@@ -171,50 +122,24 @@ export class LocalTaskEntries {
     return undefined
   }
 
-  /** A task's entries as changelog records, a batch at a time; the timers read are kept for its tail. */
-  private entriesSource(taskId: string, state: DurableTaskState, codec: TaskChangelogCodec, timers: Map<string, TimerRecord>): ChangelogSource {
-    const entries = this.store.taskEntries(taskId)
-    const checkpoint: TaskCheckpoint = { streamTime: state.streamTime, lastFires: state.lastFires, positions: state.positions }
-    let first = true
+  /** A task's local records, a batch at a time. */
+  private recordsSource(taskId: string): ChangelogSource {
+    const records = this.store.taskRecords(taskId)
+    let left = this.store.countTaskRecords(taskId)
     let done = false
-    let left = this.store.countTaskEntries(taskId)
     return {
-      remaining: () => (done ? 0 : left + (first ? 1 : 0)),
+      // Never 0 before the iterator ended: the tail is read only once these are.
+      remaining: () => (done ? 0 : Math.max(1, left)),
       read(max) {
-        if (done) return []
-        const states: Array<KeyedChanges['states'][number]> = []
-        const timerChanges: Array<KeyedChanges['timers'][number]> = []
-        const stores = new Map<string, Array<readonly [StoreKey, unknown]>>()
-        let n = 0
-        while (n < Math.min(max, BATCH)) {
-          const next = entries.next()
-          if (next.done === true) {
-            done = true
-            break
-          }
-          n++
-          const e: TaskEntry = next.value
-          if (e.type === 'timer') {
-            timerChanges.push({ added: true, record: e.record })
-            timers.set(bytesId(timerKey(e.record)), e.record)
-          } else if (e.type === 'state') states.push({ state: e.state, kind: e.kind, key: e.key, entries: e.entries })
-          else {
-            let list = stores.get(e.store)
-            if (list === undefined) stores.set(e.store, (list = []))
-            list.push([e.key, e.value])
-          }
+        const out: ChangelogRecord[] = []
+        while (!done && out.length < Math.min(max, BATCH)) {
+          const next = records.next()
+          if (next.done === true) done = true
+          else out.push(next.value)
         }
-        left = Math.max(0, left - n)
-        // The clocks and positions with the first batch; later ones differ from them in nothing.
-        const records = codec.commitRecords(first ? undefined : checkpoint, checkpoint, { states, timers: timerChanges }, stores)
-        first = false
-        return records
+        left = Math.max(0, left - out.length)
+        return out
       },
     }
   }
-}
-
-/** A record key's bytes as a string (one character per byte), to compare keys by their bytes. */
-function bytesId(key: Uint8Array): string {
-  return (key instanceof Buffer ? key : Buffer.from(key.buffer, key.byteOffset, key.byteLength)).toString('latin1')
 }

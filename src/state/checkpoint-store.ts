@@ -8,7 +8,7 @@ import type { StateKind } from '../keyed/api.js'
 import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
 import type { TimerRecord } from '../keyed/timer-service.js'
 import type { StoreKey } from '../processor/api.js'
-import { CommitJournal, Handled } from './commit-journal.js'
+import { CommitJournal, Handled, MAX_KEY_BYTES } from './commit-journal.js'
 import type { JournalWrite } from './commit-journal.js'
 import { fromKeyPart, keyPart } from './key-part.js'
 import type { StoreDisk } from './persistent-store.js'
@@ -39,17 +39,16 @@ export interface ChangelogPosition {
   readonly confirmed?: boolean
 }
 
-/** What a restore reads of a task's entries, one at a time (`CheckpointStore.taskEntries`). */
-export type TaskEntry =
-  | { readonly type: 'timer'; readonly record: TimerRecord }
-  | { readonly type: 'state'; readonly state: string; readonly kind: StateKind; readonly key: StoreKey; readonly entries: unknown }
-  | { readonly type: 'store'; readonly store: string; readonly key: StoreKey; readonly value: unknown }
+/** A changelog record as the checkpoint store keeps it: its store, key and value bytes (null: a tombstone). */
+export interface ChangelogBytes {
+  readonly store: string
+  readonly key: Uint8Array
+  readonly value: Uint8Array | null
+}
 
-/** Writes of a task's entries outside commits: a restore's changelog tail (see `CheckpointStore.tailWriter`). */
-export interface TaskEntryWriter {
-  timer(record: TimerRecord, added: boolean): void
-  state(state: string, kind: StateKind, key: StoreKey, entries: unknown): void
-  store(store: string, key: StoreKey, value: unknown): void
+/** Writes of a task's changelog records outside commits: a restore's tail (see `CheckpointStore.recordWriter`). */
+export interface RecordWriter {
+  write(record: ChangelogBytes): void
   /** Settles once every write so far is committed; rejects with the first that failed. */
   written(): Promise<void>
 }
@@ -159,13 +158,16 @@ class Holds {
  * map: reading 1 M state entries took 24–56% less time with maps (three runs). Entries written as records still read.
  */
 const KEYED_DB = { name: 'keyed', useRecords: false }
+/** Kafka instances' tasks' changelog records (see `CheckpointStore.records`). */
+const RECORDS_DB = 'changelog-records'
 
 /**
  * Task checkpoints in the state directory (`<stateDir>/checkpoints`, lmdb), written in one transaction
  * per commit: stream time and punctuation last-fire times (what `onMissed: 'fireOnce'` needs), and the
  * changes to keyed state, timers and stores since the previous commit (incremental: a commit writes what
  * changed, not everything). Other databases in the same environment (`database`) commit in the same
- * transactions: the embedded runtime keeps its topics' records there.
+ * transactions: the embedded runtime keeps its topics' records there. A Kafka instance keeps its tasks'
+ * changelog records instead (`saveRecordsAfter`, `taskRecords`): the bytes its changelog topics hold.
  */
 export class CheckpointStore {
   private constructor(
@@ -180,6 +182,14 @@ export class CheckpointStore {
     private readonly keyed: Database<unknown, KeyPart[]>,
     /** Where a large commit's keyed writes go first (see `save`). */
     private readonly journal: CommitJournal,
+    /**
+     * Tasks' changelog records as a Kafka instance keeps them (`saveRecordsAfter`): key `<task> NUL
+     * <store> NUL <record key bytes>` -> the record's value bytes; a tombstone removes the key. What the
+     * task's compacted changelog holds, up to the task record's `changelog` offsets.
+     */
+    private readonly records: Database<Buffer, Buffer>,
+    /** The journal of `records`' commits. */
+    private readonly recordsJournal: CommitJournal,
     /** A commit with more writes than this goes through the journal, in slices. */
     private readonly sliceAbove: number,
   ) {}
@@ -210,7 +220,9 @@ export class CheckpointStore {
       // What a process that stopped mid-commit left in the journal is applied (sealed) or dropped first.
       const journal = CommitJournal.open(env, KEYED_DB.name)
       migrateTimers(keyed)
-      return new CheckpointStore(env, env.openDB<DurableTaskState, string>({ name: 'tasks' }), keyed, journal, options.sliceCommitsAbove ?? SLICE_COMMITS_ABOVE)
+      const records = env.openDB<Buffer, Buffer>({ name: RECORDS_DB, encoding: 'binary', keyEncoding: 'binary' })
+      const recordsJournal = CommitJournal.open(env, RECORDS_DB, `${RECORDS_DB}-journal`)
+      return new CheckpointStore(env, env.openDB<DurableTaskState, string>({ name: 'tasks' }), keyed, journal, records, recordsJournal, options.sliceCommitsAbove ?? SLICE_COMMITS_ABOVE)
     } catch (err) {
       throw new PunctualError('STATE_DIR', `state directory ${stateDir}: the checkpoint store cannot be opened (${(err as Error).message}); refusing to start rather than reset it`, { cause: err })
     }
@@ -288,72 +300,83 @@ export class CheckpointStore {
   }
 
   /**
-   * Every entry of a task, one at a time, from one read snapshot: its timers (in firing order), its
-   * keyed states' keys, its stores' entries (all stores, in memory or not).
+   * Takes a commit of tasks' changelog records now (their bytes copied into the journal) and writes it
+   * once `durable` resolves, with the task records `states` makes of its value, as `saveAfter` does:
+   * nothing of it is written when `durable` rejects. Each record puts its value at its key in the task's
+   * records (`records`), a tombstone removes it: what the task's compacted changelog holds. A Kafka
+   * instance's local commit, after the commit on Kafka.
    */
-  *taskEntries(taskId: string): Generator<TaskEntry> {
-    for (const key of this.keyed.getKeys(prefixRange(['T', taskId]))) yield { type: 'timer', record: timerFromEntryKey(key) }
-    for (const { key, value } of this.keyed.getRange(prefixRange(['s', taskId]))) {
-      const [k, kind, entries] = value as SavedKeyedState
-      yield { type: 'state', state: key[2] as string, kind, key: k, entries }
+  saveRecordsAfter<T>(durable: Promise<T>, states: (durable: T) => ReadonlyMap<string, DurableTaskState>, records: ReadonlyMap<string, readonly ChangelogBytes[]>): Promise<CommitHolds | void> {
+    durable.catch(() => {})
+    const journal = this.recordsJournal.begin()
+    try {
+      for (const [taskId, list] of records) {
+        const prefix = recordsPrefix(taskId)
+        for (const r of list) {
+          const key = recordKey(prefix, r.store, r.key)
+          if (r.value === null) journal.remove(key)
+          else journal.put(key, r.value)
+        }
+      }
+    } catch (err) {
+      return Promise.reject(writeError(err))
     }
-    for (const { key, value } of this.keyed.getRange(prefixRange(['kv', taskId]))) {
-      const [k, v] = value as [StoreKey, unknown]
-      yield { type: 'store', store: key[2] as string, key: k, value: v }
+    const tasks = (value: unknown): void => {
+      for (const [taskId, s] of states(value as T)) this.tasks.put(taskId, s).catch(ignore)
+    }
+    return this.finish(journal, [], tasks, durable)
+  }
+
+  /** A task's changelog records (`saveRecordsAfter`, `recordWriter`), one at a time, from one read snapshot, by store and key. */
+  *taskRecords(taskId: string): Generator<ChangelogBytes> {
+    const prefix = recordsPrefix(taskId)
+    for (const { key, value } of this.records.getRange(prefixBytesRange(prefix))) {
+      const storeEnd = key.indexOf(0, prefix.length)
+      yield { store: key.toString('utf8', prefix.length, storeEnd), key: key.subarray(storeEnd + 1), value }
     }
   }
 
-  /** How many entries a task has (`taskEntries`); `limit`: counting stops there. */
-  countTaskEntries(taskId: string, limit?: number): number {
-    let n = 0
-    for (const prefix of ['T', 's', 'kv']) {
-      // A copy: lmdb marks the options object it counts with as a count.
-      n += this.keyed.getKeysCount({ ...prefixRange([prefix, taskId]), ...(limit === undefined ? {} : { limit: limit - n }) })
-      if (limit !== undefined && n >= limit) return n
-    }
-    return n
+  /** How many records a task has (`taskRecords`); `limit`: counting stops there. */
+  countTaskRecords(taskId: string, limit?: number): number {
+    // A copy: lmdb marks the options object it counts with as a count.
+    return this.records.getKeysCount({ ...prefixBytesRange(recordsPrefix(taskId)), ...(limit === undefined ? {} : { limit }) })
   }
 
   /**
-   * Removes a task's record and entries (a state that cannot be used: the task restores from the
-   * beginning of its changelog), a bounded batch per lmdb transaction so as not to hold the event loop
-   * long. The record goes first: a process that stops part-way leaves entries without a record, which
-   * the next restore removes again.
+   * Removes a task's record and its changelog records (a state that cannot be used: the task restores
+   * from the beginning of its changelog), a bounded batch per lmdb transaction so as not to hold the
+   * event loop long. The record goes first: a process that stops part-way leaves records without a task
+   * record, which the next restore removes again.
    */
   async removeTask(taskId: string): Promise<void> {
     await this.tasks.remove(taskId)
-    for (const prefix of ['T', 's', 'kv']) {
-      const range = prefixRange([prefix, taskId])
-      for (;;) {
-        const keys = [...this.keyed.getKeys({ ...range, limit: REMOVE_BATCH })]
-        if (keys.length === 0) break
-        for (const key of keys) this.keyed.remove(key).catch(ignore)
-        await this.written()
-      }
+    const range = prefixBytesRange(recordsPrefix(taskId))
+    for (;;) {
+      const keys = [...this.records.getKeys({ ...range, limit: REMOVE_BATCH })]
+      if (keys.length === 0) break
+      for (const key of keys) this.records.remove(key).catch(ignore)
+      await this.written()
     }
   }
 
   /**
-   * Writes a task's entries straight into the keyed database, outside any commit: records of the
-   * task's changelog that a restore read past the offsets of its last commit (`ChangelogPosition`).
-   * The caller writes only what the changelog holds as committed, so an entry written ahead of the
-   * task's record is still the changelog's as of a later point: the next restore reads the same tail
-   * again and ends in the same state.
+   * Writes a task's changelog records straight into its records, outside any commit: records of the
+   * task's changelog that a restore read past the offsets of its last commit (`ChangelogPosition`). The
+   * caller writes only what the changelog holds as committed, so a record written ahead of the task's
+   * offsets is the changelog's as of a later point: the next restore reads the same tail again and ends
+   * in the same state.
    */
-  entryWriter(taskId: string): TaskEntryWriter {
+  recordWriter(taskId: string): RecordWriter {
+    const prefix = recordsPrefix(taskId)
     let failure: unknown
     const handled = (written: Promise<unknown>): void => {
       written.catch((err: unknown) => (failure ??= err))
     }
     return {
-      timer: (record, added) => handled(added ? this.keyed.put(timerEntryKey(taskId, record), null) : this.keyed.remove(timerEntryKey(taskId, record))),
-      state: (state, kind, key, entries) => {
-        const k = ['s', taskId, state, keyPart(key)]
-        handled(entries === undefined ? this.keyed.remove(k) : this.keyed.put(k, [key, kind, entries]))
-      },
-      store: (store, key, value) => {
-        const k = ['kv', taskId, store, keyPart(key)]
-        handled(value === undefined ? this.keyed.remove(k) : this.keyed.put(k, [key, value]))
+      write: (r) => {
+        const key = recordKey(prefix, r.store, r.key)
+        if (key.length > MAX_KEY_BYTES) throw writeError(new Error(`a key of store "${r.store}" of task ${taskId} takes ${key.length} bytes on disk, more than the state directory's limit of ${MAX_KEY_BYTES} (lmdb's): keep store keys shorter`))
+        handled(r.value === null ? this.records.remove(key) : this.records.put(key, asBuffer(r.value)))
       },
       written: async () => {
         await this.written()
@@ -704,6 +727,33 @@ function isChangelogPosition(value: unknown): value is ChangelogPosition {
   if (typeof value !== 'object' || value === null) return false
   const p = value as ChangelogPosition
   return typeof p.offsets === 'object' && p.offsets !== null && Object.values(p.offsets).every((o) => typeof o === 'number' && Number.isInteger(o) && o >= 0) && typeof p.writtenAt === 'number' && (p.n === undefined || typeof p.n === 'number')
+}
+
+/** The first bytes of a task's records' keys: its id, NUL. */
+function recordsPrefix(taskId: string): Buffer {
+  return Buffer.from(`${taskId}\u0000`, 'utf8')
+}
+
+/** A record's key in the records database: the task's prefix, the store's name, NUL, the record's key bytes. */
+function recordKey(prefix: Buffer, store: string, key: Uint8Array): Buffer {
+  const storeBytes = Buffer.byteLength(store, 'utf8')
+  const out = Buffer.allocUnsafe(prefix.length + storeBytes + 1 + key.length)
+  prefix.copy(out, 0)
+  out.write(store, prefix.length, 'utf8')
+  out[prefix.length + storeBytes] = 0
+  out.set(key, prefix.length + storeBytes + 1)
+  return out
+}
+
+/** The binary keys that start with `prefix` (whose last byte is NUL: the next byte value ends the range). */
+function prefixBytesRange(prefix: Buffer): { start: Buffer; end: Buffer } {
+  const end = Buffer.from(prefix)
+  end[end.length - 1] = 1
+  return { start: prefix, end }
+}
+
+function asBuffer(bytes: Uint8Array): Buffer {
+  return bytes instanceof Buffer ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 }
 
 /** The keys that start with `prefix` (its last part a string: `\u0000` is the first string after it). */

@@ -35,9 +35,12 @@ export class CommitJournal {
     private readonly target: Database<Buffer, Key>,
   ) {}
 
-  /** Opens the journal beside `targetName` in `env` and finishes what a stopped process left (`recover`). */
-  static open(env: RootDatabase, targetName: string): CommitJournal {
-    const journal = new CommitJournal(env.openDB<Buffer, number[]>({ name: 'journal', encoding: 'binary' }), env.openDB<Buffer, Key>({ name: targetName, encoding: 'binary' }))
+  /**
+   * Opens the journal (database `journalName`) of the database `targetName` in `env` and finishes what a
+   * stopped process left (`recover`).
+   */
+  static open(env: RootDatabase, targetName: string, journalName = 'journal'): CommitJournal {
+    const journal = new CommitJournal(env.openDB<Buffer, number[]>({ name: journalName, encoding: 'binary' }), env.openDB<Buffer, Key>({ name: targetName, encoding: 'binary' }))
     journal.recover(env)
     return journal
   }

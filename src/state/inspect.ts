@@ -4,6 +4,7 @@ import { open } from 'lmdb'
 import type { Database } from 'lmdb'
 import { PunctualError } from '../errors.js'
 import type { DurableTaskState } from './checkpoint-store.js'
+import { decodeStoreKey } from './changelog-codec.js'
 import { lockOwner } from './state-directory.js'
 
 /** What one task's last commit in a state directory holds. */
@@ -86,6 +87,8 @@ export function inspectStateDirectory(path: string): StateDirectoryReport {
     const keyed = env.openDB<unknown, Array<string | number | boolean>>({ name: 'keyed', useRecords: false } as { name: string })
     const journal = env.openDB<Buffer, number[]>({ name: 'journal', encoding: 'binary' })
     // A chunk of a partition's records per key: [topic, partition, first offset, count, append time].
+    // A Kafka instance's tasks' changelog records (absent from the embedded runtime's directory).
+    const records = env.openDB<Buffer, Buffer>({ name: 'changelog-records', encoding: 'binary', keyEncoding: 'binary' }) as Database<Buffer, Buffer> | undefined
     // (Absent from a Kafka instance's directory: a read-only environment opens no new database.)
     const log = env.openDB<unknown, Array<string | number>>({ name: 'log-records', encoding: 'binary' }) as Database<unknown, Array<string | number>> | undefined
     // Opened databases first: opening one renews the environment's read transaction.
@@ -106,6 +109,20 @@ export function inspectStateDirectory(path: string): StateDirectoryReport {
           t.timers[(group & 1) === 1 ? 'ttl' : 'user'][(group & 2) === 2 ? 'processing' : 'event']++
         } else if (kind === 's') t.keyedStates[name as string] = (t.keyedStates[name as string] ?? 0) + 1
         else if (kind === 'kv') tallyStoreKey(t.storeKeys, name as string, storeKey)
+      }
+      for (const key of records?.getKeys({ transaction }) ?? []) {
+        const taskEnd = key.indexOf(0)
+        const storeEnd = key.indexOf(0, taskEnd + 1)
+        const t = task(key.toString('utf8', 0, taskEnd))
+        const store = key.toString('utf8', taskEnd + 1, storeEnd)
+        if (store === 'punctual.timers') {
+          // The timer record's first byte: 1 TTL, 2 processing time (changelog-records.ts, timerKey).
+          const flags = key[storeEnd + 1] ?? 0
+          t.timers[(flags & 1) === 1 ? 'ttl' : 'user'][(flags & 2) === 2 ? 'processing' : 'event']++
+        } else if (store.startsWith('punctual.state.')) {
+          const name = store.slice('punctual.state.'.length)
+          t.keyedStates[name] = (t.keyedStates[name] ?? 0) + 1
+        } else if (store !== 'punctual.task') tallyStoreKey(t.storeKeys, store, recordKeyOf(key.subarray(storeEnd + 1)))
       }
       const kafka = [...tasks.values()].some((t) => t.state.changelog !== undefined)
       const topicRecords: Record<string, number> = {}
@@ -141,6 +158,15 @@ export function inspectStateDirectory(path: string): StateDirectoryReport {
     }
   } finally {
     env.close()
+  }
+}
+
+/** A changelog record's key as the default codec writes it, to tell a store's logged fields from its entries; undefined when a serde of the application's wrote it. */
+function recordKeyOf(bytes: Buffer): unknown {
+  try {
+    return decodeStoreKey(bytes)
+  } catch {
+    return undefined
   }
 }
 

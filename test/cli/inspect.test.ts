@@ -5,6 +5,8 @@ import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { cli } from '../helpers/cli.js'
 import { EmbeddedRuntime, PunctuationType, Serdes, silentLogger, StateDescriptors, StreamsBuilder, TimeWindows } from '../../src/index.js'
+import type { TaskCheckpoint } from '../../src/processor/internal/task-config.js'
+import { TaskChangelogCodec } from '../../src/runtime/changelog-records.js'
 import { CheckpointStore } from '../../src/state/checkpoint-store.js'
 import { StateDirectory } from '../../src/state/state-directory.js'
 import type { KeyedProcessorContext } from '../../src/index.js'
@@ -163,25 +165,26 @@ describe('punctual inspect on a Kafka instance’s state directory', () => {
     const dir = join(root, 'kafka-instance')
     StateDirectory.open(dir, 'on-kafka').release()
     const store = CheckpointStore.open(dir)
+    // As a Kafka instance keeps them: each task's changelog records, with the offsets they reach.
+    const codec = new TaskChangelogCodec([])
     for (const n of [0, 1]) {
       const taskId = `0_${n}`
-      await store.save(
-        new Map([[taskId, { streamTime: 1000 + n, lastFires: { tick: 6000 }, positions: { [`input:${n}`]: 10 + n }, changelog: { offsets: { 'on-kafka-per-second-store-changelog': 40 + n }, writtenAt: Date.UTC(2026, 11, 3, 12, n) } }]]),
-        new Map([
-          [
-            taskId,
-            {
-              states: [{ state: 'alerts/seen', kind: 'value' as const, key: 'a', entries: [['v', 1000]] }],
-              timers: [
-                { added: true, record: { kind: 'user' as const, domain: 'event' as const, timestamp: 2000, seq: 1, owner: 'alerts', key: 'a' } },
-                { added: true, record: { kind: 'ttl' as const, domain: 'processing' as const, timestamp: 9000, seq: 2, owner: 'alerts', key: 'a' } },
-              ],
-            },
+      const checkpoint: TaskCheckpoint = {
+        streamTime: 1000 + n,
+        lastFires: { tick: 6000 },
+        positions: { [`input:${n}`]: 10 + n },
+        keyed: {
+          timers: [
+            { kind: 'user', domain: 'event', timestamp: 2000, seq: 1, owner: 'alerts', key: 'a' },
+            { kind: 'ttl', domain: 'processing', timestamp: 9000, seq: 2, owner: 'alerts', key: 'a' },
           ],
-        ]),
+          states: { 'alerts/seen': { kind: 'value', entries: [['a', [['v', 1000]]]] } },
+        },
         // Two windows, and the stream time the store logs beside them.
-        new Map([[taskId, new Map([['per-second-store', [['w1', 1], ['w2', 2], [-1, 1000 + n]] as Array<[string | number, number]>]])]]),
-      )
+        stores: { 'per-second-store': [['w1', 1], ['w2', 2], [-1, 1000 + n]] },
+      }
+      const changelog = { offsets: { 'on-kafka-per-second-store-changelog': 40 + n }, writtenAt: Date.UTC(2026, 11, 3, 12, n) }
+      await store.saveRecordsAfter(Promise.resolve(true), () => new Map([[taskId, { streamTime: checkpoint.streamTime, lastFires: checkpoint.lastFires, positions: checkpoint.positions, changelog }]]), new Map([[taskId, codec.checkpointRecords(checkpoint)]]))
     }
     await store.close()
     const { code, out, err } = await cli('inspect', dir, '--json')
