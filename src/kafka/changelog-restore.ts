@@ -15,7 +15,7 @@ import { ChangelogTopics } from './changelog-topics.js'
 import { afterRestore } from './commit-numbers.js'
 import type { CommitMark } from './commit-numbers.js'
 import type { ValidKafkaRuntimeConfig } from './config.js'
-import type { LocalTaskEntries, TaskChangelogPartitions, Watermarks } from './local-task-entries.js'
+import type { LocalTaskRecords, TaskChangelogPartitions, Watermarks } from './local-task-records.js'
 import { SharedRestoreConsumer } from './restore-consumer.js'
 
 /** How long closing waits for the restore consumers to disconnect. */
@@ -33,7 +33,7 @@ interface Restoring {
 
 /**
  * Where tasks assigned here restore from (Kafka Streams' `StoreChangelogReader` with its state
- * directory's checkpoints): a task's local entries in the state directory (`LocalTaskEntries`), when they
+ * directory's checkpoints): a task's local entries in the state directory (`LocalTaskRecords`), when they
  * are usable, then its changelog topics from their offsets (or from the beginning), read through the
  * instance's one restore consumer (`SharedRestoreConsumer`). What the changelog gives is also written to
  * the local entries as it is read, so that they reach where the restore ended (the commits after it go
@@ -54,7 +54,7 @@ export class ChangelogRestore {
     supplier: KafkaClientSupplier,
     config: ValidKafkaRuntimeConfig,
     private readonly logger: Logger,
-    private readonly local: LocalTaskEntries,
+    private readonly local: LocalTaskRecords,
     /** A partition's first and end offsets, asked of the broker. */
     private readonly watermarks: (topic: string, partition: number) => Promise<Watermarks>,
     /** A task restored: its local entries reach these offsets of its changelog topics. */

@@ -41,7 +41,7 @@ import { InternalTopics } from './internal-topics.js'
 import { KafkaCommitBackend } from './kafka-commit-backend.js'
 import { KafkaTaskManager } from './kafka-task-manager.js'
 import { LocalCommitBackend } from './local-commit-backend.js'
-import { LocalTaskEntries } from './local-task-entries.js'
+import { LocalTaskRecords } from './local-task-records.js'
 import { QueryMetadata } from './query-metadata.js'
 import { KafkaRecordCollector } from './record-collector.js'
 import { StreamsProducer } from './streams-producer.js'
@@ -229,7 +229,7 @@ export class KafkaRuntime implements StreamsRuntime {
         supplier,
         config,
         logger,
-        new LocalTaskEntries(checkpoints, logger),
+        new LocalTaskRecords(checkpoints, logger),
         (t, p) => offsets.watermarks(t, p),
         (taskId, readTo) => backend.restored(taskId, readTo),
         (err) => this.fail(err),

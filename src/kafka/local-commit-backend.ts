@@ -8,7 +8,7 @@ import type { KafkaCommitBackend } from './kafka-commit-backend.js'
  * and, once it is complete there, its tasks' changes, positions and clocks are written to the state
  * directory's checkpoint store, with where each task's entries then stand in its changelog topics
  * (`ChangelogPosition`). A restart, after a clean stop or a crash, reads the local entries and only the
- * changelog's tail from there (`LocalTaskEntries`), as Kafka Streams' `.checkpoint` file lets it after a
+ * changelog's tail from there (`LocalTaskRecords`), as Kafka Streams' `.checkpoint` file lets it after a
  * clean stop.
  *
  * Local state is never ahead of the changelog. The local commit is taken (encoded) when the Kafka one

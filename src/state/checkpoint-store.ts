@@ -423,21 +423,20 @@ export class CheckpointStore {
    * Commits must not overlap: the next is taken once this one settled (as the committer does), or a
    * smaller later one could be applied before it.
    */
-  saveAfter<T>(
-    durable: Promise<T>,
-    /** The task records, or what makes them of `durable`'s value (called at the seal). */
-    states: ReadonlyMap<string, DurableTaskState> | ((durable: T) => ReadonlyMap<string, DurableTaskState>),
+  saveAfter(
+    durable: Promise<unknown>,
+    states: ReadonlyMap<string, DurableTaskState>,
     keyedChanges: ReadonlyMap<string, KeyedChanges> = new Map(),
     storeChanges: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>> = new Map(),
     keyedLater: ReadonlyMap<string, KeyedLater> = new Map(),
   ): Promise<CommitHolds | void> {
     // Handled here: a rejection while the commit is still being encoded is reported when it is awaited.
     durable.catch(() => {})
-    return this.write(states as TaskRecords, keyedChanges, storeChanges, undefined, keyedLater, durable)
+    return this.write(states, keyedChanges, storeChanges, undefined, keyedLater, durable)
   }
 
   private write(
-    states: TaskRecords,
+    states: ReadonlyMap<string, DurableTaskState>,
     keyedChanges: ReadonlyMap<string, KeyedChanges>,
     storeChanges: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>>,
     alsoWrite: ((writer: CommitWriter) => void) | undefined,
@@ -475,8 +474,8 @@ export class CheckpointStore {
     const sliced = after !== undefined || (count > this.sliceAbove && keyedChanges.size === 0)
     const journal = sliced ? this.journal.begin() : undefined
     const handled = new Handled()
-    const tasks = (durable?: unknown): void => {
-      for (const [taskId, s] of typeof states === 'function' ? states(durable) : states) {
+    const tasks = (): void => {
+      for (const [taskId, s] of states) {
         const record: DurableTaskState = { streamTime: s.streamTime, lastFires: s.lastFires, positions: s.positions }
         handled.add(this.tasks.put(taskId, s.changelog === undefined ? record : { ...record, changelog: s.changelog }))
       }
@@ -563,8 +562,8 @@ export class CheckpointStore {
       return this.finish(
         journal,
         later,
-        (durable) => {
-          tasks(durable)
+        () => {
+          tasks()
           for (const write of atSeal) write()
         },
         after,
@@ -719,9 +718,6 @@ function migrateTimers(db: Database<unknown, KeyPart[]>): void {
     }
   })
 }
-
-/** A commit's task records, or (`saveAfter`) what makes them of its other half's outcome. */
-type TaskRecords = ReadonlyMap<string, DurableTaskState> | ((durable: unknown) => ReadonlyMap<string, DurableTaskState>)
 
 function isChangelogPosition(value: unknown): value is ChangelogPosition {
   if (typeof value !== 'object' || value === null) return false

@@ -1,5 +1,5 @@
 // The Kafka runtime's local state: a local commit after each Kafka one (LocalCommitBackend), and what a
-// restore takes from it (LocalTaskEntries), over a real checkpoint store in a temporary directory.
+// restore takes from it (LocalTaskRecords), over a real checkpoint store in a temporary directory.
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -9,8 +9,8 @@ import { ChangelogTopics } from '../../src/kafka/changelog-topics.js'
 import { KafkaCommitBackend } from '../../src/kafka/kafka-commit-backend.js'
 import type { CommitClient } from '../../src/kafka/kafka-commit-backend.js'
 import { LocalCommitBackend } from '../../src/kafka/local-commit-backend.js'
-import { LOCAL_STATE_MAX_AGE_MS, LocalTaskEntries } from '../../src/kafka/local-task-entries.js'
-import type { Watermarks } from '../../src/kafka/local-task-entries.js'
+import { LOCAL_STATE_MAX_AGE_MS, LocalTaskRecords } from '../../src/kafka/local-task-records.js'
+import type { Watermarks } from '../../src/kafka/local-task-records.js'
 import { ProducerSink } from '../../src/kafka/producer-sink.js'
 import type { StoreBuilder } from '../../src/state/stores.js'
 import { ChangelogRestorer, TaskChangelogCodec } from '../../src/runtime/changelog-records.js'
@@ -135,7 +135,7 @@ describe('LocalCommitBackend', () => {
   })
 })
 
-describe('LocalTaskEntries', () => {
+describe('LocalTaskRecords', () => {
   const task = { taskId: '0_0', partition: 0, topics: [TOPIC] }
   const ends = (low: number, high: number) => async (): Promise<Watermarks> => ({ lowOffset: low, highOffset: high })
 
@@ -150,7 +150,7 @@ describe('LocalTaskEntries', () => {
 
   it('gives usable local records, which fold back into the state, then keeps them up with the tail (a timer removed, a key deleted, one changed)', async () => {
     const store = await withState({ offsets: { [TOPIC]: 6 }, writtenAt: 1_000 })
-    const local = new LocalTaskEntries(store, silentLogger, () => 2_000)
+    const local = new LocalTaskRecords(store, silentLogger, () => 2_000)
     await local.load([task], ends(0, 8), () => undefined)
     const start = local.take('0_0')
     assert.deepEqual(start?.offsets, { [TOPIC]: 6 })
@@ -183,7 +183,7 @@ describe('LocalTaskEntries', () => {
       const store = await withState(changelog)
       const logged: string[] = []
       const logger = { ...silentLogger, info: (_o: object, msg: string) => void logged.push(msg) }
-      const local = new LocalTaskEntries(store, logger, () => 2_000)
+      const local = new LocalTaskRecords(store, logger, () => 2_000)
       await local.load([task], watermarks, () => mark)
       assert.equal(local.take('0_0'), undefined)
       assert.match(logged.join('\n'), why)
@@ -195,7 +195,7 @@ describe('LocalTaskEntries', () => {
 
   it('at least once, usable when the group took the commit and its mark covers it', async () => {
     const store = await withState({ offsets: { [TOPIC]: 6 }, writtenAt: 1_000, n: 4, confirmed: true })
-    const local = new LocalTaskEntries(store, silentLogger, () => 2_000)
+    const local = new LocalTaskRecords(store, silentLogger, () => 2_000)
     await local.load([task], ends(0, 8), () => ({ n: 9, voids: [[5, 8]] }))
     assert.deepEqual(local.take('0_0')?.offsets, { [TOPIC]: 6 })
     await store.close()

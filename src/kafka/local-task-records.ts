@@ -51,7 +51,7 @@ const BATCH = 2000
  * this); at least once, the group's commit mark covers the commit that wrote them, and the group took
  * that commit's offsets (otherwise the changelog may void that commit's records while they are here).
  */
-export class LocalTaskEntries {
+export class LocalTaskRecords {
   private readonly usable = new Map<string, { readonly offsets: Readonly<Record<string, number>> }>()
 
   constructor(
