@@ -21,11 +21,11 @@ import { SharedRestoreConsumer } from './restore-consumer.js'
 /** How long closing waits for the restore consumers to disconnect. */
 const READER_DISCONNECT_WAIT_MS = 5_000
 
-/** A task restoring: the reader of its changelog's tail, and what writes the tail into its local entries. */
+/** A task restoring: the reader of its changelog's tail, and what writes the tail into its local records. */
 interface Restoring {
   readonly reader: ChangelogReader
   readonly writer: RecordWriter
-  /** Whether it started from local entries. */
+  /** Whether it started from local records. */
   readonly local: boolean
   /** Changelog records read. */
   tail: number
@@ -33,10 +33,10 @@ interface Restoring {
 
 /**
  * Where tasks assigned here restore from (Kafka Streams' `StoreChangelogReader` with its state
- * directory's checkpoints): a task's local entries in the state directory (`LocalTaskRecords`), when they
+ * directory's checkpoints): a task's local records in the state directory (`LocalTaskRecords`), when they
  * are usable, then its changelog topics from their offsets (or from the beginning), read through the
  * instance's one restore consumer (`SharedRestoreConsumer`). What the changelog gives is also written to
- * the local entries as it is read, so that they reach where the restore ended (the commits after it go
+ * the local records as it is read, so that they reach where the restore ended (the commits after it go
  * on from there: `LocalCommitBackend`). At least once, a task's commit mark (from the group's offsets)
  * leaves out records of commits it does not cover.
  */
@@ -57,7 +57,7 @@ export class ChangelogRestore {
     private readonly local: LocalTaskRecords,
     /** A partition's first and end offsets, asked of the broker. */
     private readonly watermarks: (topic: string, partition: number) => Promise<Watermarks>,
-    /** A task restored: its local entries reach these offsets of its changelog topics. */
+    /** A task restored: its local records reach these offsets of its changelog topics. */
     private readonly readTo: (taskId: string, offsets: Readonly<Record<string, number>>) => void,
     private readonly fail: (err: unknown) => void,
   ) {
@@ -82,7 +82,7 @@ export class ChangelogRestore {
     this.marks.set(taskId, mark)
   }
 
-  /** Decides which tasks about to restore have usable local entries (removing the others'). */
+  /** Decides which tasks about to restore have usable local records (removing the others'). */
   async load(ids: readonly string[]): Promise<void> {
     await this.local.load(
       ids.map((id) => this.partitionsOf(id)),
@@ -91,7 +91,7 @@ export class ChangelogRestore {
     )
   }
 
-  /** Where a task assigned here restores from: its local entries, if usable, then its changelog topics. */
+  /** Where a task assigned here restores from: its local records, if usable, then its changelog topics. */
   source(taskId: string): ChangelogSource {
     const start = this.local.take(taskId)
     const writer = this.local.tailWriter(taskId)

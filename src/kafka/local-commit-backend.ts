@@ -5,15 +5,17 @@ import type { KafkaCommitBackend } from './kafka-commit-backend.js'
 
 /**
  * The Kafka runtime's commits, each followed by a local one: a commit goes to Kafka (`KafkaCommitBackend`)
- * and, once it is complete there, its tasks' changes, positions and clocks are written to the state
- * directory's checkpoint store, with where each task's entries then stand in its changelog topics
- * (`ChangelogPosition`). A restart, after a clean stop or a crash, reads the local entries and only the
+ * and, once it is complete there, the changelog records it produced are written to the state directory's
+ * checkpoint store (their bytes, by task, store and key: what the compacted changelog holds), with each
+ * task's positions and clocks and where its records then stand in its changelog topics
+ * (`ChangelogPosition`). A restart, after a clean stop or a crash, reads the local records and only the
  * changelog's tail from there (`LocalTaskRecords`), as Kafka Streams' `.checkpoint` file lets it after a
  * clean stop.
  *
- * Local state is never ahead of the changelog. The local commit is taken (encoded) when the Kafka one
- * is, and written only after the Kafka one completed (`CheckpointStore.saveAfter`): a transaction that
- * aborts, or a commit that fails, writes nothing here. A crash between the two leaves the previous local
+ * Local state is never ahead of the changelog. The local commit is taken (its records copied into a
+ * journal) when the Kafka one is, and written only after the Kafka one completed
+ * (`CheckpointStore.saveRecordsAfter`): a transaction that aborts, or a commit that fails, writes nothing
+ * here. A crash between the two leaves the previous local
  * commit, whose offsets are below this commit's records: the tail brings them.
  *
  * The offsets are counted, not asked for: a task's base is where its restore read its changelog to; each
@@ -25,7 +27,7 @@ import type { KafkaCommitBackend } from './kafka-commit-backend.js'
  * fenced meanwhile would read offsets past records its state never saw.
  */
 export class LocalCommitBackend implements CommitBackend {
-  /** Per task restored here: the offset of each changelog topic its local entries reach. */
+  /** Per task restored here: the offset of each changelog topic its local records reach. */
   private readonly offsets = new Map<string, Readonly<Record<string, number>>>()
 
   constructor(
@@ -35,7 +37,7 @@ export class LocalCommitBackend implements CommitBackend {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** A task restored here: its local entries reach `ends`, where its restore read each changelog topic to. */
+  /** A task restored here: its local records reach `ends`, where its restore read each changelog topic to. */
   restored(taskId: string, ends: Readonly<Record<string, number>>): void {
     this.offsets.set(taskId, { ...ends })
   }
@@ -45,7 +47,7 @@ export class LocalCommitBackend implements CommitBackend {
     this.offsets.delete(taskId)
   }
 
-  /** Where a task's local entries reach in its changelog topics, once it restored here. */
+  /** Where a task's local records reach in its changelog topics, once it restored here. */
   offsetsOf(taskId: string): Readonly<Record<string, number>> | undefined {
     return this.offsets.get(taskId)
   }

@@ -6,8 +6,8 @@ import { covers } from './commit-numbers.js'
 import type { CommitMark } from './commit-numbers.js'
 
 /**
- * How old a task's local entries may be: Kafka's default `delete.retention.ms`, which the changelog
- * topics keep. Compaction may drop a tombstone that old, and entries older than it could keep a key
+ * How old a task's local records may be: Kafka's default `delete.retention.ms`, which the changelog
+ * topics keep. Compaction may drop a tombstone that old, and records older than it could keep a key
  * whose deletion the tail no longer holds.
  */
 export const LOCAL_STATE_MAX_AGE_MS = 24 * 60 * 60 * 1000
