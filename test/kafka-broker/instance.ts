@@ -13,7 +13,7 @@ import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import { confluentClientSupplier, withClientSupplier } from '../../src/kafka/client-supplier.js'
 import type { ClientError, KafkaClientSupplier } from '../../src/kafka/client-supplier.js'
 import { bootstrapServers } from './cluster.js'
-import { counts, windowedFinal } from './workload.js'
+import { counts, PARTITIONS, windowedFinal } from './workload.js'
 import { flightsTopology } from '../../demo/flights/topology.js'
 
 const [app, input, output, guarantee, name = '', workload = 'windowed', commitInterval = '100'] = process.argv.slice(2) as [string, string, string, ProcessingGuarantee, string?, string?, string?]
@@ -24,7 +24,7 @@ const rdkafkaDebug = process.env.PUNCTUAL_KAFKA_TEST_RDKAFKA_DEBUG
 // PUNCTUAL_KAFKA_TEST_STATE_DIR: the runtime's state directory (processes.ts sets it from `stateDir`).
 const stateDir = process.env.PUNCTUAL_KAFKA_TEST_STATE_DIR
 // PUNCTUAL_KAFKA_TEST_KILL_AFTER_COMMIT=N: the process kills itself (SIGKILL) once the Nth commit after
-// every task of it restored is complete on Kafka (the transaction committed, or at least once the group
+// it runs every task of the workload (PARTITIONS of them: it is the only instance) is complete on Kafka (the transaction committed, or at least once the group
 // took the offsets), before the runtime hears of it: before the commit's local half (processes.ts sets
 // it from `killAfterCommit`).
 const killAfterCommit = Number(process.env.PUNCTUAL_KAFKA_TEST_KILL_AFTER_COMMIT ?? 0)
@@ -91,7 +91,8 @@ setInterval(report, 200)
  * own code runs.
  */
 function killingAfterCommit(base: KafkaClientSupplier, n: number): KafkaClientSupplier {
-  const restored = (): boolean => rt.state === 'RUNNING' && rt.taskIds().length > 0 && rt.restoreProgress().length === 0
+  // Every task of the workload (the group may assign an instance's partitions in more than one step).
+  const restored = (): boolean => rt.state === 'RUNNING' && rt.taskIds().length >= PARTITIONS && rt.restoreProgress().length === 0
   let commits = 0
   const committed = (err: ClientError | null | undefined): void => {
     // Counted once every task runs: not the claims and commits while tasks restore.
