@@ -42,16 +42,6 @@ export class LocalCommitBackend implements CommitBackend {
     this.offsets.set(taskId, { ...ends })
   }
 
-  /** A task that left, or goes back to its last commit: its offsets are known again once it restored. */
-  forget(taskId: string): void {
-    this.offsets.delete(taskId)
-  }
-
-  /** Where a task's local records reach in its changelog topics, once it restored here. */
-  offsetsOf(taskId: string): Readonly<Record<string, number>> | undefined {
-    return this.offsets.get(taskId)
-  }
-
   commit(commits: readonly TaskCommit[]): Promise<CommitHolds | void> {
     const sent = this.kafka.send(commits)
     const next = new Map<string, { readonly base: Readonly<Record<string, number>>; readonly offsets: Record<string, number>; readonly c: TaskCommit }>()

@@ -301,8 +301,11 @@ export class CheckpointStore {
 
   /**
    * Takes a commit of tasks' changelog records now (their bytes copied into the journal) and writes it
-   * once `durable` resolves, with the task records `states` makes of its value, as `saveAfter` does:
-   * nothing of it is written when `durable` rejects. Each record puts its value at its key in the task's
+   * once `durable` resolves, with the task records `states` makes of its value: nothing of it is
+   * written when `durable` rejects (it rejects with its error), nor when the store closes first. A
+   * process that stops before the seal leaves the previous commit; one that stops after it, this one
+   * (applied at the next open). Commits must not overlap: the next is taken once this one settled, or a
+   * smaller later one could be applied before it. Each record puts its value at its key in the task's
    * records (`records`), a tombstone removes it: what the task's compacted changelog holds. A Kafka
    * instance's local commit, after the commit on Kafka.
    */
@@ -313,7 +316,7 @@ export class CheckpointStore {
       for (const [taskId, list] of records) {
         const prefix = recordsPrefix(taskId)
         for (const r of list) {
-          const key = recordKey(prefix, r.store, r.key)
+          const key = recordKey(prefix, taskId, r.store, r.key)
           if (r.value === null) journal.remove(key)
           else journal.put(key, r.value)
         }
@@ -374,8 +377,12 @@ export class CheckpointStore {
     }
     return {
       write: (r) => {
-        const key = recordKey(prefix, r.store, r.key)
-        if (key.length > MAX_KEY_BYTES) throw writeError(new Error(`a key of store "${r.store}" of task ${taskId} takes ${key.length} bytes on disk, more than the state directory's limit of ${MAX_KEY_BYTES} (lmdb's): keep store keys shorter`))
+        let key: Buffer
+        try {
+          key = recordKey(prefix, taskId, r.store, r.key)
+        } catch (err) {
+          throw writeError(err)
+        }
         handled(r.value === null ? this.records.remove(key) : this.records.put(key, asBuffer(r.value)))
       },
       written: async () => {
@@ -410,29 +417,7 @@ export class CheckpointStore {
     alsoWrite?: (writer: CommitWriter) => void,
     keyedLater: ReadonlyMap<string, KeyedLater> = new Map(),
   ): Promise<CommitHolds | void> {
-    return this.write(states, keyedChanges, storeChanges, alsoWrite, keyedLater, undefined)
-  }
-
-  /**
-   * Takes a commit now, as `save` does (its entries encoded, copied or taken copy-on-write in this call,
-   * so that later changes are not in it), and writes it only once `durable` resolves: a commit made
-   * durable elsewhere first (a Kafka transaction), which local state must never be ahead of. It always
-   * goes through the journal, whose chunks stay in memory until the seal: when `durable` rejects,
-   * nothing of the commit is written, and this rejects with its error. A process that stops before the
-   * seal leaves the previous commit; one that stops after it, this one (applied at the next open).
-   * Commits must not overlap: the next is taken once this one settled (as the committer does), or a
-   * smaller later one could be applied before it.
-   */
-  saveAfter(
-    durable: Promise<unknown>,
-    states: ReadonlyMap<string, DurableTaskState>,
-    keyedChanges: ReadonlyMap<string, KeyedChanges> = new Map(),
-    storeChanges: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>> = new Map(),
-    keyedLater: ReadonlyMap<string, KeyedLater> = new Map(),
-  ): Promise<CommitHolds | void> {
-    // Handled here: a rejection while the commit is still being encoded is reported when it is awaited.
-    durable.catch(() => {})
-    return this.write(states, keyedChanges, storeChanges, undefined, keyedLater, durable)
+    return this.write(states, keyedChanges, storeChanges, alsoWrite, keyedLater)
   }
 
   private write(
@@ -441,8 +426,6 @@ export class CheckpointStore {
     storeChanges: ReadonlyMap<string, ReadonlyMap<string, ReadonlyArray<readonly [StoreKey, unknown]>>>,
     alsoWrite: ((writer: CommitWriter) => void) | undefined,
     keyedLater: ReadonlyMap<string, KeyedLater>,
-    /** Seal only once this resolves (`saveAfter`); the journal path then, whatever the commit's size. */
-    after: Promise<unknown> | undefined,
   ): Promise<CommitHolds | void> {
     /** Where the keyed writes go; decided once the commit is taken (nothing is handed over before). */
     const to: { writes?: KeyedWrites } = {}
@@ -469,16 +452,12 @@ export class CheckpointStore {
     } catch (err) {
       return Promise.reject(writeError(err))
     }
-    // Eager keyed changes (`keyedChanges`) are encoded into the journal at once; only `saveAfter` sends
-    // them there (a plain `save` of them is small: the committer takes large ones later).
-    const sliced = after !== undefined || (count > this.sliceAbove && keyedChanges.size === 0)
+    // Eager keyed changes (`keyedChanges`) are small (the committer takes large ones later): written at once.
+    const sliced = count > this.sliceAbove && keyedChanges.size === 0
     const journal = sliced ? this.journal.begin() : undefined
     const handled = new Handled()
     const tasks = (): void => {
-      for (const [taskId, s] of states) {
-        const record: DurableTaskState = { streamTime: s.streamTime, lastFires: s.lastFires, positions: s.positions }
-        handled.add(this.tasks.put(taskId, s.changelog === undefined ? record : { ...record, changelog: s.changelog }))
-      }
+      for (const [taskId, s] of states) handled.add(this.tasks.put(taskId, { streamTime: s.streamTime, lastFires: s.lastFires, positions: s.positions }))
     }
     // Queued at once, the task records go first: the event turn's first write has a promise of its own.
     if (journal === undefined) tasks()
@@ -566,14 +545,14 @@ export class CheckpointStore {
           tasks()
           for (const write of atSeal) write()
         },
-        after,
+        undefined,
       )
     } catch (err) {
       return Promise.reject(writeError(err))
     }
   }
 
-  /** The rest of a sliced `save` (or a `saveAfter`), a slice per event turn. */
+  /** The rest of a sliced `save` (or a `saveRecordsAfter`, sealed once `after` resolves), a slice per event turn. */
   private async finish(journal: JournalWrite, later: ReadonlyArray<(deadline: number) => boolean>, seal: (durable: unknown) => void, after: Promise<unknown> | undefined): Promise<CommitHolds> {
     const holds = new Holds(() => this.closed)
     let next = 0
@@ -655,7 +634,7 @@ export class CheckpointStore {
 
   private closed = false
   private markClosed: (() => void) | undefined
-  /** Settles when `close` is called: a `saveAfter` waiting for its other half stops waiting then. */
+  /** Settles when `close` is called: a `saveRecordsAfter` waiting for its other half stops waiting then. */
   private readonly closing = new Promise<void>((resolve) => (this.markClosed = resolve))
 
   /**
@@ -730,10 +709,15 @@ function recordsPrefix(taskId: string): Buffer {
   return Buffer.from(`${taskId}\u0000`, 'utf8')
 }
 
-/** A record's key in the records database: the task's prefix, the store's name, NUL, the record's key bytes. */
-function recordKey(prefix: Buffer, store: string, key: Uint8Array): Buffer {
+/**
+ * A record's key in the records database: the task's prefix, the store's name, NUL, the record's key
+ * bytes. Throws, naming the store, when it is longer than lmdb takes.
+ */
+function recordKey(prefix: Buffer, taskId: string, store: string, key: Uint8Array): Buffer {
   const storeBytes = Buffer.byteLength(store, 'utf8')
-  const out = Buffer.allocUnsafe(prefix.length + storeBytes + 1 + key.length)
+  const length = prefix.length + storeBytes + 1 + key.length
+  if (length > MAX_KEY_BYTES) throw new Error(`a key of store "${store}" of task ${taskId} takes ${length} bytes on disk, more than the state directory's limit of ${MAX_KEY_BYTES} (lmdb's): keep store keys shorter`)
+  const out = Buffer.allocUnsafe(length)
   prefix.copy(out, 0)
   out.write(store, prefix.length, 'utf8')
   out[prefix.length + storeBytes] = 0

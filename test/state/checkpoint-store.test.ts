@@ -85,10 +85,10 @@ describe('checkpoint store timers', () => {
   })
 })
 
-describe('checkpoint store: a commit written after another is durable (saveAfter)', () => {
-  const task = (streamTime: number) => new Map([['0_0', { streamTime, lastFires: {}, positions: { 'in:0': streamTime } }]])
-  const storeChange = (value: unknown) => new Map([['0_0', new Map([['counts', [['a', value] as const]]])]])
-  const keyedChange = (v: number) => new Map([['0_0', { states: [{ state: 'p/v', key: 'k', kind: 'value' as const, entries: { v, a: 1 } }], timers: [] }]])
+describe('checkpoint store: changelog records written after their commit is durable elsewhere (saveRecordsAfter)', () => {
+  const task = (streamTime: number) => () => new Map([['0_0', { streamTime, lastFires: {}, positions: { 'in:0': streamTime } }]])
+  const records = (value: Buffer | null, key = 'a') => new Map([['0_0', [{ store: 'counts', key: Buffer.from(key), value }]]])
+  const held = (store: CheckpointStore): string[] => [...store.taskRecords('0_0')].map((r) => `${r.store}/${Buffer.from(r.key).toString()}=${r.value === null ? null : Buffer.from(r.value).toString()}`)
   const turns = async (n: number): Promise<void> => {
     for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve))
   }
@@ -96,44 +96,44 @@ describe('checkpoint store: a commit written after another is durable (saveAfter
   it('writes nothing until the commit it follows is durable, then all of it, as it was when taken', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'punctual-checkpoints-'))
     const store = CheckpointStore.open(stateDir)
-    await store.save(task(1), keyedChange(1), storeChange({ n: 1 }))
+    await store.saveRecordsAfter(Promise.resolve(true), task(1), records(Buffer.from('1')))
     let durable!: () => void
-    const value = { n: 2 }
-    const saving = store.saveAfter(new Promise<void>((resolve) => (durable = resolve)), task(2), keyedChange(2), storeChange(value))
+    const value = Buffer.from('2')
+    const saving = store.saveRecordsAfter(new Promise<void>((resolve) => (durable = resolve)), task(2), records(value))
     // Changed after the take: the next commit's, not this one's.
-    value.n = 99
+    value.write('9')
     await turns(10)
     assert.equal(store.load('0_0')?.streamTime, 1, 'the task record is the previous commit')
-    assert.deepEqual(store.storeDisk('0_0', 'counts').get('a'), { n: 1 })
-    assert.deepEqual(store.keyedStateDisk('0_0', 'p/v')?.disk.get('k'), { v: 1, a: 1 })
+    assert.deepEqual(held(store), ['counts/a=1'])
     durable()
     await saving
     assert.equal(store.load('0_0')?.streamTime, 2)
-    assert.deepEqual(store.storeDisk('0_0', 'counts').get('a'), { n: 2 }, 'the value as it was when the commit was taken')
-    assert.deepEqual(store.keyedStateDisk('0_0', 'p/v')?.disk.get('k'), { v: 2, a: 1 })
-    store.close()
+    assert.deepEqual(held(store), ['counts/a=2'], 'the bytes as they were when the commit was taken')
+    // A tombstone removes the key.
+    await store.saveRecordsAfter(Promise.resolve(true), task(3), records(null))
+    assert.deepEqual(held(store), [])
+    await store.close()
   })
 
   it('writes nothing of a commit whose other half failed, rejects with that failure, and leaves nothing for the next open to apply', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'punctual-checkpoints-'))
     const store = CheckpointStore.open(stateDir)
-    await store.save(task(1), keyedChange(1), storeChange({ n: 1 }))
+    await store.saveRecordsAfter(Promise.resolve(true), task(1), records(Buffer.from('1')))
     let failed!: (err: Error) => void
-    const saving = store.saveAfter(new Promise<void>((_resolve, reject) => (failed = reject)), task(2), keyedChange(2), storeChange({ n: 2 }))
+    const saving = store.saveRecordsAfter(new Promise<void>((_resolve, reject) => (failed = reject)), task(2), new Map([['0_0', [{ store: 'counts', key: Buffer.from('a'), value: Buffer.from('2') }, { store: 'counts', key: Buffer.from('b'), value: Buffer.from('2') }]]]))
     await turns(3)
     failed(new Error('the transaction was aborted'))
     await assert.rejects(saving, /the transaction was aborted/)
     assert.equal(store.load('0_0')?.streamTime, 1)
-    assert.deepEqual(store.storeDisk('0_0', 'counts').get('a'), { n: 1 })
+    assert.deepEqual(held(store), ['counts/a=1'])
     // The next commit goes on from the previous one.
-    await store.saveAfter(Promise.resolve(), task(3), new Map(), storeChange({ n: 3 }))
+    await store.saveRecordsAfter(Promise.resolve(true), task(3), records(Buffer.from('3')))
     assert.equal(store.load('0_0')?.streamTime, 3)
-    store.close()
+    await store.close()
     const reopened = CheckpointStore.open(stateDir)
     assert.equal(reopened.load('0_0')?.streamTime, 3)
-    assert.deepEqual(reopened.storeDisk('0_0', 'counts').get('a'), { n: 3 })
-    assert.deepEqual(reopened.keyedStateDisk('0_0', 'p/v')?.disk.get('k'), { v: 1, a: 1 }, 'the failed commit\'s keyed change is nowhere')
-    reopened.close()
+    assert.deepEqual(held(reopened), ['counts/a=3'], "the failed commit's b is nowhere")
+    await reopened.close()
   })
 })
 
@@ -142,8 +142,26 @@ describe('checkpoint store: keys longer than lmdb takes', () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'punctual-checkpoints-'))
     const store = CheckpointStore.open(stateDir)
     const long = 'k'.repeat(2_100)
-    const changes = new Map([['0_0', new Map([['counts', [['short', 1], [long, 2]] as Array<readonly [string, number]>]])]])
-    await assert.rejects(store.saveAfter(Promise.resolve(), new Map([['0_0', { streamTime: 1, lastFires: {}, positions: {} }]]), new Map(), changes), (err: Error & { code?: string }) => {
+    const changes = new Map([['0_0', [{ store: 'counts', key: Buffer.from('short'), value: Buffer.from('1') }, { store: 'counts', key: Buffer.from(long), value: Buffer.from('2') }]]])
+    await assert.rejects(store.saveRecordsAfter(Promise.resolve(true), () => new Map([['0_0', { streamTime: 1, lastFires: {}, positions: {} }]]), changes), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'STATE_DIR')
+      assert.match(err.message, /a key of store "counts" of task 0_0 takes 21\d\d bytes on disk, more than the state directory's limit of 1978/)
+      return true
+    })
+    assert.equal(store.load('0_0'), undefined)
+    assert.equal(store.countTaskRecords('0_0'), 0, 'nothing of the commit')
+    await store.close()
+    const reopened = CheckpointStore.open(stateDir)
+    assert.equal(reopened.load('0_0'), undefined)
+    await reopened.close()
+  })
+
+  it('a large commit of the embedded layout holding one fails before its journal is sealed, naming the store', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'punctual-checkpoints-'))
+    // Every commit through the journal.
+    const store = CheckpointStore.open(stateDir, { sliceCommitsAbove: 0 })
+    const changes = new Map([['0_0', new Map([['counts', [['short', 1], ['k'.repeat(2_100), 2]] as Array<readonly [string, number]>]])]])
+    await assert.rejects(store.save(new Map([['0_0', { streamTime: 1, lastFires: {}, positions: {} }]]), new Map(), changes), (err: Error & { code?: string }) => {
       assert.equal(err.code, 'STATE_DIR')
       assert.match(err.message, /a key of store "counts" of task 0_0 takes 21\d\d bytes on disk, more than the state directory's limit of 1978/)
       return true
@@ -157,13 +175,13 @@ describe('checkpoint store: keys longer than lmdb takes', () => {
   })
 })
 
-describe('checkpoint store: saveAfter and close', () => {
+describe('checkpoint store: saveRecordsAfter and close', () => {
   it('a commit still waiting for its other half when the store closes is not written, and rejects at once', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'punctual-checkpoints-'))
     const store = CheckpointStore.open(stateDir)
     await store.save(new Map([['0_0', { streamTime: 1, lastFires: {}, positions: {} }]]))
     // The other half never answers (a cluster away).
-    const saving = store.saveAfter(new Promise<void>(() => {}), new Map([['0_0', { streamTime: 2, lastFires: {}, positions: {} }]]))
+    const saving = store.saveRecordsAfter(new Promise<void>(() => {}), () => new Map([['0_0', { streamTime: 2, lastFires: {}, positions: {} }]]), new Map())
     await new Promise((resolve) => setImmediate(resolve))
     await store.close()
     await assert.rejects(saving, /closed before the commit was durable/)
