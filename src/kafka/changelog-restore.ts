@@ -3,6 +3,7 @@ import type { Topology } from '../processor/topology.js'
 import { concatSources } from '../runtime/changelog-source.js'
 import type { ChangelogSource } from '../runtime/changelog-source.js'
 import type { ChangelogRecord } from '../runtime/changelog.js'
+import { persistentStores } from '../runtime/task-factory.js'
 import type { TaskDefinition } from '../runtime/task-factory.js'
 import type { RecordWriter } from '../state/checkpoint-store.js'
 import type { Logger } from '../util/logger.js'
@@ -93,15 +94,20 @@ export class ChangelogRestore {
 
   /** Where a task assigned here restores from: its local records, if usable, then its changelog topics. */
   source(taskId: string): ChangelogSource {
-    const start = this.local.take(taskId)
+    const start = this.local.take(taskId, persistentStores(this.definition(taskId)))
     const writer = this.local.tailWriter(taskId)
     const reader = this.reader(taskId, start?.offsets)
     const restoring: Restoring = { reader, writer, local: start !== undefined, tail: 0 }
     this.restoring.set(taskId, restoring)
-    const tail = writingTo(reader, (record) => {
-      restoring.tail++
-      writer.write(record)
-    })
+    const tail = writingTo(
+      reader,
+      (record) => {
+        restoring.tail++
+        writer.write(record)
+      },
+      () => writer.written(),
+      (err) => this.fail(err),
+    )
     return start === undefined ? tail : concatSources(start.source, tail)
   }
 
@@ -158,15 +164,32 @@ export class ChangelogRestore {
   }
 }
 
-/** `source` as it is, each record it gives also handed to `each` (in order). */
-function writingTo(source: ChangelogReader, each: (record: ChangelogRecord) => void): ChangelogSource {
+/**
+ * `source` as it is, each record it gives also handed to `each` (in order), and read to its end only
+ * once `written` settled: the task is built then, and its persistent stores read what was written.
+ */
+function writingTo(source: ChangelogReader, each: (record: ChangelogRecord) => void, written: () => Promise<void>, fail: (err: unknown) => void): ChangelogSource {
+  let flushed = false
+  let flushing: Promise<void> | undefined
+  const flush = (): Promise<void> =>
+    (flushing ??= written().then(
+      () => {
+        flushed = true
+      },
+      (err: unknown) => fail(err),
+    ))
   return {
-    remaining: () => source.remaining(),
+    remaining: () => {
+      const left = source.remaining()
+      if (left !== 0 || flushed) return left
+      void flush()
+      return 1
+    },
     read(max) {
       const batch = source.read(max)
       for (const record of batch) each(record)
       return batch
     },
-    whenReadable: () => source.whenReadable(),
+    whenReadable: () => (source.remaining() === 0 ? flush() : source.whenReadable()),
   }
 }

@@ -37,6 +37,12 @@ export interface KafkaRuntimeConfig {
   /** Commit also after this many records, so one transaction never holds too much. @default 10000 */
   commitMaxRecords?: number
   /**
+   * Input records fetched and not yet processed that an input partition may hold in memory before it is
+   * paused (Kafka Streams' `buffered.records.per.partition`, whose default is 1000). Lower it when the
+   * heap is small: each record held costs its message object and bytes. @default 50000
+   */
+  bufferedRecordsPerPartition?: number
+  /**
    * How long a task of several input partitions waits for an empty one that is fetched to its end before
    * processing the others (Kafka Streams' `max.task.idle.ms`). An empty partition with records on the
    * broker not yet fetched is waited for in any case, unless this is -1, which never waits. @default 0
@@ -138,6 +144,7 @@ export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKaf
     processingGuarantee: guarantee,
     commitIntervalMs: int('commitIntervalMs', config.commitIntervalMs, guarantee === 'exactly_once_v2' ? 100 : 30_000, 1),
     commitMaxRecords: int('commitMaxRecords', config.commitMaxRecords, 10_000, 1),
+    bufferedRecordsPerPartition: int('bufferedRecordsPerPartition', config.bufferedRecordsPerPartition, 50_000, 1),
     maxTaskIdleMs: int('maxTaskIdleMs', config.maxTaskIdleMs, 0, -1),
     defaultTimestampExtractor: checkTimestampExtractor(config.defaultTimestampExtractor, `${where}: defaultTimestampExtractor`),
     repartitionPurgeIntervalMs: int('repartitionPurgeIntervalMs', config.repartitionPurgeIntervalMs, 30_000, 0),

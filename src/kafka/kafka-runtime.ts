@@ -16,6 +16,7 @@ import { runtimeMetrics } from '../runtime/runtime-metrics.js'
 import type { RuntimeState, StreamsRuntime } from '../runtime/runtime.js'
 import { warnOfSerdeFallbacks } from '../runtime/serde-fallbacks.js'
 import { checkDeadLetterTopicOf, tasksOf } from '../runtime/task-factory.js'
+import type { TaskDefinition } from '../runtime/task-factory.js'
 import { TaskLoop } from '../runtime/task-loop.js'
 import { TaskManager } from '../runtime/task-manager.js'
 import type { RestoreProgress } from '../runtime/task-manager.js'
@@ -223,13 +224,14 @@ export class KafkaRuntime implements StreamsRuntime {
       )
       const backend = new LocalCommitBackend(kafkaBackend, checkpoints, exactlyOnce)
       const committer = new Committer(backend)
+      const localRecords = new LocalTaskRecords(checkpoints, logger)
       const restore = new ChangelogRestore(
         this.topology,
         definitions,
         supplier,
         config,
         logger,
-        new LocalTaskRecords(checkpoints, logger),
+        localRecords,
         (t, p) => offsets.watermarks(t, p),
         (taskId, readTo) => backend.restored(taskId, readTo),
         (err) => this.fail(err),
@@ -240,7 +242,7 @@ export class KafkaRuntime implements StreamsRuntime {
         await globals.reader?.stop()
         globals.stores.close()
       })
-      const fetcher = new Fetcher(consumer, this.loop.onAppend, (err) => this.fail(new PunctualError('ILLEGAL_STATE', `fetching: ${err.message}`, { cause: err })))
+      const fetcher = new Fetcher(consumer, this.loop.onAppend, (err) => this.fail(new PunctualError('ILLEGAL_STATE', `fetching: ${err.message}`, { cause: err })), config.bufferedRecordsPerPartition)
       const engine = new TaskManager(
         definitions,
         {
@@ -253,6 +255,11 @@ export class KafkaRuntime implements StreamsRuntime {
           deadLetterTopic: config.deadLetterTopic,
           stateDir: config.stateDir,
           committer,
+          // Persistent stores read their entries from the local records.
+          localState: localRecords.asLocalState((taskId, store) => {
+            const sub = (definitions.find((d) => d.id === taskId) as TaskDefinition).subtopology
+            return committer.codecFor(sub.id, sub.stores).codec(store)
+          }),
           onWallClockChange: this.loop.onWallClockChange,
           onTaskEvent: this.events.task,
           onRestored: ({ taskId, count, ms }) => manager.restored(taskId, count, ms),

@@ -1,5 +1,7 @@
 import type { ChangelogRecord } from '../runtime/changelog.js'
 import type { ChangelogSource } from '../runtime/changelog-source.js'
+import type { LocalTaskState } from '../runtime/local-task-state.js'
+import type { StoreCodec } from '../state/changelog-codec.js'
 import type { CheckpointStore, DurableTaskState, RecordWriter } from '../state/checkpoint-store.js'
 import type { Logger } from '../util/logger.js'
 import { covers } from './commit-numbers.js'
@@ -79,18 +81,35 @@ export class LocalTaskRecords {
         this.usable.set(task.taskId, { offsets: state.changelog.offsets })
         continue
       }
-      if (state === undefined && why === undefined && this.store.countTaskRecords(task.taskId, 1) === 0) continue
+      if (state === undefined && why === undefined && this.store.records.count(task.taskId, undefined, 1) === 0) continue
       this.logger.info({ taskId: task.taskId }, `task ${task.taskId}: its local state is not used (${why ?? 'it has no changelog offsets'}); restoring from the changelog's beginning`)
       await this.store.removeTask(task.taskId)
     }
   }
 
-  /** A task's usable local records found by `load`, once. */
-  take(taskId: string): LocalStart | undefined {
+  /**
+   * A task's usable local records found by `load`, once; those of the stores in `onDisk` (its persistent
+   * stores, which read their entries here) are left where they are.
+   */
+  take(taskId: string, onDisk: ReadonlySet<string>): LocalStart | undefined {
     const found = this.usable.get(taskId)
     this.usable.delete(taskId)
     if (found === undefined) return undefined
-    return { offsets: found.offsets, source: this.recordsSource(taskId) }
+    return { offsets: found.offsets, source: this.recordsSource(taskId, onDisk) }
+  }
+
+  /**
+   * These records as the task manager's `LocalTaskState`: a persistent store reads its committed entries
+   * here, decoded with `codecOf` (the codec of its changelog records). Everything else comes back
+   * through the restore's records (`take`, `tailWriter`), so there is no checkpoint to read.
+   */
+  asLocalState(codecOf: (taskId: string, store: string) => StoreCodec): LocalTaskState {
+    return {
+      keepsChangelog: true,
+      restore: () => undefined,
+      storeDisk: (taskId, store) => this.store.records.storeDisk(taskId, store, codecOf(taskId, store)),
+      keyedStateDisk: () => undefined,
+    }
   }
 
   /**
@@ -98,7 +117,7 @@ export class LocalTaskRecords {
    * of them, for a task restoring from the beginning): each is written as it is read.
    */
   tailWriter(taskId: string): RecordWriter {
-    return this.store.recordWriter(taskId)
+    return this.store.records.writer(taskId)
   }
 
   private async unusable(task: TaskChangelogPartitions, state: DurableTaskState, watermarks: (topic: string, partition: number) => Promise<Watermarks>, mark: CommitMark | undefined): Promise<string | undefined> {
@@ -123,9 +142,9 @@ export class LocalTaskRecords {
   }
 
   /** A task's local records, a batch at a time. */
-  private recordsSource(taskId: string): ChangelogSource {
-    const records = this.store.taskRecords(taskId)
-    let left = this.store.countTaskRecords(taskId)
+  private recordsSource(taskId: string, onDisk: ReadonlySet<string>): ChangelogSource {
+    const records = this.store.records.of(taskId, onDisk)
+    let left = this.store.records.count(taskId, onDisk)
     let done = false
     return {
       // Never 0 before the iterator ended: the tail is read only once these are.

@@ -101,7 +101,11 @@ export class ChangelogRestorer {
   private lastState: { kind: StateKind; entries: Map<StoreKey, unknown> } | undefined
   private count = 0
 
-  constructor(private readonly codec: TaskChangelogCodec) {}
+  constructor(
+    private readonly codec: TaskChangelogCodec,
+    /** Stores whose records are counted and not kept: they read their entries elsewhere (on disk). */
+    private readonly elsewhere: ReadonlySet<string> = new Set(),
+  ) {}
 
   /** Records applied so far. */
   get applied(): number {
@@ -119,7 +123,7 @@ export class ChangelogRestorer {
       this.applyKeyed(store, decodeStoreKey(record.key), value)
     } else if (store === TASK_STORE) {
       this.applyTask(decodeStoreKey(record.key) as string, value === null ? undefined : (unpackValue(value) as number))
-    } else {
+    } else if (!this.elsewhere.has(store)) {
       let entries = this.stores.get(store)
       if (entries === undefined) this.stores.set(store, (entries = new Map()))
       const id = bytesId(record.key)

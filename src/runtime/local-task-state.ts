@@ -30,6 +30,12 @@ export interface CheckpointRestore {
  */
 export interface LocalTaskState {
   /**
+   * Whether the changelog records a task restores from are kept here as they are read (the Kafka
+   * runtime's local records): a persistent store's records are then not loaded into memory, since the
+   * store reads its entries here.
+   */
+  readonly keepsChangelog?: boolean
+  /**
    * A task's last local checkpoint, with the entries of its `inMemoryStores`, read in steps (persistent
    * stores and keyed state read their entries here when needed: `storeDisk`, `keyedStateDisk`);
    * undefined if it has none.

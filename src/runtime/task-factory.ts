@@ -112,6 +112,11 @@ export function inMemoryStores(def: TaskDefinition): string[] {
   return def.subtopology.stores.filter((b) => b.persistent !== true).map((b) => b.name)
 }
 
+/** The stores of a task that read their committed entries on disk when the runtime has one (`storeDisk`). */
+export function persistentStores(def: TaskDefinition): Set<string> {
+  return new Set(def.subtopology.stores.filter((b) => b.persistent === true).map((b) => b.name))
+}
+
 /** Builds a task from a checkpoint (none: fresh). It is not initialized yet. */
 export function createTask(def: TaskDefinition, config: TaskFactoryConfig, checkpoint: TaskCheckpoint | undefined): StreamTask {
   const { committer, localState } = config

@@ -8,10 +8,13 @@ import type { StateKind } from '../keyed/api.js'
 import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
 import type { TimerRecord } from '../keyed/timer-service.js'
 import type { StoreKey } from '../processor/api.js'
-import { CommitJournal, Handled, MAX_KEY_BYTES } from './commit-journal.js'
+import { CommitJournal, Handled } from './commit-journal.js'
 import type { JournalWrite } from './commit-journal.js'
 import { fromKeyPart, keyPart } from './key-part.js'
 import type { StoreDisk } from './persistent-store.js'
+import { TaskRecords, recordKey, recordsPrefix } from './task-records.js'
+import { writeError } from './write-error.js'
+import type { ChangelogBytes } from './task-records.js'
 
 /** A task's commit record: stream time, the last fire time of each punctuation, its input positions. */
 export interface DurableTaskState {
@@ -39,19 +42,7 @@ export interface ChangelogPosition {
   readonly confirmed?: boolean
 }
 
-/** A changelog record as the checkpoint store keeps it: its store, key and value bytes (null: a tombstone). */
-export interface ChangelogBytes {
-  readonly store: string
-  readonly key: Uint8Array
-  readonly value: Uint8Array | null
-}
-
-/** Writes of a task's changelog records outside commits: a restore's tail (see `CheckpointStore.recordWriter`). */
-export interface RecordWriter {
-  write(record: ChangelogBytes): void
-  /** Settles once every write so far is committed; rejects with the first that failed. */
-  written(): Promise<void>
-}
+export type { ChangelogBytes, RecordWriter } from './task-records.js'
 
 type KeyPart = string | number | boolean
 
@@ -104,7 +95,6 @@ export const SLICE_MS = 2
  */
 export const SLICE_COMMITS_ABOVE = 4096
 /** Entries `removeTask` removes per lmdb transaction. */
-const REMOVE_BATCH = 10_000
 
 /** Where a commit's keyed writes go: queued on lmdb as they come, or into the journal. */
 interface KeyedWrites {
@@ -167,7 +157,7 @@ const RECORDS_DB = 'changelog-records'
  * changes to keyed state, timers and stores since the previous commit (incremental: a commit writes what
  * changed, not everything). Other databases in the same environment (`database`) commit in the same
  * transactions: the embedded runtime keeps its topics' records there. A Kafka instance keeps its tasks'
- * changelog records instead (`saveRecordsAfter`, `taskRecords`): the bytes its changelog topics hold.
+ * changelog records instead (`saveRecordsAfter`, `records`): the bytes its changelog topics hold.
  */
 export class CheckpointStore {
   private constructor(
@@ -183,16 +173,21 @@ export class CheckpointStore {
     /** Where a large commit's keyed writes go first (see `save`). */
     private readonly journal: CommitJournal,
     /**
-     * Tasks' changelog records as a Kafka instance keeps them (`saveRecordsAfter`): key `<task> NUL
+     * Tasks' changelog records as a Kafka instance keeps them (`saveRecordsAfter`, `records`): key `<task> NUL
      * <store> NUL <record key bytes>` -> the record's value bytes; a tombstone removes the key. What the
      * task's compacted changelog holds, up to the task record's `changelog` offsets.
      */
-    private readonly records: Database<Buffer, Buffer>,
-    /** The journal of `records`' commits. */
+    recordsDb: Database<Buffer, Buffer>,
+    /** The journal of the records' commits. */
     private readonly recordsJournal: CommitJournal,
     /** A commit with more writes than this goes through the journal, in slices. */
     private readonly sliceAbove: number,
-  ) {}
+  ) {
+    this.records = new TaskRecords(recordsDb, () => this.written())
+  }
+
+  /** Kafka instances' tasks' changelog records: read, removed, written by restores, read by persistent stores. */
+  readonly records: TaskRecords
 
   /**
    * A named database in the checkpoints' environment: what is written to it inside `save`'s `alsoWrite`
@@ -221,7 +216,7 @@ export class CheckpointStore {
       const journal = CommitJournal.open(env, KEYED_DB.name)
       migrateTimers(keyed)
       const records = env.openDB<Buffer, Buffer>({ name: RECORDS_DB, encoding: 'binary', keyEncoding: 'binary' })
-      const recordsJournal = CommitJournal.open(env, RECORDS_DB, `${RECORDS_DB}-journal`)
+      const recordsJournal = CommitJournal.open(env, RECORDS_DB, `${RECORDS_DB}-journal`, { keyEncoding: 'binary' })
       return new CheckpointStore(env, env.openDB<DurableTaskState, string>({ name: 'tasks' }), keyed, journal, records, recordsJournal, options.sliceCommitsAbove ?? SLICE_COMMITS_ABOVE)
     } catch (err) {
       throw new PunctualError('STATE_DIR', `state directory ${stateDir}: the checkpoint store cannot be opened (${(err as Error).message}); refusing to start rather than reset it`, { cause: err })
@@ -330,66 +325,14 @@ export class CheckpointStore {
     return this.finish(journal, [], tasks, durable)
   }
 
-  /** A task's changelog records (`saveRecordsAfter`, `recordWriter`), one at a time, from one read snapshot, by store and key. */
-  *taskRecords(taskId: string): Generator<ChangelogBytes> {
-    const prefix = recordsPrefix(taskId)
-    for (const { key, value } of this.records.getRange(prefixBytesRange(prefix))) {
-      const storeEnd = key.indexOf(0, prefix.length)
-      yield { store: key.toString('utf8', prefix.length, storeEnd), key: key.subarray(storeEnd + 1), value }
-    }
-  }
-
-  /** How many records a task has (`taskRecords`); `limit`: counting stops there. */
-  countTaskRecords(taskId: string, limit?: number): number {
-    // A copy: lmdb marks the options object it counts with as a count.
-    return this.records.getKeysCount({ ...prefixBytesRange(recordsPrefix(taskId)), ...(limit === undefined ? {} : { limit }) })
-  }
-
   /**
    * Removes a task's record and its changelog records (a state that cannot be used: the task restores
-   * from the beginning of its changelog), a bounded batch per lmdb transaction so as not to hold the
-   * event loop long. The record goes first: a process that stops part-way leaves records without a task
-   * record, which the next restore removes again.
+   * from the beginning of its changelog). The record goes first: a process that stops part-way leaves
+   * records without a task record, which the next restore removes again.
    */
   async removeTask(taskId: string): Promise<void> {
     await this.tasks.remove(taskId)
-    const range = prefixBytesRange(recordsPrefix(taskId))
-    for (;;) {
-      const keys = [...this.records.getKeys({ ...range, limit: REMOVE_BATCH })]
-      if (keys.length === 0) break
-      for (const key of keys) this.records.remove(key).catch(ignore)
-      await this.written()
-    }
-  }
-
-  /**
-   * Writes a task's changelog records straight into its records, outside any commit: records of the
-   * task's changelog that a restore read past the offsets of its last commit (`ChangelogPosition`). The
-   * caller writes only what the changelog holds as committed, so a record written ahead of the task's
-   * offsets is the changelog's as of a later point: the next restore reads the same tail again and ends
-   * in the same state.
-   */
-  recordWriter(taskId: string): RecordWriter {
-    const prefix = recordsPrefix(taskId)
-    let failure: unknown
-    const handled = (written: Promise<unknown>): void => {
-      written.catch((err: unknown) => (failure ??= err))
-    }
-    return {
-      write: (r) => {
-        let key: Buffer
-        try {
-          key = recordKey(prefix, taskId, r.store, r.key)
-        } catch (err) {
-          throw writeError(err)
-        }
-        handled(r.value === null ? this.records.remove(key) : this.records.put(key, asBuffer(r.value)))
-      },
-      written: async () => {
-        await this.written()
-        if (failure !== undefined) throw writeError(failure)
-      },
-    }
+    await this.records.remove(taskId)
   }
 
   /**
@@ -652,18 +595,6 @@ export class CheckpointStore {
   }
 }
 
-function writeError(err: unknown): PunctualError {
-  const code = (err as NodeJS.ErrnoException).code
-  const message = (err as Error).message
-  // lmdb reports a failed write of a full disk as ENOSPC, or as an I/O error; a file size limit as EFBIG.
-  const why =
-    code === 'ENOSPC' || /MDB_MAP_FULL|No space/i.test(message)
-      ? 'the disk or the store is full'
-      : /Input\/output error|too large|EFBIG|EIO/i.test(message)
-        ? `${message} (is the disk full?)`
-        : message
-  return new PunctualError('STATE_DIR', `cannot write checkpoints: ${why}`, { cause: err, fatal: true })
-}
 
 type Range = { readonly start: KeyPart[]; readonly end: KeyPart[] }
 
@@ -702,38 +633,6 @@ function isChangelogPosition(value: unknown): value is ChangelogPosition {
   if (typeof value !== 'object' || value === null) return false
   const p = value as ChangelogPosition
   return typeof p.offsets === 'object' && p.offsets !== null && Object.values(p.offsets).every((o) => typeof o === 'number' && Number.isInteger(o) && o >= 0) && typeof p.writtenAt === 'number' && (p.n === undefined || typeof p.n === 'number')
-}
-
-/** The first bytes of a task's records' keys: its id, NUL. */
-function recordsPrefix(taskId: string): Buffer {
-  return Buffer.from(`${taskId}\u0000`, 'utf8')
-}
-
-/**
- * A record's key in the records database: the task's prefix, the store's name, NUL, the record's key
- * bytes. Throws, naming the store, when it is longer than lmdb takes.
- */
-function recordKey(prefix: Buffer, taskId: string, store: string, key: Uint8Array): Buffer {
-  const storeBytes = Buffer.byteLength(store, 'utf8')
-  const length = prefix.length + storeBytes + 1 + key.length
-  if (length > MAX_KEY_BYTES) throw new Error(`a key of store "${store}" of task ${taskId} takes ${length} bytes on disk, more than the state directory's limit of ${MAX_KEY_BYTES} (lmdb's): keep store keys shorter`)
-  const out = Buffer.allocUnsafe(length)
-  prefix.copy(out, 0)
-  out.write(store, prefix.length, 'utf8')
-  out[prefix.length + storeBytes] = 0
-  out.set(key, prefix.length + storeBytes + 1)
-  return out
-}
-
-/** The binary keys that start with `prefix` (whose last byte is NUL: the next byte value ends the range). */
-function prefixBytesRange(prefix: Buffer): { start: Buffer; end: Buffer } {
-  const end = Buffer.from(prefix)
-  end[end.length - 1] = 1
-  return { start: prefix, end }
-}
-
-function asBuffer(bytes: Uint8Array): Buffer {
-  return bytes instanceof Buffer ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 }
 
 /** The keys that start with `prefix` (its last part a string: `\u0000` is the first string after it). */

@@ -39,8 +39,10 @@ export class CommitJournal {
    * Opens the journal (database `journalName`) of the database `targetName` in `env` and finishes what a
    * stopped process left (`recover`).
    */
-  static open(env: RootDatabase, targetName: string, journalName = 'journal'): CommitJournal {
-    const journal = new CommitJournal(env.openDB<Buffer, number[]>({ name: journalName, encoding: 'binary' }), env.openDB<Buffer, Key>({ name: targetName, encoding: 'binary' }))
+  static open(env: RootDatabase, targetName: string, journalName = 'journal', targetKeys: { keyEncoding?: 'binary' } = {}): CommitJournal {
+    // The target opened as its owner opens it (`targetKeys`): a second handle of one database with
+    // another key encoding changes how lmdb-js reads keys through the first.
+    const journal = new CommitJournal(env.openDB<Buffer, number[]>({ name: journalName, encoding: 'binary' }), env.openDB<Buffer, Key>({ name: targetName, encoding: 'binary', ...targetKeys }))
     journal.recover(env)
     return journal
   }

@@ -13,6 +13,8 @@ export interface StoreDisk {
   /** Every entry from key `from` on (from the first without it), in the disk's key order (booleans, numbers, then strings). */
   entries(from?: StoreKey): Iterable<[StoreKey, unknown]>
   count(): number
+  /** The disk's key order, when it is not `compareStoreKeys`'s (booleans, numbers, then strings). */
+  compare?(a: StoreKey, b: StoreKey): number
 }
 
 /** The capability of a store that can live on disk (looked up by this symbol, like DURABLE). */
@@ -145,19 +147,20 @@ export class PersistentKeyValueStore<K extends StoreKey, V> implements KeyValueS
   }
 
   private *scan(from: K | undefined, to: K | undefined): IterableIterator<[K, V]> {
-    const within = (k: K): boolean => (from === undefined || compareKeys(k, from) >= 0) && (to === undefined || compareKeys(k, to) <= 0)
     const disk = this.disk
+    const compare = disk?.compare ?? compareKeys
+    const within = (k: K): boolean => (from === undefined || compare(k, from) >= 0) && (to === undefined || compare(k, to) <= 0)
     if (disk === undefined) {
       for (const k of [...this.mem.keys()].filter(within).sort(compareKeys)) yield [k, this.mem.get(k) as V]
       return
     }
     // Merge the disk's entries with the changes not on disk yet (few), both in key order.
-    const changes = [...new Set([...this.committing.keys(), ...this.mem.keys()])].filter(within).sort(compareKeys)
+    const changes = [...new Set([...this.committing.keys(), ...this.mem.keys()])].filter(within).sort(compare)
     let i = 0
     for (const [dk, dv] of disk.entries(from)) {
-      if (to !== undefined && compareKeys(dk as K, to) > 0) break
-      while (i < changes.length && compareKeys(changes[i] as K, dk) < 0) yield* this.changed_(changes[i++] as K)
-      if (i < changes.length && compareKeys(changes[i] as K, dk) === 0) yield* this.changed_(changes[i++] as K)
+      if (to !== undefined && compare(dk as K, to) > 0) break
+      while (i < changes.length && compare(changes[i] as K, dk) < 0) yield* this.changed_(changes[i++] as K)
+      if (i < changes.length && compare(changes[i] as K, dk) === 0) yield* this.changed_(changes[i++] as K)
       else yield [dk as K, dv as V]
     }
     while (i < changes.length) yield* this.changed_(changes[i++] as K)

@@ -2,10 +2,10 @@
 // pause it with SIGSTOP or interrupt it with SIGINT (processes.ts starts and watches it):
 //   node --import tsx test/kafka-broker/instance.ts APP INPUT OUTPUT GUARANTEE NAME [WORKLOAD [COMMIT_INTERVAL_MS]]
 // WORKLOAD is `windowed` (windowedFinal from INPUT to OUTPUT, the default), `counts` (counts per key from
-// INPUT to OUTPUT, in the store "counts") or `flights` (the flights demo on topics named INPUT + its
+// INPUT to OUTPUT, in the store "counts"), `padded` (values joined per key, workload.ts) or `flights` (the flights demo on topics named INPUT + its
 // topic names; OUTPUT unused). COMMIT_INTERVAL_MS is 100 by default.
 // It prints a JSON line every 200 ms ({ processed, tasks, restoring, state, positions: each task's next
-// offset of each input partition, and with `counts` the store's entries, up to 10,000, once none of its tasks restores }), and stops cleanly (rt.stop()) on SIGTERM or SIGINT. Its log
+// offset of each input partition, with `counts` the store's entries, up to 10,000, once none of its tasks restores, and the heap used in bytes }), and stops cleanly (rt.stop()) on SIGTERM or SIGINT. Its log
 // goes to stderr: the runtime's info log, or its debug log with PUNCTUAL_KAFKA_TEST_DEBUG=1.
 import { createConsoleLogger, QueryableStoreTypes } from '../../src/index.js'
 import type { ProcessingGuarantee } from '../../src/kafka/config.js'
@@ -13,7 +13,7 @@ import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import { confluentClientSupplier, withClientSupplier } from '../../src/kafka/client-supplier.js'
 import type { ClientError, KafkaClientSupplier } from '../../src/kafka/client-supplier.js'
 import { bootstrapServers } from './cluster.js'
-import { counts, PARTITIONS, windowedFinal } from './workload.js'
+import { counts, padded, PARTITIONS, windowedFinal } from './workload.js'
 import { flightsTopology } from '../../demo/flights/topology.js'
 
 const [app, input, output, guarantee, name = '', workload = 'windowed', commitInterval = '100'] = process.argv.slice(2) as [string, string, string, ProcessingGuarantee, string?, string?, string?]
@@ -28,7 +28,9 @@ const stateDir = process.env.PUNCTUAL_KAFKA_TEST_STATE_DIR
 // took the offsets), before the runtime hears of it: before the commit's local half (processes.ts sets
 // it from `killAfterCommit`).
 const killAfterCommit = Number(process.env.PUNCTUAL_KAFKA_TEST_KILL_AFTER_COMMIT ?? 0)
-const topology = workload === 'flights' ? flightsTopology({ progressStartMs: 0, topicPrefix: input }) : workload === 'counts' ? counts(input, output) : windowedFinal(input, output)
+// PUNCTUAL_KAFKA_TEST_BUFFERED: the runtime's bufferedRecordsPerPartition (processes.ts sets it).
+const buffered = process.env.PUNCTUAL_KAFKA_TEST_BUFFERED
+const topology = workload === 'flights' ? flightsTopology({ progressStartMs: 0, topicPrefix: input }) : workload === 'counts' ? counts(input, output) : workload === 'padded' ? padded(input, output) : windowedFinal(input, output)
 const config = {
   applicationId: app,
   bootstrapServers: bootstrapServers(),
@@ -37,6 +39,7 @@ const config = {
   logger,
   ...(rdkafkaDebug === undefined ? {} : { consumer: { debug: rdkafkaDebug } }),
   ...(stateDir === undefined ? {} : { stateDir }),
+  ...(buffered === undefined ? {} : { bufferedRecordsPerPartition: Number(buffered) }),
 }
 const rt = new KafkaRuntime(topology, killAfterCommit > 0 ? withClientSupplier(config, killingAfterCommit(await confluentClientSupplier(), killAfterCommit)) : config)
 rt.on('error', (err) => {
@@ -62,7 +65,7 @@ const report = (): void => {
   const metrics = rt.metrics()
   const positions = Object.fromEntries(metrics.tasks.flatMap((t) => t.inputs.map((i) => [`${i.topic}-${i.partition}`, i.position])))
   const restoring = rt.restoreProgress().map((r) => `${r.taskId}:${r.restored}/${r.remaining ?? '?'}`)
-  process.stdout.write(`${JSON.stringify({ processed: metrics.processedRecords, tasks: rt.taskIds(), restoring, state: rt.state, positions, store: store() })}\n`)
+  process.stdout.write(`${JSON.stringify({ processed: metrics.processedRecords, tasks: rt.taskIds(), restoring, state: rt.state, positions, store: store(), heapUsed: process.memoryUsage().heapUsed })}\n`)
 }
 // Installed before the start, so that a signal while the instance joins its group stops it cleanly too.
 // The reports go on while it stops: a stop that hangs shows as PENDING_SHUTDOWN.

@@ -19,6 +19,10 @@ export interface InstanceOptions {
   readonly stateDir?: string
   /** The process kills itself once this commit is complete on Kafka, before its local half (instance.ts). */
   readonly killAfterCommit?: number
+  /** The runtime's `bufferedRecordsPerPartition`. */
+  readonly bufferedRecordsPerPartition?: number
+  /** The heap the process may use (`--max-old-space-size`, in MB). */
+  readonly heapMb?: number
 }
 
 /**
@@ -36,6 +40,8 @@ export class Instance {
   positions: Record<string, number> = {}
   /** With the `counts` workload: the store's entries (up to 10,000), once none of its tasks restores. */
   store: Record<string, number> | undefined
+  /** The most heap the reports said the process used, in bytes. */
+  peakHeapUsed = 0
   /** Reports received: one every 200 ms while the process runs its event loop. */
   reports = 0
   /** How the process ended, once it has: its exit code, or the signal that ended it. */
@@ -53,17 +59,19 @@ export class Instance {
     workload: string,
     options: InstanceOptions = {},
   ) {
-    const env = { ...process.env, ...(options.bootstrap === undefined ? {} : { PUNCTUAL_KAFKA_BOOTSTRAP: options.bootstrap }), ...(options.stateDir === undefined ? {} : { PUNCTUAL_KAFKA_TEST_STATE_DIR: options.stateDir }), ...(options.killAfterCommit === undefined ? {} : { PUNCTUAL_KAFKA_TEST_KILL_AFTER_COMMIT: String(options.killAfterCommit) }) }
+    const env = { ...process.env, ...(options.bootstrap === undefined ? {} : { PUNCTUAL_KAFKA_BOOTSTRAP: options.bootstrap }), ...(options.stateDir === undefined ? {} : { PUNCTUAL_KAFKA_TEST_STATE_DIR: options.stateDir }), ...(options.killAfterCommit === undefined ? {} : { PUNCTUAL_KAFKA_TEST_KILL_AFTER_COMMIT: String(options.killAfterCommit) }), ...(options.bufferedRecordsPerPartition === undefined ? {} : { PUNCTUAL_KAFKA_TEST_BUFFERED: String(options.bufferedRecordsPerPartition) }) }
     const extra = options.commitIntervalMs === undefined ? [] : [String(options.commitIntervalMs)]
-    this.child = spawn(process.execPath, ['--import', 'tsx', INSTANCE, ...args, name, workload, ...extra], { stdio: ['ignore', 'pipe', 'pipe'], env })
+    const heap = options.heapMb === undefined ? [] : [`--max-old-space-size=${options.heapMb}`]
+    this.child = spawn(process.execPath, [...heap, '--import', 'tsx', INSTANCE, ...args, name, workload, ...extra], { stdio: ['ignore', 'pipe', 'pipe'], env })
     createInterface({ input: this.child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-      const report = JSON.parse(line) as { processed: number; tasks: string[]; restoring: string[]; state: string; positions: Record<string, number>; store?: Record<string, number> }
+      const report = JSON.parse(line) as { processed: number; tasks: string[]; restoring: string[]; state: string; positions: Record<string, number>; store?: Record<string, number>; heapUsed: number }
       this.processed = report.processed
       this.tasks = report.tasks
       this.restoring = report.restoring
       this.state = report.state
       this.positions = report.positions
       this.store = report.store
+      this.peakHeapUsed = Math.max(this.peakHeapUsed, report.heapUsed)
       this.reports++
     })
     const debug = process.env.PUNCTUAL_KAFKA_TEST_DEBUG === '1'

@@ -39,6 +39,37 @@ export function counts(input: string, output: string): Topology {
   return b.build()
 }
 
+/** Characters of each `padded` value: its round (one digit), then its key's letter repeated. */
+export const PADDED_VALUE_CHARS = 250
+
+/**
+ * Per key, its values joined in a table of strings ("padded", a persistent store): state grows with
+ * the keys, PADDED_VALUE_CHARS characters per record. Once a key has two records the output gets a
+ * summary of them, `<first round><second round><letter><length>`: "01" + the key's letter + "500" when
+ * both came, in order, whole.
+ */
+export function padded(input: string, output: string): Topology {
+  const str = { keySerde: Serdes.String(), valueSerde: Serdes.String() }
+  const b = new StreamsBuilder()
+  b.stream<string, string>(input, str)
+    .groupByKey()
+    .aggregate(
+      () => '',
+      (_key, value, joined: string) => joined + value,
+      { name: 'padded', valueSerde: Serdes.String() },
+    )
+    .toStream()
+    .filter((_key, joined) => joined !== null && joined.length > PADDED_VALUE_CHARS)
+    .mapValues((joined) => (joined === null ? '' : `${joined[0]}${joined[PADDED_VALUE_CHARS]}${joined[1]}${joined.length}`))
+    .to(output, str)
+  return b.build()
+}
+
+/** The `padded` input of one round over keys p0..p{keys-1}: each key's value, its letter from its number. */
+export function paddedRound(round: number, keys: number): TextRecord[] {
+  return Array.from({ length: keys }, (_, i) => ({ key: `p${i}`, value: `${round}${String.fromCharCode(97 + (i % 26)).repeat(PADDED_VALUE_CHARS - 1)}`, timestamp: 1_700_000_000_000 + round * 1000 }))
+}
+
 /** How many records of each key `input` holds: what `counts` must end with. */
 export function countsOf(input: readonly TextRecord[]): Map<string, number> {
   const truth = new Map<string, number>()

@@ -388,6 +388,8 @@ describe('KafkaRuntime on mock clients: rebalance and recovery', () => {
       await second.rt.stop()
       const fromLocal = lastRestore('0_0')
       assert.ok(fromLocal !== undefined && 'local' in fromLocal && fromLocal.local > 0, `restored from local state: ${JSON.stringify(fromLocal)}`)
+      // The persistent store's 3 entries stay on disk, where it reads them: only the task's stream time and position are read.
+      assert.equal(fromLocal.local, 2, 'the persistent store is not loaded')
       assert.equal(fromLocal.tail, 0, 'nothing after the last local commit')
       assert.deepEqual((await localChangelogPosition(dir, '0_0'))?.offsets, changelogEnds(c))
       const changelogAfterSecond = c.committed(CHANGELOG).length

@@ -62,7 +62,7 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 20))
 
 /** A task's local records folded as a restore folds them: its stores' entries and its timers' keys. */
 function localState(store: CheckpointStore, taskId: string): { stores: unknown; timers: unknown[] } {
-  const restorer = new ChangelogRestorer(codec).applyAll(store.taskRecords(taskId))
+  const restorer = new ChangelogRestorer(codec).applyAll(store.records.of(taskId))
   const checkpoint = restorer.checkpoint()
   return { stores: checkpoint?.stores, timers: (checkpoint?.keyed?.timers ?? []).map((t) => t.key) }
 }
@@ -101,7 +101,7 @@ describe('LocalCommitBackend', () => {
     await assert.rejects(done, /transaction aborted/)
     await settle()
     assert.equal(store.load('0_0'), undefined)
-    assert.equal(store.countTaskRecords('0_0'), 0)
+    assert.equal(store.records.count('0_0'), 0)
     // The offsets did not move: the next commit counts from the restore still.
     const again = backend.commit([commitOf([['a', 1]], 7)])
     await settle()
@@ -152,7 +152,7 @@ describe('LocalTaskRecords', () => {
     const store = await withState({ offsets: { [TOPIC]: 6 }, writtenAt: 1_000 })
     const local = new LocalTaskRecords(store, silentLogger, () => 2_000)
     await local.load([task], ends(0, 8), () => undefined)
-    const start = local.take('0_0')
+    const start = local.take('0_0', new Set())
     assert.deepEqual(start?.offsets, { [TOPIC]: 6 })
     const restorer = new ChangelogRestorer(codec)
     assert.ok((start?.source.remaining() ?? 0) > 0)
@@ -185,10 +185,10 @@ describe('LocalTaskRecords', () => {
       const logger = { ...silentLogger, info: (_o: object, msg: string) => void logged.push(msg) }
       const local = new LocalTaskRecords(store, logger, () => 2_000)
       await local.load([task], watermarks, () => mark)
-      assert.equal(local.take('0_0'), undefined)
+      assert.equal(local.take('0_0', new Set()), undefined)
       assert.match(logged.join('\n'), why)
       assert.equal(store.load('0_0'), undefined)
-      assert.equal(store.countTaskRecords('0_0'), 0)
+      assert.equal(store.records.count('0_0'), 0)
       await store.close()
     })
   }
@@ -197,7 +197,7 @@ describe('LocalTaskRecords', () => {
     const store = await withState({ offsets: { [TOPIC]: 6 }, writtenAt: 1_000, n: 4, confirmed: true })
     const local = new LocalTaskRecords(store, silentLogger, () => 2_000)
     await local.load([task], ends(0, 8), () => ({ n: 9, voids: [[5, 8]] }))
-    assert.deepEqual(local.take('0_0')?.offsets, { [TOPIC]: 6 })
+    assert.deepEqual(local.take('0_0', new Set())?.offsets, { [TOPIC]: 6 })
     await store.close()
   })
 })

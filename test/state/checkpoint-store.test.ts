@@ -88,7 +88,7 @@ describe('checkpoint store timers', () => {
 describe('checkpoint store: changelog records written after their commit is durable elsewhere (saveRecordsAfter)', () => {
   const task = (streamTime: number) => () => new Map([['0_0', { streamTime, lastFires: {}, positions: { 'in:0': streamTime } }]])
   const records = (value: Buffer | null, key = 'a') => new Map([['0_0', [{ store: 'counts', key: Buffer.from(key), value }]]])
-  const held = (store: CheckpointStore): string[] => [...store.taskRecords('0_0')].map((r) => `${r.store}/${Buffer.from(r.key).toString()}=${r.value === null ? null : Buffer.from(r.value).toString()}`)
+  const held = (store: CheckpointStore): string[] => [...store.records.of('0_0')].map((r) => `${r.store}/${Buffer.from(r.key).toString()}=${r.value === null ? null : Buffer.from(r.value).toString()}`)
   const turns = async (n: number): Promise<void> => {
     for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve))
   }
@@ -149,7 +149,7 @@ describe('checkpoint store: keys longer than lmdb takes', () => {
       return true
     })
     assert.equal(store.load('0_0'), undefined)
-    assert.equal(store.countTaskRecords('0_0'), 0, 'nothing of the commit')
+    assert.equal(store.records.count('0_0'), 0, 'nothing of the commit')
     await store.close()
     const reopened = CheckpointStore.open(stateDir)
     assert.equal(reopened.load('0_0'), undefined)
