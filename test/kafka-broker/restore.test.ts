@@ -171,7 +171,8 @@ describe('KafkaRuntime: a big task moves', () => {
       await until('the instance that came back restored the task', () => restores.length === 2, 300_000)
       const { records, local, ms } = restores[1] as { records: number; local: number; ms: number }
       process.stdout.write(`# restored from local state: ${local} records, then ${records - local} from the changelog's tail, in ${ms} ms (the other instance, from the changelog: ${restores[0]?.records} records in ${restores[0]?.ms} ms)\n`)
-      assert.ok(local >= n, `${local} records from local state, at least one per key`)
+      // The counts (a persistent store) stay on disk, where the store reads them: the restore reads only the task's clocks and positions.
+      assert.ok(local > 0 && local < 10, `${local} records from local state: the task's own, none of the store's`)
       assert.ok(records - local >= 100 && records - local < 1_000, `${records - local} records from the changelog: the other instance's 100 counts and its clocks, not the whole changelog`)
       // Keys the other instance counted go to 3 (the tail was applied); a key only the local state knows goes to 2.
       const last = [...Array.from({ length: 100 }, (_, i) => at(i, 2)), at(n - 1, 2)]
