@@ -171,14 +171,15 @@ export interface CountKeysResult {
 }
 
 /**
- * The DSL's count per key over `keys` distinct keys with a state directory: its store is persistent
- * (committed entries on disk, a read cache of 10,000 in memory), so every record reads the disk for a key
- * it has not seen, and each commit writes up to commitMaxRecords changed counts.
+ * The DSL's count per key over `keys` distinct keys with a state directory, its store `storeType`: a
+ * persistent one keeps its committed entries on disk (a read cache of 10,000 in memory), so every record
+ * reads the disk for a key it has not seen, and each commit writes up to commitMaxRecords changed
+ * counts; an in-memory one holds every count in the heap, and its commits write the same changes.
  */
-export async function countKeys(keys = 1_000_000): Promise<CountKeysResult> {
+export async function countKeys(keys: number, storeType: 'persistent' | 'inMemory'): Promise<CountKeysResult> {
   const dir = join(mkdtempSync(join(tmpdir(), 'punctual-durable-')), 'state')
   const b = new StreamsBuilder()
-  b.stream<string, string>('input').groupByKey().count({ name: 'counts' })
+  b.stream<string, string>('input').groupByKey().count({ name: 'counts', storeType })
   const rt = new EmbeddedRuntime(b.build(), { applicationId: 'bench-count-keys', stateDir: dir, logger: silentLogger })
   await rt.start()
   const t0 = performance.now()

@@ -3,7 +3,8 @@
  * Options: --only NAME[,NAME] (timer-memory, lateness-idle, lateness-load, pass-through, timers,
  * windowed-final, spill, buffer-memory, restore, restore-changelog, lateness-commits, count-keys, side-by-side,
  * stream-join, table-join, and
- * kafka, which runs only when named: it needs Java and a broker, and takes about 10 minutes),
+ * kafka and kafka-restart, which run only when named: they need a broker, kafka also Java; kafka takes
+ * about 10 minutes, kafka-restart about 2),
  * --seconds N (lateness run length). Run with --expose-gc (npm run bench does) for memory figures.
  * A run of one benchmark updates its entries in bench/results.json and keeps the others.
  * Each benchmark runs in a process of its own, so that none measures the heap another one left (the
@@ -22,12 +23,13 @@ import { changelogRestoreTime, countKeys, latenessDuringCommits, restoreTime } f
 import { sideBySide } from './side-by-side.js'
 import { streamStreamJoin, streamTableJoin } from './joins.js'
 import { kafkaBench } from './kafka.js'
+import { kafkaRestartBench } from './kafka-restart.js'
 import type { KafkaRun } from './kafka.js'
 import { median } from './stats.js'
 
 const ALL = ['timer-memory', 'lateness-idle', 'lateness-load', 'pass-through', 'timers', 'windowed-final', 'spill', 'buffer-memory', 'restore', 'restore-changelog', 'lateness-commits', 'count-keys', 'side-by-side', 'stream-join', 'table-join']
 /** Benchmarks that run only when named. */
-const ON_REQUEST = ['kafka']
+const ON_REQUEST = ['kafka', 'kafka-restart']
 /** `--child`: run what `--only` names and print the rows and results as one JSON line (for the parent). */
 const { values } = parseArgs({ options: { only: { type: 'string' }, seconds: { type: 'string', default: '10' }, child: { type: 'boolean', default: false } } })
 const only = values.only?.split(',')
@@ -217,14 +219,19 @@ if (want('lateness-commits')) {
   ])
 }
 if (want('count-keys')) {
-  const r = await countKeys()
-  results['count-keys'] = r
-  rows.push([
-    'durable count per key (DSL count, persistent store), 1 M distinct keys',
-    `${(r.recordsPerSecond / 1e3).toFixed(0)} k records/s`,
-    `${r.commits} commits, mean ${r.commitMeanMs.toFixed(1)} ms (on the event loop ${r.commitBlockingMeanMs.toFixed(1)} ms per commit in all, at most ${r.commitBlockingMaxMs.toFixed(0)} ms at once)`,
-    '',
-  ])
+  // The same count with its store on disk, then in memory (each in the heap this process left it).
+  const keys = 10_000_000
+  const disk = await countKeys(keys, 'persistent')
+  const memory = await countKeys(keys, 'inMemory')
+  results['count-keys'] = { disk, memory, diskToMemory: disk.recordsPerSecond / memory.recordsPerSecond }
+  for (const [what, r] of [['persistent store, on disk', disk], ['in-memory store', memory]] as const) {
+    rows.push([
+      `durable count per key (DSL count, ${what}), 10 M distinct keys`,
+      `${(r.recordsPerSecond / 1e3).toFixed(0)} k records/s`,
+      `${r.commits} commits, mean ${r.commitMeanMs.toFixed(1)} ms (on the event loop ${r.commitBlockingMeanMs.toFixed(1)} ms per commit in all, at most ${r.commitBlockingMaxMs.toFixed(0)} ms at once)${r === disk ? `; ${((100 * disk.recordsPerSecond) / memory.recordsPerSecond).toFixed(0)}% of in-memory` : ''}`,
+      '',
+    ])
+  }
 }
 
 if (want('side-by-side')) {
@@ -309,6 +316,18 @@ if (want('kafka') && only !== undefined) {
   for (const [who, l] of [['Kafka Streams', r.lateness.kafkaStreams], ['punctual', r.lateness.punctual]] as const) {
     rows.push([`  wall-clock punctuation lateness on the broker, idle input (1 s schedule): ${who}`, `p50 ${f(l.p50Ms)} ms, p99 ${f(l.p99Ms)} ms, max ${f(l.maxMs)} ms`, `${l.calls} calls`, ''])
   }
+}
+
+if (want('kafka-restart') && only !== undefined) {
+  const r = await kafkaRestartBench()
+  results['kafka-restart'] = { ...environment(), ...r, ownToEmpty: r.ownDirectory.ms / r.emptyDirectory.ms }
+  rows.push([
+    `on a Kafka broker: restart after SIGKILL of a task holding ${(r.keys / 1e6).toFixed(0)} M keys (count, persistent store, exactly-once), on its own state directory`,
+    `${(r.ownDirectory.ms / 1000).toFixed(2)} s`,
+    `${r.ownDirectory.local} records from local state, ${r.ownDirectory.records - r.ownDirectory.local} from the changelog; ${((100 * r.ownDirectory.ms) / r.emptyDirectory.ms).toFixed(1)}% of an empty directory's`,
+    '<= 20% of an empty directory',
+  ])
+  rows.push([`  the same task started on an empty state directory`, `${(r.emptyDirectory.ms / 1000).toFixed(2)} s`, `${r.emptyDirectory.records} changelog records`, ''])
 }
 
 if (values.child) {

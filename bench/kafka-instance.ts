@@ -2,9 +2,12 @@
 // in its JVM):
 //   node --import tsx bench/kafka-instance.ts windowed BOOTSTRAP APP INPUT OUTPUT GUARANTEE
 //   node --import tsx bench/kafka-instance.ts lateness BOOTSTRAP APP INPUT SECONDS
+//   node --import tsx bench/kafka-instance.ts counts BOOTSTRAP APP INPUT STATE_DIR
 // It speaks the protocol of KafkaBench.java: JSON lines {"started":ms} just before start, then
 // {"t":ms,"processed":n} every 100 ms; the windowed mode stops (committing) when stdin closes, the
-// lateness mode after SECONDS, printing {"lateness":[ms,...]}.
+// lateness mode after SECONDS, printing {"lateness":[ms,...]}. The counts mode (a count per key in a
+// persistent store, exactly-once, on STATE_DIR; bench/kafka-restart.ts) prints each task's restore
+// {"restored":{"records":n,"local":n,"ms":n}} as its log reports it, and runs until killed.
 import { BufferConfig, PunctuationType, Serdes, silentLogger, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../src/index.js'
 import type { ProcessorContext, Windowed } from '../src/index.js'
 import type { ProcessingGuarantee } from '../src/kafka/config.js'
@@ -31,7 +34,27 @@ function windowedFinal(output: string): Topology {
 
 const print = (o: unknown): boolean => process.stdout.write(`${JSON.stringify(o)}\n`)
 
-if (mode === 'windowed') {
+if (mode === 'counts') {
+  const b = new StreamsBuilder()
+  b.stream<string, string>(input, str).groupByKey().count({ name: 'counts' })
+  // The restore report: the info line with the task, its records and time (ChangelogRestore.restored).
+  const logger = {
+    ...silentLogger,
+    info: (fields: unknown) => {
+      const f = fields as { taskId?: unknown; records?: unknown; local?: unknown; ms?: unknown }
+      if (typeof f.taskId === 'string' && typeof f.records === 'number' && typeof f.ms === 'number') print({ restored: { records: f.records, local: f.local, ms: f.ms } })
+    },
+    child: () => logger,
+  }
+  const rt = new KafkaRuntime(b.build(), { applicationId, bootstrapServers, processingGuarantee: 'exactly_once_v2', stateDir: fifth, logger })
+  rt.on('error', (err) => {
+    process.stderr.write(`instance failed: ${err.stack ?? err.message}\n`)
+    process.exit(1)
+  })
+  print({ started: Date.now() })
+  await rt.start()
+  setInterval(() => print({ t: Date.now(), processed: rt.metrics().processedRecords }), 100)
+} else if (mode === 'windowed') {
   const rt = new KafkaRuntime(windowedFinal(fifth), { applicationId, bootstrapServers, processingGuarantee: sixth as ProcessingGuarantee, logger: silentLogger })
   rt.on('error', (err) => {
     process.stderr.write(`instance failed: ${err.stack ?? err.message}\n`)
