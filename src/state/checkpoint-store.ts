@@ -3,18 +3,20 @@ import { join } from 'node:path'
 import { open } from 'lmdb'
 import type { Database, Key, RootDatabase } from 'lmdb'
 import { PunctualError } from '../errors.js'
-import type { KeyedChanges, KeyedChangesLater, KeyedEntryOut, KeyedSnapshot, TimerChange } from '../keyed/keyed-task-state.js'
+import type { KeyedChanges, KeyedChangesLater, KeyedEntryOut, TimerChange } from '../keyed/keyed-task-state.js'
 import type { StateKind } from '../keyed/api.js'
 import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
 import type { TimerRecord } from '../keyed/timer-service.js'
 import type { StoreKey } from '../processor/api.js'
 import { CommitJournal, Handled } from './commit-journal.js'
 import type { JournalWrite } from './commit-journal.js'
-import { fromKeyPart, keyPart } from './key-part.js'
+import { keyPart } from './key-part.js'
 import type { StoreDisk } from './persistent-store.js'
 import { TaskRecords, recordKey, recordsPrefix } from './task-records.js'
-import { writeError } from './write-error.js'
 import type { ChangelogBytes } from './task-records.js'
+import { TaskCheckpointReader } from './task-checkpoint-reader.js'
+import type { Range } from './task-checkpoint-reader.js'
+import { writeError } from './write-error.js'
 
 /** A task's commit record: stream time, the last fire time of each punctuation, its input positions. */
 export interface DurableTaskState {
@@ -94,7 +96,6 @@ export const SLICE_MS = 2
  * once, 4,096 writes hold the event loop about 10 ms here.
  */
 export const SLICE_COMMITS_ABOVE = 4096
-/** Entries `removeTask` removes per lmdb transaction. */
 
 /** Where a commit's keyed writes go: queued on lmdb as they come, or into the journal. */
 interface KeyedWrites {
@@ -596,7 +597,6 @@ export class CheckpointStore {
 }
 
 
-type Range = { readonly start: KeyPart[]; readonly end: KeyPart[] }
 
 /**
  * A timer's entry: the whole timer in the key, in firing order within the task (group: event-time user
@@ -605,11 +605,6 @@ type Range = { readonly start: KeyPart[]; readonly end: KeyPart[] }
  */
 function timerEntryKey(taskId: string, r: TimerRecord): KeyPart[] {
   return ['T', taskId, (r.domain === 'processing' ? 2 : 0) | (r.kind === 'ttl' ? 1 : 0), r.timestamp, r.seq, r.owner, keyPart(r.key)]
-}
-
-function timerFromEntryKey(key: KeyPart[]): TimerRecord {
-  const group = key[2] as number
-  return { kind: (group & 1) === 1 ? 'ttl' : 'user', domain: (group & 2) === 2 ? 'processing' : 'event', timestamp: key[3] as number, seq: key[4] as number, owner: key[5] as string, key: fromKeyPart(key[6] as KeyPart) }
 }
 
 /**
@@ -642,84 +637,5 @@ function prefixRange(prefix: KeyPart[]): Range {
 
 /** A keyed state entry as written: the key, the state's kind, the key's entries. */
 type SavedKeyedState = [StoreKey, StateKind, unknown]
-
-/**
- * A task's last commit, read a bounded number of entries at a time, so that a task restoring from the
- * state directory does not hold the event loop: its timers, then the entries of its in-memory stores
- * (keyed state stays on disk until used). Each range is read through one lmdb iterator, a snapshot of the commit it started
- * in (later commits of other tasks do not touch this task's entries).
- */
-export class TaskCheckpointReader {
-  private readonly timers: TimerRecord[] = []
-  private readonly storeEntries: Record<string, Array<[StoreKey, unknown]>> = {}
-  private range = 0
-  private iterator: Iterator<{ key: KeyPart[]; value: unknown }> | Iterator<KeyPart[]> | undefined
-  private count = 0
-
-  constructor(
-    private readonly db: Database<unknown, KeyPart[]>,
-    private readonly ranges: readonly Range[],
-    /** The task's commit record (stream time, last fire times, positions). */
-    readonly state: DurableTaskState | undefined,
-    /** Counts the entries in the ranges (about 6% of the time reading them takes: done only when asked). */
-    private readonly countAll: () => number,
-  ) {}
-
-  private total: number | undefined
-
-  /** Entries read so far. */
-  get read(): number {
-    return this.count
-  }
-
-  remaining(): number {
-    this.total ??= this.countAll()
-    return Math.max(0, this.total - this.count)
-  }
-
-  get done(): boolean {
-    return this.range >= this.ranges.length
-  }
-
-  /** Reads up to `max` entries; returns how many it read. */
-  readSome(max: number): number {
-    let n = 0
-    while (n < max && this.range < this.ranges.length) {
-      const range = this.ranges[this.range] as Range
-      // Timers are all key (`timerEntryKey`); store entries are keys and values.
-      const timers = range.start[0] === 'T'
-      this.iterator ??= timers ? this.db.getKeys(range)[Symbol.iterator]() : this.db.getRange(range)[Symbol.iterator]()
-      const next = this.iterator.next()
-      if (next.done === true) {
-        this.iterator = undefined
-        this.range++
-        continue
-      }
-      if (timers) this.timers.push(timerFromEntryKey(next.value as KeyPart[]))
-      else {
-        const { key, value } = next.value as { key: KeyPart[]; value: unknown }
-        const [k, v] = value as [StoreKey, unknown]
-        ;(this.storeEntries[key[2] as string] ??= []).push([k, v])
-      }
-      n++
-    }
-    this.count += n
-    return n
-  }
-
-  /**
-   * The timers as read (keyed state stays on disk); undefined when there are none. Each queue's
-   * timers come in its firing order (the order of their entries).
-   */
-  keyed(): KeyedSnapshot | undefined {
-    if (this.timers.length === 0) return undefined
-    return { timers: this.timers, states: {} }
-  }
-
-  /** The in-memory stores' entries as read; undefined when there are none. */
-  stores(): Record<string, Array<[StoreKey, unknown]>> | undefined {
-    return Object.keys(this.storeEntries).length === 0 ? undefined : this.storeEntries
-  }
-}
 
 const ignore = (): void => {}
