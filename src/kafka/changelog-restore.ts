@@ -3,7 +3,7 @@ import type { Topology } from '../processor/topology.js'
 import { concatSources } from '../runtime/changelog-source.js'
 import type { ChangelogSource } from '../runtime/changelog-source.js'
 import type { ChangelogRecord } from '../runtime/changelog.js'
-import { persistentStores } from '../runtime/task-factory.js'
+import { readsOnDisk } from '../runtime/task-factory.js'
 import type { TaskDefinition } from '../runtime/task-factory.js'
 import type { RecordWriter } from '../state/checkpoint-store.js'
 import type { Logger } from '../util/logger.js'
@@ -94,7 +94,7 @@ export class ChangelogRestore {
 
   /** Where a task assigned here restores from: its local records, if usable, then its changelog topics. */
   source(taskId: string): ChangelogSource {
-    const start = this.local.take(taskId, persistentStores(this.definition(taskId)))
+    const start = this.local.take(taskId, readsOnDisk(this.definition(taskId)))
     const writer = this.local.tailWriter(taskId)
     const reader = this.reader(taskId, start?.offsets)
     const restoring: Restoring = { reader, writer, local: start !== undefined, tail: 0 }

@@ -1,5 +1,6 @@
 import type { ChangelogRecord } from '../runtime/changelog.js'
 import type { ChangelogSource } from '../runtime/changelog-source.js'
+import { KEYED_STATE_STORE_PREFIX } from '../runtime/changelog-records.js'
 import type { LocalTaskState } from '../runtime/local-task-state.js'
 import type { StoreCodec } from '../state/changelog-codec.js'
 import type { CheckpointStore, DurableTaskState, RecordWriter } from '../state/checkpoint-store.js'
@@ -88,10 +89,10 @@ export class LocalTaskRecords {
   }
 
   /**
-   * A task's usable local records found by `load`, once; those of the stores in `onDisk` (its persistent
-   * stores, which read their entries here) are left where they are.
+   * A task's usable local records found by `load`, once; those of the stores `onDisk` names (its
+   * persistent stores and keyed states, which read their entries here) are left where they are.
    */
-  take(taskId: string, onDisk: ReadonlySet<string>): LocalStart | undefined {
+  take(taskId: string, onDisk: (store: string) => boolean): LocalStart | undefined {
     const found = this.usable.get(taskId)
     this.usable.delete(taskId)
     if (found === undefined) return undefined
@@ -100,15 +101,16 @@ export class LocalTaskRecords {
 
   /**
    * These records as the task manager's `LocalTaskState`: a persistent store reads its committed entries
-   * here, decoded with `codecOf` (the codec of its changelog records). Everything else comes back
-   * through the restore's records (`take`, `tailWriter`), so there is no checkpoint to read.
+   * here, decoded with `codecOf` (the codec of its changelog records), and so does a keyed state, a key
+   * at a time. Everything else comes back through the restore's records (`take`, `tailWriter`), so
+   * there is no checkpoint to read.
    */
   asLocalState(codecOf: (taskId: string, store: string) => StoreCodec): LocalTaskState {
     return {
       keepsChangelog: true,
       restore: () => undefined,
       storeDisk: (taskId, store) => this.store.records.storeDisk(taskId, store, codecOf(taskId, store)),
-      keyedStateDisk: () => undefined,
+      keyedStateDisk: (taskId, state) => this.store.records.keyedStateDisk(taskId, KEYED_STATE_STORE_PREFIX + state),
     }
   }
 
@@ -142,7 +144,7 @@ export class LocalTaskRecords {
   }
 
   /** A task's local records, a batch at a time. */
-  private recordsSource(taskId: string, onDisk: ReadonlySet<string>): ChangelogSource {
+  private recordsSource(taskId: string, onDisk: (store: string) => boolean): ChangelogSource {
     const records = this.store.records.of(taskId, onDisk)
     let left = this.store.records.count(taskId, onDisk)
     let done = false

@@ -104,7 +104,7 @@ export class ChangelogRestorer {
   constructor(
     private readonly codec: TaskChangelogCodec,
     /** Stores whose records are counted and not kept: they read their entries elsewhere (on disk). */
-    private readonly elsewhere: ReadonlySet<string> = new Set(),
+    private readonly elsewhere: (store: string) => boolean = () => false,
   ) {}
 
   /** Records applied so far. */
@@ -120,10 +120,11 @@ export class ChangelogRestorer {
       if (value === null) this.timers.delete(id)
       else this.timers.set(id, decodeTimer(record))
     } else if (store.startsWith(KEYED_STATE_STORE_PREFIX)) {
+      if (this.elsewhere(store)) return
       this.applyKeyed(store, decodeStoreKey(record.key), value)
     } else if (store === TASK_STORE) {
       this.applyTask(decodeStoreKey(record.key) as string, value === null ? undefined : (unpackValue(value) as number))
-    } else if (!this.elsewhere.has(store)) {
+    } else if (!this.elsewhere(store)) {
       let entries = this.stores.get(store)
       if (entries === undefined) this.stores.set(store, (entries = new Map()))
       const id = bytesId(record.key)

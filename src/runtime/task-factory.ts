@@ -11,6 +11,7 @@ import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
 import type { Committer } from './committer.js'
 import type { LocalTaskState } from './local-task-state.js'
 import type { TaskEvent } from '../metrics.js'
+import { KEYED_STATE_STORE_PREFIX } from './changelog-records.js'
 
 /** What a runtime gives its tasks to read and write records: its input partitions and a collector. */
 export interface TaskIo {
@@ -112,9 +113,14 @@ export function inMemoryStores(def: TaskDefinition): string[] {
   return def.subtopology.stores.filter((b) => b.persistent !== true).map((b) => b.name)
 }
 
-/** The stores of a task that read their committed entries on disk when the runtime has one (`storeDisk`). */
-export function persistentStores(def: TaskDefinition): Set<string> {
-  return new Set(def.subtopology.stores.filter((b) => b.persistent === true).map((b) => b.name))
+/**
+ * Whether a store of a task (a state store, or a keyed state's `punctual.state.` store) reads its
+ * committed entries on disk when the runtime keeps its changelog records there (`keepsChangelog`):
+ * persistent stores and keyed states do; timers, in-memory stores and the task's clocks are read back.
+ */
+export function readsOnDisk(def: TaskDefinition): (store: string) => boolean {
+  const persistent = new Set(def.subtopology.stores.filter((b) => b.persistent === true).map((b) => b.name))
+  return (store) => persistent.has(store) || store.startsWith(KEYED_STATE_STORE_PREFIX)
 }
 
 /** Builds a task from a checkpoint (none: fresh). It is not initialized yet. */
@@ -133,8 +139,9 @@ export function createTask(def: TaskDefinition, config: TaskFactoryConfig, check
     stateDir: config.stateDir,
     checkpoint,
     storeDisk: localState === undefined ? undefined : (store) => localState.storeDisk(def.id, store),
-    // Keyed state a restore left on disk (a fresh task has none there: no reads for its new keys).
-    keyedStateDisk: checkpoint === undefined || localState === undefined ? undefined : (state) => localState.keyedStateDisk(def.id, state),
+    // Keyed state a restore left on disk (a fresh task has none there: no reads for its new keys); where
+    // the local state keeps the changelog records, a restore never loads keyed state, so it is read there.
+    keyedStateDisk: localState === undefined || (checkpoint === undefined && localState.keepsChangelog !== true) ? undefined : (state) => localState.keyedStateDisk(def.id, state),
     trackChanges: committer.tracksChanges,
     onWallClockChange: config.onWallClockChange,
     globalStores: config.globalStores,

@@ -5,7 +5,7 @@ import type { ChangelogRecord } from './changelog.js'
 import { ChangelogRestorer } from './changelog-records.js'
 import { isChangelogSource, recordsSource } from './changelog-source.js'
 import type { ChangelogSource } from './changelog-source.js'
-import { createTask, inMemoryStores, persistentStores } from './task-factory.js'
+import { createTask, inMemoryStores, readsOnDisk } from './task-factory.js'
 import type { TaskDefinition, TaskFactoryConfig } from './task-factory.js'
 import { changelogRestore } from './task-restore.js'
 import type { TaskRestore } from './task-restore.js'
@@ -103,8 +103,8 @@ export class TaskManager {
         records !== undefined
           ? changelogRestore(
               isChangelogSource(records) ? records : recordsSource(records),
-              // Where the local state keeps what is read, persistent stores read it there: not loaded into memory.
-              new ChangelogRestorer(this.config.committer.codecFor(def.subtopology.id, def.subtopology.stores), this.config.localState?.keepsChangelog === true ? persistentStores(def) : undefined),
+              // Where the local state keeps what is read, persistent stores and keyed states read it there: not loaded into memory.
+              new ChangelogRestorer(this.config.committer.codecFor(def.subtopology.id, def.subtopology.stores), this.config.localState?.keepsChangelog === true ? readsOnDisk(def) : undefined),
             )
           : this.restoreLocal(id, def)
       if (restore !== undefined) {

@@ -1,5 +1,8 @@
 import type { Database } from 'lmdb'
 import type { StoreKey } from '../processor/api.js'
+import type { StateKind } from '../keyed/api.js'
+import type { KeyedStateOnDisk } from '../keyed/keyed-state.js'
+import { decodeStoreKey, encodeStoreKey, unpackValue } from './changelog-codec.js'
 import type { StoreCodec } from './changelog-codec.js'
 import { MAX_KEY_BYTES } from './commit-journal.js'
 import type { StoreDisk } from './persistent-store.js'
@@ -38,10 +41,11 @@ export class TaskRecords {
   ) {}
 
   /**
-   * A task's records, one at a time, by store and key; the records of the stores in `except` are
-   * skipped in lmdb (a persistent store's entries stay where they are: the store reads them there).
+   * A task's records, one at a time, by store and key; the records of the stores `except` names are
+   * skipped in lmdb (a persistent store's or a keyed state's entries stay where they are: it reads them
+   * there).
    */
-  *of(taskId: string, except: ReadonlySet<string> = NONE): Generator<ChangelogBytes> {
+  *of(taskId: string, except: (store: string) => boolean = none): Generator<ChangelogBytes> {
     const prefix = recordsPrefix(taskId)
     const end = prefixEnd(prefix)
     let start: Buffer = prefix
@@ -50,7 +54,7 @@ export class TaskRecords {
       for (const { key, value } of this.db.getRange({ start, end })) {
         const storeEnd = key.indexOf(0, prefix.length)
         const store = key.toString('utf8', prefix.length, storeEnd)
-        if (except.has(store)) {
+        if (except(store)) {
           skipTo = prefixEnd(key.subarray(0, storeEnd + 1))
           break
         }
@@ -62,17 +66,17 @@ export class TaskRecords {
   }
 
   /** How many records `of(taskId, except)` gives; `limit`: counting stops there. */
-  count(taskId: string, except: ReadonlySet<string> = NONE, limit = Infinity): number {
+  count(taskId: string, except: (store: string) => boolean = none, limit = Infinity): number {
     const prefix = recordsPrefix(taskId)
     const end = prefixEnd(prefix)
-    if (except.size === 0) return this.db.getKeysCount({ start: prefix, end, ...(limit === Infinity ? {} : { limit }) })
+    if (except === none) return this.db.getKeysCount({ start: prefix, end, ...(limit === Infinity ? {} : { limit }) })
     let n = 0
     let start: Buffer = prefix
     for (;;) {
       let skipTo: Buffer | undefined
       for (const key of this.db.getKeys({ start, end })) {
         const storeEnd = key.indexOf(0, prefix.length)
-        if (except.has(key.toString('utf8', prefix.length, storeEnd))) {
+        if (except(key.toString('utf8', prefix.length, storeEnd))) {
           skipTo = prefixEnd(key.subarray(0, storeEnd + 1))
           break
         }
@@ -129,6 +133,33 @@ export class TaskRecords {
   }
 
   /**
+   * A keyed state's committed entries as a task's records hold them (store `punctual.state.<processor>/<state>`,
+   * each key's value its kind and entries: `TaskChangelogCodec`); undefined when it has none.
+   */
+  keyedStateDisk(taskId: string, store: string): KeyedStateOnDisk | undefined {
+    const db = this.db
+    const prefix = recordKey(recordsPrefix(taskId), taskId, store, EMPTY)
+    const range = { start: prefix, end: prefixEnd(prefix) }
+    let kind: StateKind | undefined
+    for (const { value } of db.getRange({ ...range, limit: 1 })) kind = (unpackValue(value) as [StateKind, unknown])[0]
+    if (kind === undefined) return undefined
+    return {
+      kind,
+      disk: {
+        get(key) {
+          const bytes = encodeStoreKey(key)
+          if (prefix.length + bytes.length > MAX_KEY_BYTES) return undefined
+          const value = db.get(Buffer.concat([prefix, bytes]))
+          return value === undefined ? undefined : (unpackValue(value) as [StateKind, unknown])[1]
+        },
+        *entries() {
+          for (const { key, value } of db.getRange(range)) yield [decodeStoreKey(key.subarray(prefix.length)), (unpackValue(value) as [StateKind, unknown])[1]]
+        },
+      },
+    }
+  }
+
+  /**
    * A persistent store's committed entries as a task's records hold them, decoded with the codec its
    * changelog records are written with. Its key order is that of the serialized keys' bytes.
    */
@@ -158,7 +189,7 @@ export class TaskRecords {
   }
 }
 
-const NONE: ReadonlySet<string> = new Set()
+const none = (): boolean => false
 const EMPTY = new Uint8Array(0)
 const ignore = (): void => {}
 

@@ -6,8 +6,8 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, afterEach, describe, it } from 'node:test'
-import { Consumed, createConsoleLogger, Materialized, Produced, QueryableStoreTypes, Serdes, StreamsBuilder } from '../../src/index.js'
-import type { Topology } from '../../src/index.js'
+import { Consumed, createConsoleLogger, Materialized, Produced, QueryableStoreTypes, Serdes, StateDescriptors, StreamsBuilder, Topology } from '../../src/index.js'
+import type { KeyedProcessorContext, MapState, ValueState } from '../../src/index.js'
 import { withClientSupplier } from '../../src/kafka/client-supplier.js'
 import { EPOCH_SIZE, epochOf, parseCommitMark } from '../../src/kafka/commit-numbers.js'
 import type { ProcessingGuarantee } from '../../src/kafka/config.js'
@@ -24,6 +24,38 @@ const BOTH = [
   { topic: IN, partition: 0 },
   { topic: IN, partition: 1 },
 ]
+
+/**
+ * Counts per key in keyed state (a value state, and a map state that keeps the count doubled), each
+ * new count written to OUT: keyed state restored wrong counts on from a wrong number.
+ */
+function keyedCounting(): Topology {
+  return new Topology()
+    .addSource('in', IN, { keySerde: Serdes.String(), valueSerde: Serdes.String() })
+    .addKeyedProcessor<string, string, string, string>(
+      'count',
+      () => {
+        let ctx: KeyedProcessorContext<string, string, string>
+        let value: ValueState<number>
+        let map: MapState<string, number>
+        return {
+          init(c) {
+            ctx = c
+            value = c.getState(StateDescriptors.value<number>('n'))
+            map = c.getMapState(StateDescriptors.map<string, number>('twice'))
+          },
+          process(r) {
+            const n = (value.value() ?? 0) + 1
+            value.update(n)
+            map.put('n', (map.get('n') ?? 0) + 2)
+            ctx.forward({ ...r, value: map.get('n') === 2 * n ? String(n) : `twice ${map.get('n')} for ${n}` })
+          },
+        }
+      },
+      'in',
+    )
+    .addSink('out', OUT, { keySerde: Serdes.String(), valueSerde: Serdes.String() }, 'count')
+}
 
 /** Counts per key (store `counts`), each new count written to OUT. */
 function counting(store = 'counts'): Topology {
@@ -366,6 +398,25 @@ describe('KafkaRuntime on mock clients: rebalance and recovery', () => {
   })
 
   for (const guarantee of ['exactly_once_v2', 'at_least_once'] as const) {
+    it(`${guarantee}: keyed state comes back from the state directory a key at a time: a restart reads none of it up front, and every count goes on`, async () => {
+      const c = cluster()
+      const dir = stateDir()
+      feed(c, 0, 30)
+      const first = await started(c, guarantee, { stateDir: dir, topology: keyedCounting() })
+      first.consumer.groupAssigns([{ topic: IN, partition: 0 }])
+      await until('the first run committed', () => committedOffset(c, 0) === 30)
+      await first.rt.stop()
+      feed(c, 0, 30, 3, 30)
+      const second = await started(c, guarantee, { stateDir: dir, topology: keyedCounting() })
+      second.consumer.groupAssigns([{ topic: IN, partition: 0 }])
+      await until('the second run committed', () => committedOffset(c, 0) === 60)
+      await second.rt.stop()
+      // Only the task's stream time and position: the 3 keys' value and map entries stay on disk.
+      assert.deepEqual(lastRestore('0_0'), { local: 2, tail: 0 })
+      const counts = outputs(c)
+      for (const key of ['p0k0', 'p0k1', 'p0k2']) assert.deepEqual(guarantee === 'exactly_once_v2' ? counts.get(key) : [...new Set(counts.get(key))], Array.from({ length: 20 }, (_, i) => i + 1), key)
+    })
+
     it(`${guarantee}: a restart on its own state directory reads only the changelog after its last local commit; an older local state reads the longer tail`, async () => {
       const c = cluster()
       const dir = stateDir()

@@ -7,6 +7,7 @@ import { CheckpointStore } from '../../src/state/checkpoint-store.js'
 import { defaultStoreCodec, encodeStoreKey, packValue } from '../../src/state/changelog-codec.js'
 import { PersistentKeyValueStore, persistentStore } from '../../src/state/persistent-store.js'
 import { DURABLE } from '../../src/state/durable.js'
+import { TaskChangelogCodec } from '../../src/runtime/changelog-records.js'
 
 const task = (streamTime: number): (() => Map<string, { streamTime: number; lastFires: Record<string, number>; positions: Record<string, number> }>) => () => new Map([['0_0', { streamTime, lastFires: {}, positions: {} }]])
 const record = (store: string, key: string | number, value: unknown): { store: string; key: Uint8Array; value: Uint8Array | null } => ({ store, key: encodeStoreKey(key), value: value === null ? null : packValue(value) })
@@ -40,14 +41,32 @@ describe("task records: a Kafka instance's changelog records in the state direct
     const writer = store.records.writer('0_0')
     for (const name of ['a', 'counts', 'm', 'punctual.task', 'z']) for (let i = 0; i < 3; i++) writer.write(record(name, i, i))
     await writer.written()
-    const stores = (except: ReadonlySet<string>): string[] => [...store.records.of('0_0', except)].map((r) => r.store)
+    const stores = (except: ReadonlySet<string>): string[] => [...store.records.of('0_0', (s) => except.has(s))].map((r) => r.store)
     assert.deepEqual(stores(new Set(['counts', 'z'])), ['a', 'a', 'a', 'm', 'm', 'm', 'punctual.task', 'punctual.task', 'punctual.task'])
-    assert.equal(store.records.count('0_0', new Set(['counts', 'z'])), 9)
-    assert.equal(store.records.count('0_0', new Set(['counts', 'z']), 4), 4, 'counting stops at the limit')
+    assert.equal(store.records.count('0_0', (s) => s === 'counts' || s === 'z'), 9)
+    assert.equal(store.records.count('0_0', (s) => s === 'counts' || s === 'z', 4), 4, 'counting stops at the limit')
     assert.equal(stores(new Set(['a', 'm', 'punctual.task', 'z'])).join(), 'counts,counts,counts')
     assert.equal(store.records.count('0_0'), 15)
     await store.records.remove('0_0')
     assert.equal(store.records.count('0_0'), 0)
+    await store.close()
+  })
+
+  it('a keyed state reads its entries there, a key at a time, with its kind', async () => {
+    const store = CheckpointStore.open(mkdtempSync(join(tmpdir(), 'punctual-records-')))
+    const codec = new TaskChangelogCodec([])
+    const writer = store.records.writer('0_0')
+    const keyed = { states: [{ state: 'p/totals', kind: 'value' as const, key: 'a', entries: { v: 1, a: 5 } }, { state: 'p/totals', kind: 'value' as const, key: 7, entries: { v: 2, a: 6 } }, { state: 'p/seen', kind: 'list' as const, key: 'a', entries: [{ v: 'x', a: 1 }] }], timers: [] }
+    for (const r of codec.commitRecords({ streamTime: 1, lastFires: {}, positions: {} }, { streamTime: 1, lastFires: {}, positions: {} }, keyed, new Map())) writer.write(r)
+    await writer.written()
+    const totals = store.records.keyedStateDisk('0_0', 'punctual.state.p/totals')
+    assert.equal(totals?.kind, 'value')
+    assert.deepEqual(totals?.disk.get('a'), { v: 1, a: 5 })
+    assert.deepEqual(totals?.disk.get(7), { v: 2, a: 6 })
+    assert.equal(totals?.disk.get('b'), undefined)
+    assert.deepEqual([...(totals?.disk.entries() ?? [])].length, 2)
+    assert.equal(store.records.keyedStateDisk('0_0', 'punctual.state.p/seen')?.kind, 'list')
+    assert.equal(store.records.keyedStateDisk('0_0', 'punctual.state.p/none'), undefined, 'a state with no entries has no disk')
     await store.close()
   })
 
