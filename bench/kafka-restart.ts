@@ -4,8 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { TestCluster } from '../test/kafka-broker/cluster.js'
-import { startBroker, stopBroker } from '../scripts/kafka-broker.mjs'
+import { benchBroker, waitFor } from './broker.js'
 
 // `npm run bench -- --only kafka-restart`: a task holding KEYS keys (a count per key in a persistent
 // store, exactly-once, one input partition) on a real broker; its instance is killed with SIGKILL and
@@ -53,22 +52,9 @@ class CountsInstance {
   }
 }
 
-async function waitFor(what: string, condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`kafka restart bench: timed out waiting until ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
-
 export async function kafkaRestartBench(): Promise<KafkaRestartResult> {
-  let broker: { bootstrap: string; dir: string } | undefined
-  let bootstrap = process.env.PUNCTUAL_KAFKA_BOOTSTRAP ?? ''
-  if (bootstrap === '') {
-    broker = await startBroker()
-    bootstrap = broker.bootstrap
-  }
-  const cluster = await TestCluster.connect(bootstrap)
+  const broker = await benchBroker()
+  const { bootstrap, cluster } = broker
   const name = `restart${Date.now()}`
   const dir = mkdtempSync(join(tmpdir(), 'punctual-restart-bench-'))
   try {
@@ -94,8 +80,7 @@ export async function kafkaRestartBench(): Promise<KafkaRestartResult> {
     return { keys: KEYS, ownDirectory: again.restored as KafkaRestore, emptyDirectory: fresh.restored as KafkaRestore }
   } finally {
     await cluster.deleteTopics(name).catch(() => {})
-    await cluster.close()
     rmSync(dir, { recursive: true, force: true })
-    if (broker !== undefined) await stopBroker(broker.dir)
+    await broker.close()
   }
 }

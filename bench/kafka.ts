@@ -6,8 +6,7 @@ import type { Readable, Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { loadFlights } from '../demo/flights/data.js'
 import { buildHarness } from '../conformance/kafka-streams/harness.js'
-import { TestCluster } from '../test/kafka-broker/cluster.js'
-import { startBroker, stopBroker } from '../scripts/kafka-broker.mjs'
+import { benchBroker, waitFor } from './broker.js'
 import { javaHash, percentiles } from './stats.js'
 
 // `npm run bench -- --only kafka`: the flights windowed-final workload on a real broker, punctual (one and
@@ -97,23 +96,10 @@ class EngineProcess {
   }
 }
 
-async function waitFor(what: string, condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`kafka bench: timed out waiting until ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
-
 export async function kafkaBench(): Promise<KafkaBenchResult> {
   buildHarness()
-  let broker: { bootstrap: string; dir: string } | undefined
-  let bootstrap = process.env.PUNCTUAL_KAFKA_BOOTSTRAP ?? ''
-  if (bootstrap === '') {
-    broker = await startBroker()
-    bootstrap = broker.bootstrap
-  }
-  const cluster = await TestCluster.connect(bootstrap)
+  const broker = await benchBroker()
+  const { bootstrap, cluster } = broker
   const name = `bench${Date.now()}`
   try {
     // PUNCTUAL_KAFKA_BENCH_RECORDS: fewer flights, to try the benchmark quickly.
@@ -157,7 +143,6 @@ export async function kafkaBench(): Promise<KafkaBenchResult> {
     return { records: records.length, partitions: PARTITIONS, runs, lateness: { punctual, kafkaStreams } }
   } finally {
     await cluster.deleteTopics(name).catch(() => {})
-    await cluster.close()
-    if (broker !== undefined) await stopBroker(broker.dir)
+    await broker.close()
   }
 }

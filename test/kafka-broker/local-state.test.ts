@@ -2,11 +2,11 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { after, afterEach, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { CheckpointStore } from '../../src/state/checkpoint-store.js'
-import { TestCluster } from './cluster.js'
 import type { ReadRecord } from './cluster.js'
 import { Instance } from './processes.js'
+import { onSharedBroker } from './shared-broker.js'
 import { embeddedFlights, FLIGHT_OUTPUTS, FLIGHT_TOPICS, flightLines, flightRecords, outputDifference, PARTITIONS, until } from './workload.js'
 
 const FLIGHTS = 48_000
@@ -28,30 +28,16 @@ function restores(log: string): Array<{ taskId: string; local?: number; tail: nu
 }
 
 describe('KafkaRuntime local state: an instance killed with SIGKILL again and again, restarted on its own state directory each time', () => {
-  let cluster: TestCluster
-  const run = `ls${process.pid}x${Date.now()}`
-  const instances: Instance[] = []
+  const broker = onSharedBroker('ls')
+  const { run } = broker
   const dir = mkdtempSync(join(tmpdir(), 'punctual-local-state-'))
-
-  before(async () => {
-    cluster = await TestCluster.connect()
-  })
-
-  afterEach(() => {
-    for (const i of instances.splice(0)) i.kill('SIGKILL')
-  })
-
-  after(async () => {
-    await cluster.deleteTopics(run)
-    await cluster.close()
-    rmSync(dir, { recursive: true, force: true })
-  })
+  after(() => rmSync(dir, { recursive: true, force: true }))
 
   for (const guarantee of GUARANTEES) {
     const exactlyOnce = guarantee === 'exactly_once_v2'
     it(`the flights demo under ${guarantee}, killed ${KILLS} times (every other time right after a commit is complete on Kafka, before its local half) and restarted on its own state directory: each restart reads only the changelog after its local state, and ${exactlyOnce ? 'the committed output equals a single embedded run' : 'nothing of a single embedded run is missing'}`, async () => {
       const prefix = `${run}-soak-${guarantee}-`
-      for (const topic of FLIGHT_TOPICS) await cluster.createTopic(`${prefix}${topic}`, PARTITIONS)
+      for (const topic of FLIGHT_TOPICS) await broker.cluster.createTopic(`${prefix}${topic}`, PARTITIONS)
       const flights = await flightRecords(FLIGHTS)
       const expected = await embeddedFlights(flights)
       const stateDir = join(dir, `soak-${guarantee}`)
@@ -59,7 +45,7 @@ describe('KafkaRuntime local state: an instance killed with SIGKILL again and ag
       const flightsTopic = `${prefix}flights`
       const output = async (): Promise<string[]> => {
         const read = new Map<string, ReadRecord[]>()
-        for (const topic of FLIGHT_OUTPUTS) read.set(`${prefix}${topic}`, (await cluster.readAll(`${prefix}${topic}`, PARTITIONS)).flat())
+        for (const topic of FLIGHT_OUTPUTS) read.set(`${prefix}${topic}`, (await broker.cluster.readAll(`${prefix}${topic}`, PARTITIONS)).flat())
         return flightLines(prefix, read)
       }
       const identity = (line: string): string => line.slice(0, line.indexOf('|', line.indexOf('|') + 1)) + line.slice(line.lastIndexOf('|'))
@@ -76,7 +62,7 @@ describe('KafkaRuntime local state: an instance killed with SIGKILL again and ag
             if (position !== undefined) local.add(`0_${p}`)
             const offsets = position?.offsets ?? {}
             let gap = 0
-            for (const [topic, offset] of Object.entries(offsets)) gap += ((await cluster.offsets(topic))[p] as { high: number }).high - offset
+            for (const [topic, offset] of Object.entries(offsets)) gap += ((await broker.cluster.offsets(topic))[p] as { high: number }).high - offset
             out.set(`0_${p}`, gap)
           }
         } finally {
@@ -90,8 +76,7 @@ describe('KafkaRuntime local state: an instance killed with SIGKILL again and ag
       let last: Instance | undefined
       for (let k = 0; k <= KILLS; k++) {
         const inject = k < KILLS && k % 2 === 0
-        const i = new Instance(`run${k}`, [`${prefix}app`, prefix, '-', guarantee], 'flights', { stateDir, ...(inject ? { killAfterCommit: 2 + (k % 4) } : {}) })
-        instances.push(i)
+        const i = broker.spawned(new Instance(`run${k}`, [`${prefix}app`, prefix, '-', guarantee], 'flights', { stateDir, ...(inject ? { killAfterCommit: 2 + (k % 4) } : {}) }))
         await until(`run ${k} restored every task`, () => i.exit !== undefined || restores(i.log()).length === PARTITIONS, 120_000, () => i.describe())
         const restored = restores(i.log())
         if (k > 0) {
@@ -112,7 +97,7 @@ describe('KafkaRuntime local state: an instance killed with SIGKILL again and ag
         const part = flights.slice(k * chunk, (k + 1) * chunk)
         const feeding = (async () => {
           for (let at = 0; at < part.length; at += 400) {
-            await cluster.produce(flightsTopic, PARTITIONS, part.slice(at, at + 400))
+            await broker.cluster.produce(flightsTopic, PARTITIONS, part.slice(at, at + 400))
             await new Promise((r) => setTimeout(r, 40))
           }
         })()
@@ -131,7 +116,6 @@ describe('KafkaRuntime local state: an instance killed with SIGKILL again and ag
           i.kill('SIGKILL')
         }
         assert.equal(await i.exited, 'SIGKILL', `run ${k} died by SIGKILL: ${i.failure ?? ''}`)
-        instances.splice(instances.indexOf(i), 1)
         await feeding
         gapsBefore = await gaps()
       }
@@ -151,7 +135,6 @@ describe('KafkaRuntime local state: an instance killed with SIGKILL again and ag
       )
       back.kill('SIGTERM')
       assert.equal(await back.exited, 0, 'stopped cleanly')
-      instances.splice(0)
       const out = await output()
       if (exactlyOnce) {
         const { missing, extra } = outputDifference(expected, out)
