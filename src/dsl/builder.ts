@@ -194,7 +194,7 @@ function tableMaterialized(operation: string, materialized: TableMaterialized, v
   if ('storeName' in m || 'versioned' in m) {
     throw new PunctualError('INVALID_CONFIG', `${operation}: a table's store is named with { name } and versioned with { historyRetentionMs } (or Materialized.as(Stores.persistentVersionedKeyValueStore(name, historyRetentionMs))), not storeName or versioned`)
   }
-  for (const option of ['keySerde', 'valueSerde', 'retentionMs', 'storeType'] as const) {
+  for (const option of ['keySerde', 'valueSerde', 'retentionMs', 'storeType', 'cacheEntries'] as const) {
     if (m[option] !== undefined) throw new PunctualError('INVALID_CONFIG', `${operation}: materialized ${option} has no effect on a table (its store uses consumed's serdes); leave it out`)
   }
   if (m.name !== undefined && (typeof m.name !== 'string' || m.name === '')) {

@@ -6,6 +6,7 @@ import { keyIdFunction } from '../windows/key-id.js'
 import type { StreamsBuilder } from './builder.js'
 import { KTable } from './ktable.js'
 import type { KeyValueMaterialized } from './options.js'
+import { cacheEntriesOf, storeTypeOf } from './options.js'
 import { keyIdQuery } from './queryable.js'
 import { changeSerde, tableAggregateProcessor } from './table-grouping.js'
 import type { TableAggregate } from './table-grouping.js'
@@ -74,13 +75,10 @@ export class KGroupedTable<K, V> {
   ): KTable<K, VA> {
     const name = materialized.name ?? this.builder.newName(prefix)
     const storeName = materialized.name ?? `${prefix}-STATE-STORE-${name.slice(prefix.length + 1)}`
-    const storeType = materialized.storeType ?? 'persistent'
-    if (storeType !== 'persistent' && storeType !== 'inMemory') {
-      throw new PunctualError('INVALID_CONFIG', `${operation} "${name}": storeType must be 'persistent' or 'inMemory', got ${JSON.stringify(storeType)}`)
-    }
+    const storeType = storeTypeOf(`${operation} "${name}"`, materialized.storeType)
     const keyId = keyIdFunction(this.keySerde)
     const store =
-      storeType === 'persistent' ? Stores.persistentKeyValueStore<string, TableAggregate<VA>>(storeName) : Stores.inMemoryKeyValueStore<string, TableAggregate<VA>>(storeName)
+      storeType === 'persistent' ? Stores.persistentKeyValueStore<string, TableAggregate<VA>>(storeName, { cacheEntries: cacheEntriesOf(`${operation} "${name}"`, materialized.cacheEntries) }) : Stores.inMemoryKeyValueStore<string, TableAggregate<VA>>(storeName)
     const b = this.builder
     const source = this.groupedName === undefined ? this.throughRepartitionTopic(storeName) : (this.namedSource ??= this.throughRepartitionTopic(this.groupedName))
     b.graph

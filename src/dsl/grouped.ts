@@ -17,6 +17,7 @@ import type { StoreBuilder } from '../state/stores.js'
 import { KTable } from './ktable.js'
 import type { FinalResultsHook } from './ktable.js'
 import type { KeyValueMaterialized, Materialized } from './options.js'
+import { cacheEntriesOf, storeTypeOf } from './options.js'
 import { aggregateProcessor, statelessProcessor } from './processors.js'
 import type { StoredAggregate } from './processors.js'
 
@@ -106,16 +107,13 @@ export class KGroupedStream<K, V> {
     const { name, storeName } = aggregationNames(this.builder, prefix, materialized.name)
     const keySerde = this.builder.keySerdeOr(this.keySerde)
     const keyId = keyIdFunction(keySerde)
-    const storeType = materialized.storeType ?? 'persistent'
-    if (storeType !== 'persistent' && storeType !== 'inMemory') {
-      throw new PunctualError('INVALID_CONFIG', `aggregation "${name}": storeType must be 'persistent' or 'inMemory', got ${JSON.stringify(storeType)}`)
-    }
+    const storeType = storeTypeOf(`aggregation "${name}"`, materialized.storeType)
     this.builder.graph
       .addProcessor(name, aggregateProcessor(initializer, aggregator, keyId, storeName), this.sourceFor(storeName))
       .addStateStore(
         {
           ...(storeType === 'persistent'
-            ? Stores.persistentKeyValueStore<string, StoredAggregate<VA>>(storeName)
+            ? Stores.persistentKeyValueStore<string, StoredAggregate<VA>>(storeName, { cacheEntries: cacheEntriesOf(`aggregation "${name}"`, materialized.cacheEntries) })
             : Stores.inMemoryKeyValueStore<string, StoredAggregate<VA>>(storeName)),
           query: keyIdQuery(keyId, keySerde, (stored: StoredAggregate<VA>) => stored.agg),
         },
@@ -195,11 +193,13 @@ export class TimeWindowedKStream<K, V> {
     const windows = this.windows
     const finalResults: FinalResultsHook = { node: name, enabled: () => false }
     const retained = retainedAfterClose(name, windows, materialized.retentionMs)
+    const persistent = storeTypeOf(`aggregation "${name}"`, materialized.storeType) === 'persistent'
+    const cacheEntries = cacheEntriesOf(`aggregation "${name}"`, materialized.cacheEntries)
     if (windows.kind === 'time') {
       // The windows live in a task store, so commits make them durable.
       this.builder.graph
         .addProcessor(name, () => new WindowAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName, finalResults.enabled()), this.source(storeName))
-        .addStateStore({ name: storeName, query: timeWindowQuery<K, VA>(keyId), build: () => new TimeWindowStore<K, VA>(storeName, windows.sizeMs, retained) }, name)
+        .addStateStore({ name: storeName, persistent, query: timeWindowQuery<K, VA>(keyId), build: () => new TimeWindowStore<K, VA>(storeName, windows.sizeMs, retained, cacheEntries) }, name)
     } else {
       this.builder.graph
         .addProcessor(name, () => new SlidingAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName), this.source(storeName))
@@ -401,13 +401,15 @@ export class TimeWindowedCogroupedKStream<K, VOut> {
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
     const retained = retainedAfterClose(name, windows, materialized.retentionMs)
+    const persistent = storeTypeOf(`cogroup aggregation "${name}"`, materialized.storeType) === 'persistent'
+    const cacheEntries = cacheEntriesOf(`cogroup aggregation "${name}"`, materialized.cacheEntries)
     const processorFor = (part: CogroupPart<K, VOut>, i: number): ProcessorSupplier<K, unknown, Windowed<K>, VOut> => {
       const aggregation = { initializer, aggregator: part.aggregator }
       return windows.kind === 'time' ? () => new WindowAggregateProcessor<K, unknown, VOut>(windows, aggregation, keyId, storeName, false, i) : () => new SlidingAggregateProcessor<K, unknown, VOut>(windows, aggregation, keyId, storeName, i)
     }
     const merge =
       windows.kind === 'time'
-        ? addCogroupNodes(b, name, this.parts, processorFor, { name: storeName, query: timeWindowQuery<K, VOut>(keyId), build: () => new TimeWindowStore<K, VOut>(storeName, windows.sizeMs, retained) })
+        ? addCogroupNodes(b, name, this.parts, processorFor, { name: storeName, persistent, query: timeWindowQuery<K, VOut>(keyId), build: () => new TimeWindowStore<K, VOut>(storeName, windows.sizeMs, retained, cacheEntries) })
         : addCogroupNodes(b, name, this.parts, processorFor, { name: storeName, query: slidingWindowQuery<K, VOut>(keyId), build: () => slidingStore<K, VOut>(storeName, windows.timeDifferenceMs) })
     return new KTable<Windowed<K>, VOut>(b, merge, undefined, materialized.valueSerde, { graceMs: windows.graceMs, keySerde: keySerde as Serde<unknown> })
   }

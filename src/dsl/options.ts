@@ -63,17 +63,38 @@ export interface Materialized<K, V> {
    * grace. @default the window size plus grace (a window leaves the store when it closes)
    */
   readonly retentionMs?: number
+  /**
+   * Where an aggregation's store lives (Kafka Streams' `Materialized.withStoreType`): `'persistent'`
+   * is on disk in a durable run (state may outgrow memory; a restart reads nothing up front) and in
+   * memory otherwise; `'inMemory'` is always in memory (saved by commits, loaded whole at a restart).
+   * Key-value and time-window stores take it; session and sliding-window stores are in memory either
+   * way. @default 'persistent'
+   */
+  readonly storeType?: 'persistent' | 'inMemory'
+  /**
+   * A store on disk (`storeType: 'persistent'` in a durable run): how many entries (a time-window
+   * store: cells) memory keeps after they were read or written, besides those changed since the last
+   * commit. Lower it when entries are large and the heap small. @default 10 000
+   */
+  readonly cacheEntries?: number
 }
 
-/**
- * A non-windowed aggregation's result, and where its store lives (Kafka Streams' store type):
- * `'persistent'` (default) is on disk in a durable run and in memory otherwise; `'inMemory'` is always in
- * memory (saved by commits, loaded whole at a restart). Window and session stores are in memory.
- */
-export interface KeyValueMaterialized<K, V> extends Omit<Materialized<K, V>, 'retentionMs'> {
-  /** Where the store lives (Kafka Streams' `Materialized.withStoreType`). @default 'persistent' */
-  readonly storeType?: 'persistent' | 'inMemory'
+/** Where an aggregation's store lives, checked (`Materialized.storeType`); `where` names the operation in the error. */
+export function storeTypeOf(where: string, storeType: unknown): 'persistent' | 'inMemory' {
+  if (storeType === undefined) return 'persistent'
+  if (storeType !== 'persistent' && storeType !== 'inMemory') throw new PunctualError('INVALID_CONFIG', `${where}: storeType must be 'persistent' or 'inMemory', got ${JSON.stringify(storeType)}`)
+  return storeType
 }
+
+/** The entries a store on disk keeps in memory, checked (`Materialized.cacheEntries`). */
+export function cacheEntriesOf(where: string, cacheEntries: unknown): number {
+  if (cacheEntries === undefined) return 10_000
+  if (typeof cacheEntries !== 'number' || !Number.isSafeInteger(cacheEntries) || cacheEntries < 0) throw new PunctualError('INVALID_CONFIG', `${where}: cacheEntries must be an integer >= 0, got ${shownValue(cacheEntries)}`)
+  return cacheEntries
+}
+
+/** A non-windowed aggregation's result, and where its store lives (`storeType`). */
+export type KeyValueMaterialized<K, V> = Omit<Materialized<K, V>, 'retentionMs'>
 
 /** A key and a value: what `map` and `flatMap` return for each output record (Kafka Streams' `KeyValue`). */
 export interface KeyValue<K, V> {
@@ -310,7 +331,7 @@ export const Materialized: {
    * An aggregation's store as Kafka Streams chooses one (`count(Materialized.as(Stores.inMemoryKeyValueStore('counts')))`):
    * the builder's name, where the store lives (`storeType`: `inMemoryKeyValueStore` or
    * `persistentKeyValueStore`) and its serdes. The aggregation builds the store itself, so other
-   * options of the builder (`cacheEntries`) have no effect.
+   * options of the builder have no effect (`Materialized.cacheEntries` sets its cache).
    */
   as<K extends StoreKey, V>(store: StoreBuilder<KeyValueStore<K, V>>): KeyValueMaterialized<Unstated<K, StoreKey>, Unstated<V, unknown>>
   /** Writes the store's keys and values with these serdes (either may be undefined: the default). */

@@ -14,7 +14,7 @@ export interface StoreContents<K extends StoreKey> {
   savedEntries(): Iterable<[StoreKey, unknown]>
   /** Puts one saved entry back (restore); the change log forgets what this notes as changes. */
   load(key: K, saved: unknown): void
-  /** The changes were just taken for a commit (a write-back store moves them aside until it is durable). */
+  /** The changes were just taken for a commit, perhaps none (a write-back store moves them aside until it is durable). */
   taken?(): void
   /** The changes last taken are durable (a store that reads its committed entries from disk may rely on them). */
   committed?(): void
@@ -83,8 +83,9 @@ export class ChangeLog<K extends StoreKey> implements DurableStore {
   takeChanges(): Array<[StoreKey, unknown]> {
     const changes = this.changes
     let out: Array<[StoreKey, unknown]> = []
-    if (changes !== undefined && changes.size > 0) {
-      out = changes.take((k) => this.contents.saved(k))
+    if (changes !== undefined) {
+      if (changes.size > 0) out = changes.take((k) => this.contents.saved(k))
+      // Every take, an empty one too: a store counting commits in flight pairs each with its `committed`.
       this.contents.taken?.()
     }
     for (const field of this.fields) {

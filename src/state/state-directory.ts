@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { PunctualError } from '../errors.js'
 
 /** The layout version of a state directory; a directory of another version is refused, never reset. */
-export const STATE_FORMAT_VERSION = 2
+export const STATE_FORMAT_VERSION = 3
 const LOCK_FILE = '.lock'
 const META_FILE = 'punctual.json'
 

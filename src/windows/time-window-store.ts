@@ -1,9 +1,14 @@
 import type { StoreKey } from '../processor/api.js'
 import { DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
+import { PERSISTENT } from '../state/persistent-store.js'
+import type { PersistentCapability } from '../state/persistent-store.js'
 import { ChangeLog, LoggedField } from '../state/change-log.js'
+import { PunctualError } from '../errors.js'
 import { InputTimes } from './input-times.js'
-import { parseWindowedKeyId, stampedKeyId, stampKeyId, windowedKeyId } from './key-id.js'
+import { stampedKeyId, stampKeyId, windowedKeyId } from './key-id.js'
+import { isWindowStoreKey, storeKeyId, storeKeyStart, WindowDisk, windowStoreKey } from './window-disk.js'
+import type { SavedCell } from './window-disk.js'
 import type { Windowed } from './windows.js'
 
 /** One window of one key. */
@@ -15,14 +20,6 @@ export interface WindowCell<K, VA> {
   ts: number
   /** The store's change epoch in which the cell was last noted (durable stores): saves a map lookup. */
   noted: number
-}
-
-interface SavedCell<K, VA> {
-  readonly key: K
-  readonly id: string
-  readonly start: number
-  readonly agg: VA
-  readonly ts: number
 }
 
 /**
@@ -55,9 +52,16 @@ const CLOSED_UNTIL_KEY = -5
  * The window store of a time-windowed aggregation: window start -> key id -> cell, the sorted starts
  * (aligned, so few at a time), and the aggregation's observed stream time. As a task store it records
  * the cells that change, so commits write only those, and a restart restores them.
+ *
+ * In a durable run it lives on disk (Kafka Streams' persistent window store): the committed cells are
+ * in the state directory under start-first keys (`windowStoreKey`), and memory holds the cells changed
+ * since the last durable commit plus up to `cacheEntries` cells read or written before; a closing
+ * window is read from disk in one range, merged with its cells in memory. Without a disk (the test kit,
+ * a run without `stateDir`, `storeType: 'inMemory'`) every cell is in memory.
  */
 export class TimeWindowStore<K, VA> {
   private readonly windows = new Map<number, Map<string, WindowCell<K, VA>>>()
+  /** Every window's start, oldest first: windows with cells in memory, or (on disk) in the state directory. */
   private readonly starts: number[] = []
   private readonly observed = new LoggedField(STREAM_TIME_KEY, -1)
   private readonly finalOnly = new LoggedField(
@@ -79,19 +83,41 @@ export class TimeWindowStore<K, VA> {
   /** The cells of the last start looked up: consecutive records mostly fall in the same window. */
   private lastStart = NaN
   private lastCells: Map<string, WindowCell<K, VA>> | undefined
-  /** Changed cells by windowed key id. */
+  /** On disk: the committed cells (undefined: every cell is in memory). */
+  private disk: WindowDisk<K, VA> | undefined
+  /**
+   * On disk: the starts of windows with cells that may be on disk only (on disk when the store was
+   * attached, or a cell left memory). Memory holds every cell of the other windows, so a key it lacks
+   * there needs no read, and such a window closes without one.
+   */
+  private readonly partial = new Set<number>()
+  /** On disk: the cells in memory, and the change epochs taken by commits that are not durable yet. */
+  private resident = 0
+  private readonly takenEpochs: number[] = []
+  /** On disk: cells noted in this epoch or before are on disk (they may leave memory). */
+  private durableEpoch = 0
+  /** Changed cells by store key (`windowStoreKey`). */
   private readonly log = new ChangeLog<string>(
     {
-      saved: (wid) => this.saved(...parseWindowedKeyId(wid)),
+      saved: (key) => this.saved(key),
       savedEntries: () => {
         const out: Array<[StoreKey, unknown]> = []
-        for (const [start, cells] of this.windows) for (const id of cells.keys()) out.push([windowedKeyId(id, start), this.saved(id, start)])
+        for (const start of this.starts) for (const cell of this.windowCells(start)) out.push([windowStoreKey(stampedKeyId(cell.key) as string), savedCell(cell)])
         return out
       },
-      load: (_wid, saved) => {
+      load: (key, saved) => {
         const c = saved as SavedCell<K, VA>
+        if (!isWindowStoreKey(key) || storeKeyStart(key) !== c.start) throw this.otherLayout(key)
         this.create(c.start, c.id, c.key, c.agg, c.ts)
         this.closedCount = -1
+      },
+      taken: () => {
+        if (this.disk !== undefined) this.takenEpochs.push((this.log.changes?.epoch ?? 1) - 1)
+      },
+      committed: () => {
+        if (this.disk === undefined) return
+        this.durableEpoch = this.takenEpochs.shift() ?? this.durableEpoch
+        this.evict()
       },
     },
     [this.observed, this.finalOnly, this.inputTimes, this.maxStart, this.closedUntil] as Array<LoggedField<unknown>>,
@@ -105,7 +131,26 @@ export class TimeWindowStore<K, VA> {
      * less size and grace; Kafka Streams' `Materialized.withRetention`). 0: it leaves when it closes.
      */
     private readonly retainedAfterCloseMs = 0,
+    /** On disk: how many cells memory keeps beyond those changed since the last durable commit. */
+    private readonly cacheEntries = 10_000,
   ) {}
+
+  readonly [PERSISTENT]: PersistentCapability = {
+    attach: (disk) => {
+      const windowDisk = new WindowDisk<K, VA>(this.name, disk)
+      this.disk = windowDisk
+      // The store's fields are small: read them now. Cells are read when a record or a close needs them.
+      for (const field of [this.observed, this.finalOnly, this.inputTimes, this.maxStart, this.closedUntil] as Array<LoggedField<unknown>>) {
+        const saved = windowDisk.field(field.key)
+        if (saved !== undefined) field.restore(saved)
+      }
+      for (const start of windowDisk.starts()) {
+        this.partial.add(start)
+        this.addStart(start)
+      }
+      this.closedCount = -1
+    },
+  }
 
   get streamTime(): number {
     return this.observed.value
@@ -157,10 +202,7 @@ export class TimeWindowStore<K, VA> {
 
   private cellsOf(starts: readonly number[]): Array<WindowCell<K, VA>> {
     const out: Array<WindowCell<K, VA>> = []
-    for (const start of starts) {
-      const cells = this.windows.get(start)
-      if (cells !== undefined) out.push(...inKeyIdOrder(cells))
-    }
+    for (const start of starts) out.push(...this.windowCells(start))
     return out
   }
 
@@ -181,8 +223,7 @@ export class TimeWindowStore<K, VA> {
     for (const start of this.starts) {
       if (start < from) continue
       if (start > to) break
-      const cells = this.windows.get(start)
-      if (cells !== undefined) out.push(...inKeyIdOrder(cells))
+      out.push(...this.windowCells(start))
     }
     return out
   }
@@ -197,15 +238,20 @@ export class TimeWindowStore<K, VA> {
       this.lastStart = start
       this.lastCells = this.windows.get(start)
     }
-    return this.lastCells?.get(id)
+    const cell = this.lastCells?.get(id)
+    if (cell !== undefined || this.disk === undefined || !this.partial.has(start)) return cell
+    const saved = this.disk.cell(start, id)
+    if (saved === undefined) return undefined
+    const read = this.cellOf(saved.key, id, start, saved.agg, saved.ts)
+    this.cellsAt(start).set(id, read)
+    this.resident++
+    return read
   }
 
   create(start: number, id: string, key: K, agg: VA, ts: number): WindowCell<K, VA> {
-    const windowed: Windowed<K> = { key, window: { start, end: start + this.sizeMs } }
-    // A private stamp: the key still compares and prints as a plain Windowed<K>.
-    stampKeyId(windowed, windowedKeyId(id, start))
-    const cell: WindowCell<K, VA> = { key: windowed, agg, ts, noted: 0 }
+    const cell = this.cellOf(key, id, start, agg, ts)
     this.cellsAt(start).set(id, cell)
+    this.resident++
     this.noteChange(cell, false)
     return cell
   }
@@ -220,8 +266,8 @@ export class TimeWindowStore<K, VA> {
     const changes = this.log.changes
     if (changes === undefined || cell.noted === changes.epoch) return
     cell.noted = changes.epoch
-    const wid = stampedKeyId(cell.key) as string
-    if (!changes.has(wid)) changes.first(wid, existed)
+    const key = windowStoreKey(stampedKeyId(cell.key) as string)
+    if (!changes.has(key)) changes.first(key, existed)
   }
 
   /**
@@ -235,14 +281,7 @@ export class TimeWindowStore<K, VA> {
       return
     }
     let n = 0
-    while (n < this.starts.length && (this.starts[n] as number) + this.sizeMs <= closeTime) {
-      const start = this.starts[n++] as number
-      const cells = this.windows.get(start)
-      if (this.log.changes !== undefined) for (const cell of cells?.values() ?? []) this.touched(cell)
-      this.windows.delete(start)
-      if (start === this.lastStart) this.lastStart = NaN
-      if (onClose !== undefined && cells !== undefined) onClose(inKeyIdOrder(cells))
-    }
+    while (n < this.starts.length && (this.starts[n] as number) + this.sizeMs <= closeTime) this.drop(this.starts[n++] as number, onClose)
     if (n > 0) this.starts.splice(0, n)
   }
 
@@ -255,30 +294,106 @@ export class TimeWindowStore<K, VA> {
     let closed = this.closedWindows()
     if (closeTime > this.closedUntil.value) {
       while (closed < starts.length && (starts[closed] as number) + this.sizeMs <= closeTime) {
-        const cells = this.windows.get(starts[closed++] as number)
-        if (onClose !== undefined && cells !== undefined) onClose(inKeyIdOrder(cells))
+        const start = starts[closed++] as number
+        if (onClose !== undefined) inChunks(this.cellsIn(start), onClose)
       }
       this.closedUntil.value = closeTime
     }
     const leaveTime = closeTime - this.retainedAfterCloseMs
     let n = 0
-    while (n < closed && (starts[n] as number) + this.sizeMs <= leaveTime) {
-      const start = starts[n++] as number
-      if (this.log.changes !== undefined) for (const cell of this.windows.get(start)?.values() ?? []) this.touched(cell)
-      this.windows.delete(start)
-      if (start === this.lastStart) this.lastStart = NaN
-    }
+    while (n < closed && (starts[n] as number) + this.sizeMs <= leaveTime) this.drop(starts[n++] as number, undefined)
     if (n > 0) starts.splice(0, n)
     this.closedCount = closed - n
+  }
+
+  /** Removes a window's cells (the caller removes its start), passing them to `onClose` first if given. */
+  private drop(start: number, onClose: ((cells: ReadonlyArray<WindowCell<K, VA>>) => void) | undefined): void {
+    const inMemory = this.windows.get(start)
+    if (this.disk === undefined) {
+      if (this.log.changes !== undefined) for (const cell of inMemory?.values() ?? []) this.touched(cell)
+      this.forget(start)
+      if (onClose !== undefined && inMemory !== undefined) onClose(inKeyIdOrder(inMemory))
+      return
+    }
+    // Every cell, the disk's too, is deleted by the next commit; a large window goes a chunk at a time.
+    const cells = this.cellsIn(start)
+    this.forget(start)
+    inChunks(cells, onClose, (cell) => this.touched(cell))
+  }
+
+  private forget(start: number): void {
+    const cells = this.windows.get(start)
+    if (cells !== undefined) this.resident -= cells.size
+    this.windows.delete(start)
+    this.partial.delete(start)
+    if (start === this.lastStart) this.lastStart = NaN
+  }
+
+  /** A window's cells in windowed key id order (`cellsIn`), all at once. */
+  private windowCells(start: number): Array<WindowCell<K, VA>> {
+    return [...this.cellsIn(start)]
+  }
+
+  /**
+   * A window's cells in windowed key id order: those memory holds now and, on disk, the disk's others
+   * merged in as they are read (made for the caller, not kept).
+   */
+  private cellsIn(start: number): Iterable<WindowCell<K, VA>> {
+    const inMemory = this.windows.get(start)
+    const held = inMemory === undefined ? [] : inKeyIdOrder(inMemory)
+    return this.disk === undefined || !this.partial.has(start) ? held : this.mergedWithDisk(start, held, this.disk)
+  }
+
+  private *mergedWithDisk(start: number, held: Array<WindowCell<K, VA>>, disk: WindowDisk<K, VA>): Generator<WindowCell<K, VA>> {
+    let i = 0
+    for (const [key, saved] of disk.window(start)) {
+      const wid = key.slice(8)
+      while (i < held.length && (stampedKeyId((held[i] as WindowCell<K, VA>).key) as string) < wid) yield held[i++] as WindowCell<K, VA>
+      if (i < held.length && stampedKeyId((held[i] as WindowCell<K, VA>).key) === wid) yield held[i++] as WindowCell<K, VA>
+      else yield this.cellOf(saved.key, saved.id, start, saved.agg, saved.ts)
+    }
+    while (i < held.length) yield held[i++] as WindowCell<K, VA>
+  }
+
+  /**
+   * On disk, after a durable commit: cells beyond `cacheEntries` leave memory, oldest windows first,
+   * save those changed since the durable commit (the next commit reads them here).
+   */
+  private evict(): void {
+    let excess = this.resident - this.cacheEntries
+    if (excess <= 0 || this.log.changes === undefined) return
+    for (const [start, cells] of this.windows) {
+      for (const [id, cell] of cells) {
+        if (cell.noted > this.durableEpoch) continue
+        cells.delete(id)
+        this.partial.add(start)
+        if (--excess === 0) break
+      }
+      if (excess === 0) break
+    }
+    this.resident = this.cacheEntries + excess
   }
 
   readonly [DURABLE]: DurableStore = this.log
 
   close(): void {}
 
-  private saved(id: string, start: number): SavedCell<K, VA> | undefined {
-    const cell = this.get(start, id)
-    return cell === undefined ? undefined : { key: cell.key.key, id, start, agg: cell.agg, ts: cell.ts }
+  /** The saved form of a cell memory holds (a cell changed since the last commit is always there), or undefined: deleted. */
+  private saved(key: string): SavedCell<K, VA> | undefined {
+    const cell = this.windows.get(storeKeyStart(key))?.get(storeKeyId(key))
+    return cell === undefined ? undefined : savedCell(cell)
+  }
+
+  /** A cell object (not in the store yet). */
+  private cellOf(key: K, id: string, start: number, agg: VA, ts: number): WindowCell<K, VA> {
+    const windowed: Windowed<K> = { key, window: { start, end: start + this.sizeMs } }
+    // A private stamp: the key still compares and prints as a plain Windowed<K>.
+    stampKeyId(windowed, windowedKeyId(id, start))
+    return { key: windowed, agg, ts, noted: 0 }
+  }
+
+  private otherLayout(key: StoreKey): PunctualError {
+    return new PunctualError('STATE_DIR', `window store "${this.name}" restored a cell under a key of another layout (${String(key).length} characters), written by an older punctual; reset the application's state`)
   }
 
   private cellsAt(start: number): Map<string, WindowCell<K, VA>> {
@@ -286,13 +401,42 @@ export class TimeWindowStore<K, VA> {
     if (cells === undefined) {
       this.windows.set(start, (cells = new Map()))
       if (start === this.lastStart) this.lastCells = cells
-      // Usually appended in order; out-of-order starts are rare and few.
-      let i = this.starts.length
-      while (i > 0 && (this.starts[i - 1] as number) > start) i--
-      this.starts.splice(i, 0, start)
-      // A window older than a closed one kept for its retention counts among the closed.
-      if (i < this.closedCount) this.closedCount++
+      this.addStart(start)
     }
     return cells
   }
+
+  private addStart(start: number): void {
+    // Usually appended in order; out-of-order starts are rare and few. On disk, a window's start stays
+    // while its cells are out of memory.
+    let i = this.starts.length
+    while (i > 0 && (this.starts[i - 1] as number) > start) i--
+    if (i > 0 && this.starts[i - 1] === start) return
+    this.starts.splice(i, 0, start)
+    // A window older than a closed one kept for its retention counts among the closed.
+    if (i < this.closedCount) this.closedCount++
+  }
+}
+
+/** Cells a closing window passes on at once, when it is read from disk: bounds the heap it takes. */
+const CLOSE_CHUNK = 1000
+
+/** Passes `cells` to `onClose` (if any) in chunks of up to CLOSE_CHUNK, calling `each` on every cell first. */
+function inChunks<C>(cells: Iterable<C>, onClose: ((cells: readonly C[]) => void) | undefined, each?: (cell: C) => void): void {
+  let chunk: C[] = []
+  for (const cell of cells) {
+    each?.(cell)
+    if (onClose === undefined) continue
+    chunk.push(cell)
+    if (chunk.length === CLOSE_CHUNK) {
+      onClose(chunk)
+      chunk = []
+    }
+  }
+  if (chunk.length > 0) onClose?.(chunk)
+}
+
+function savedCell<K, VA>(cell: WindowCell<K, VA>): SavedCell<K, VA> {
+  const wid = stampedKeyId(cell.key) as string
+  return { key: cell.key.key, id: wid.slice(0, -8), start: cell.key.window.start, agg: cell.agg, ts: cell.ts }
 }

@@ -65,7 +65,7 @@ describe('punctual inspect STATE_DIR', () => {
       topicRecords: Record<string, number>
     }
     assert.equal(report.applicationId, 'inspected')
-    assert.equal(report.format, 2)
+    assert.equal(report.format, 3)
     assert.equal(report.pendingJournal, false)
     assert.deepEqual(
       report.tasks.map((t) => t.taskId),
@@ -88,7 +88,7 @@ describe('punctual inspect STATE_DIR', () => {
 
     const text = await cli('inspect', dir)
     assert.equal(text.code, 0)
-    assert.match(text.out[0] ?? '', /application inspected, format 2/)
+    assert.match(text.out[0] ?? '', /application inspected, format 3/)
     assert.ok(text.out.some((l) => /^ {2}punctuation tick last fired 6000 \(1970-01-01T00:00:06\.000Z\)$/.test(l)))
     assert.ok(text.out.some((l) => /^ {2}store counts: \d entries$/.test(l)))
   })

@@ -214,14 +214,20 @@ describe('DSL aggregations choose their store type (Materialized storeType)', ()
     })
   }
 
+  it('a time-windowed aggregation is on disk unless its Materialized says inMemory, and refuses a bad store type or cache, naming it', () => {
+    const persistent = (materialized: object): boolean | undefined => {
+      const b = new StreamsBuilder()
+      b.stream('in').groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(10)).count({ name: 'w', ...materialized })
+      return b.build().subtopologies()[0]?.stores.find((s) => s.name === 'w')?.persistent
+    }
+    assert.equal(persistent({}), true)
+    assert.equal(persistent({ storeType: 'inMemory' }), false)
+    assert.throws(() => persistent({ storeType: 'rocksdb' }), /aggregation "w": storeType must be 'persistent' or 'inMemory', got "rocksdb"/)
+    assert.throws(() => persistent({ cacheEntries: -1 }), /aggregation "w": cacheEntries must be an integer >= 0, got -1/)
+  })
+
   it('refuses an unknown store type, naming the aggregation', () => {
     const b = new StreamsBuilder()
     assert.throws(() => b.stream('in').groupByKey().count({ name: 'counts', storeType: 'rocksdb' as never }), /aggregation "counts": storeType must be 'persistent' or 'inMemory', got "rocksdb"/)
-  })
-
-  it('window stores have no store type (a compile error)', () => {
-    const b = new StreamsBuilder()
-    // @ts-expect-error storeType is only for non-windowed aggregations
-    b.stream('in').groupByKey().windowedBy(TimeWindows.ofSizeWithNoGrace(10)).count({ storeType: 'persistent' })
   })
 })

@@ -1,0 +1,164 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import fc from '../helpers/fc.js'
+import type { StoreKey } from '../../src/processor/api.js'
+import { durableStore } from '../../src/state/stores.js'
+import { compareStoreKeys } from '../../src/state/key-part.js'
+import { persistentStore } from '../../src/state/persistent-store.js'
+import type { StoreDisk } from '../../src/state/persistent-store.js'
+import { TimeWindowStore } from '../../src/windows/time-window-store.js'
+import type { WindowCell } from '../../src/windows/time-window-store.js'
+import { bigEndian64 } from '../../src/windows/key-id.js'
+
+/** A store's committed entries, as the state directory would hold them: kept in key order, counted reads. */
+class FakeDisk implements StoreDisk {
+  readonly entriesByKey = new Map<StoreKey, unknown>()
+  reads = 0
+
+  get(key: StoreKey): unknown {
+    this.reads++
+    return this.entriesByKey.get(key)
+  }
+
+  *entries(from?: StoreKey): Iterable<[StoreKey, unknown]> {
+    const keys = [...this.entriesByKey.keys()].sort(compareStoreKeys)
+    for (const k of keys) if (from === undefined || compareStoreKeys(k, from) >= 0) yield [k, this.entriesByKey.get(k)]
+  }
+
+  count(): number {
+    return this.entriesByKey.size
+  }
+
+  /** Commits taken and not durable yet, oldest first. */
+  private readonly pending: Array<Array<[StoreKey, unknown]>> = []
+
+  /** The first half of a commit: takes the store's changes (saved forms are copied, as an encoding would). */
+  take(store: TimeWindowStore<string, number>): void {
+    const changes = durableStore(store)?.takeChanges() ?? []
+    this.pending.push(changes.map(([k, v]): [StoreKey, unknown] => [k, typeof v === 'object' && v !== null ? { ...v } : v]))
+  }
+
+  /** The second half: the oldest commit taken is written, and the store told. */
+  durable(store: TimeWindowStore<string, number>): void {
+    const changes = this.pending.shift()
+    if (changes === undefined) return
+    for (const [k, v] of changes) {
+      if (v === undefined) this.entriesByKey.delete(k)
+      else this.entriesByKey.set(k, v)
+    }
+    durableStore(store)?.committed?.()
+  }
+
+  /** A whole commit. */
+  commit(store: TimeWindowStore<string, number>): void {
+    this.take(store)
+    while (this.pending.length > 0) this.durable(store)
+  }
+}
+
+const SIZE = 10
+
+function onDisk(disk: FakeDisk, cacheEntries: number): TimeWindowStore<string, number> {
+  const store = new TimeWindowStore<string, number>('w', SIZE, 0, cacheEntries)
+  persistentStore(store)?.attach(disk)
+  durableStore(store)?.trackChanges()
+  return store
+}
+
+/** Adds `n` to the window at `start` of `key`, as the window aggregation does. */
+function add(store: TimeWindowStore<string, number>, key: string, start: number, n: number, ts: number): void {
+  const cell = store.get(start, key)
+  if (cell === undefined) store.create(start, key, key, n, ts)
+  else {
+    store.touched(cell)
+    cell.agg += n
+    if (ts > cell.ts) cell.ts = ts
+  }
+}
+
+const shown = (cells: ReadonlyArray<WindowCell<string, number>>): string[] => cells.map((c) => `${c.key.key}@${c.key.window.start}=${c.agg}/${c.ts}`)
+
+type Op = { kind: 'add'; key: string; start: number; n: number } | { kind: 'expire'; t: number } | { kind: 'take' } | { kind: 'durable' } | { kind: 'restart' }
+
+const op: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 8, arbitrary: fc.record({ kind: fc.constant('add' as const), key: fc.constantFrom('a', 'ab', 'b', 'b\u0000', 'c', '\u00ff'), start: fc.nat(6).map((w) => w * SIZE), n: fc.integer({ min: 1, max: 9 }) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('expire' as const), t: fc.nat(80) }) },
+  { weight: 2, arbitrary: fc.constant({ kind: 'take' as const }) },
+  { weight: 2, arbitrary: fc.constant({ kind: 'durable' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'restart' as const }) },
+)
+
+describe('TimeWindowStore on disk', () => {
+  it('closes the same windows with the same cells as in memory, whatever it keeps in memory (property)', () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 120 }), fc.nat(4), (ops, cacheEntries) => {
+        const memory = new TimeWindowStore<string, number>('w', SIZE)
+        const disk = new FakeDisk()
+        let store = onDisk(disk, cacheEntries)
+        const closedInMemory: string[] = []
+        const closedOnDisk: string[] = []
+        let ts = 0
+        for (const o of ops) {
+          // A window that left may start afresh (a windowed cogroup's slower stream does that).
+          if (o.kind === 'add') {
+            ts++
+            add(memory, o.key, o.start, o.n, ts)
+            add(store, o.key, o.start, o.n, ts)
+          } else if (o.kind === 'expire') {
+            memory.expire(o.t, (cells) => closedInMemory.push(...shown(cells)))
+            store.expire(o.t, (cells) => closedOnDisk.push(...shown(cells)))
+          } else if (o.kind === 'take') disk.take(store)
+          else if (o.kind === 'durable') disk.durable(store)
+          else {
+            // A restart: what was not committed is lost on disk; the in-memory twin goes back the same way.
+            disk.commit(store)
+            store = onDisk(disk, cacheEntries)
+          }
+          assert.deepEqual(closedOnDisk, closedInMemory)
+          assert.deepEqual(shown(store.allCells()), shown(memory.allCells()))
+          assert.deepEqual(store.windowStarts(), memory.windowStarts())
+        }
+      }),
+    )
+  })
+
+  it('keeps at most cacheEntries cells in memory after a durable commit, and reads the others back from disk', () => {
+    const disk = new FakeDisk()
+    const store = onDisk(disk, 2)
+    for (const key of ['a', 'b', 'c', 'd', 'e']) add(store, key, 0, 1, 1)
+    disk.commit(store)
+    const resident = [...(store as unknown as { windows: Map<number, Map<string, unknown>> }).windows.get(0)?.keys() ?? []]
+    assert.equal(resident.length, 2)
+    disk.reads = 0
+    for (const key of ['a', 'b', 'c', 'd', 'e']) add(store, key, 0, 1, 2)
+    assert.equal(disk.reads, 3, 'the three cells that left memory are read back')
+    let closed: string[] = []
+    store.expire(SIZE, (cells) => (closed = shown(cells)))
+    assert.deepEqual(closed, ['a@0=2/2', 'b@0=2/2', 'c@0=2/2', 'd@0=2/2', 'e@0=2/2'])
+    disk.commit(store)
+    assert.deepEqual([...disk.entriesByKey.keys()].filter((k) => typeof k === 'string'), [], 'a closed window leaves the disk')
+  })
+
+  it('keeps cells under start-first keys, and a restart reads its fields and window starts without the cells', () => {
+    const disk = new FakeDisk()
+    const store = onDisk(disk, 10)
+    store.streamTime = 25
+    add(store, 'k', 20, 1, 25)
+    add(store, 'k', 10, 1, 15)
+    disk.commit(store)
+    const keys = [...disk.entriesByKey.keys()].filter((k) => typeof k === 'string').sort(compareStoreKeys)
+    assert.deepEqual(keys, [bigEndian64(10) + 'k' + bigEndian64(10), bigEndian64(20) + 'k' + bigEndian64(20)])
+    disk.reads = 0
+    const again = onDisk(disk, 10)
+    assert.equal(again.streamTime, 25)
+    assert.deepEqual(again.windowStarts(), [10, 20])
+    assert.equal(disk.reads, 5, "the store's five fields, no cell")
+    assert.equal(again.get(20, 'k')?.agg, 1)
+  })
+
+  it('refuses a disk whose cells are under keys of another layout, naming the store', () => {
+    const disk = new FakeDisk()
+    disk.entriesByKey.set('k' + bigEndian64(10), { key: 'k', id: 'k', start: 10, agg: 1, ts: 10 })
+    assert.throws(() => onDisk(disk, 10), /window store "w" holds a cell under a key of another layout/)
+  })
+})
