@@ -64,6 +64,7 @@ export type {
   MapStateDescriptor,
   StateDescriptor,
   StateKind,
+  StateOptions,
   TimeDomain,
   Timer,
   TimerService,

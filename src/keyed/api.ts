@@ -85,6 +85,11 @@ export interface StateDescriptor<Kind extends StateKind, T> {
   /** When entries expire; undefined for state that never does. */
   readonly ttl: TtlConfig | undefined
   /**
+   * In a durable run, how many keys memory keeps after their changes are committed (read or written
+   * before); the others are read back from disk when used. Undefined: 10 000.
+   */
+  readonly cacheEntries?: number | undefined
+  /**
    * Never set. It carries the kind and the value type for the compiler, so that a map descriptor
    * does not fit `getState` nor a `ValueStateDescriptor<number>` a `ValueState<string>`.
    */
@@ -104,16 +109,28 @@ export type ListStateDescriptor<T> = StateDescriptor<'list', T>
  * for the state (`INVALID_CONFIG`).
  */
 export const StateDescriptors = {
-  value<T>(name: string, options: { ttl?: TtlConfig } = {}): ValueStateDescriptor<T> {
-    return { kind: 'value', name, ttl: options.ttl }
+  value<T>(name: string, options: StateOptions = {}): ValueStateDescriptor<T> {
+    return { kind: 'value', name, ttl: options.ttl, ...(options.cacheEntries === undefined ? {} : { cacheEntries: options.cacheEntries }) }
   },
-  map<UK extends StoreKey, UV>(name: string, options: { ttl?: TtlConfig } = {}): MapStateDescriptor<UK, UV> {
-    return { kind: 'map', name, ttl: options.ttl }
+  map<UK extends StoreKey, UV>(name: string, options: StateOptions = {}): MapStateDescriptor<UK, UV> {
+    return { kind: 'map', name, ttl: options.ttl, ...(options.cacheEntries === undefined ? {} : { cacheEntries: options.cacheEntries }) }
   },
-  list<T>(name: string, options: { ttl?: TtlConfig } = {}): ListStateDescriptor<T> {
-    return { kind: 'list', name, ttl: options.ttl }
+  list<T>(name: string, options: StateOptions = {}): ListStateDescriptor<T> {
+    return { kind: 'list', name, ttl: options.ttl, ...(options.cacheEntries === undefined ? {} : { cacheEntries: options.cacheEntries }) }
   },
 } as const
+
+/** The options of a keyed state (`StateDescriptors`). */
+export interface StateOptions {
+  /** When entries expire (Flink's `StateTtlConfig`). @default never */
+  readonly ttl?: TtlConfig
+  /**
+   * In a durable run (a `stateDir`, or on Kafka), how many keys memory keeps once their changes are
+   * committed; the others stay on disk and are read back when used, so keyed state may outgrow the
+   * heap. @default 10 000
+   */
+  readonly cacheEntries?: number
+}
 
 /** One value per key. */
 export interface ValueState<T> {

@@ -20,9 +20,9 @@ export interface KeyedStateDisk {
   entries(): Iterable<[StoreKey, unknown]>
 }
 
-/** A keyed state's entries in the state directory: their kind and where to read them. */
+/** A keyed state's entries in the state directory: their kind (undefined: it holds none) and where to read them. */
 export interface KeyedStateOnDisk {
-  readonly kind: StateKind
+  readonly kind: StateKind | undefined
   readonly disk: KeyedStateDisk
 }
 
@@ -56,6 +56,10 @@ export abstract class StateTable {
   /** With a disk: the keys gone when the commit in flight took its changes. */
   private goneAtTake: StoreKey[] = []
   private disk: KeyedStateDisk | undefined
+  /** With a disk: whether it may hold a key memory does not (false while it held none and no key left memory). */
+  private diskHoldsOthers = false
+  /** With a disk: keys memory keeps after a durable commit (undefined: every key stays, see `attach`). */
+  private cacheEntries: number | undefined
 
   trackChanges(): void {
     this.changedKeys ??= new Set()
@@ -64,10 +68,14 @@ export abstract class StateTable {
   /**
    * From now on, the committed entries are on `disk` and load a key at a time. Every key in memory then
    * was read from it or changed since; a key not in memory and not gone is as the disk has it.
+   * `holdsKeys`: whether the disk has entries now. Keys beyond `cacheEntries` leave memory after each
+   * durable commit, unless memory held keys already (restored from elsewhere, so not on this disk).
    */
-  attach(disk: KeyedStateDisk): void {
+  attach(disk: KeyedStateDisk, holdsKeys = true, cacheEntries?: number): void {
     this.disk = disk
     this.gone = new Set()
+    this.diskHoldsOthers = holdsKeys
+    this.cacheEntries = cacheEntries !== undefined && this.memorySize() === 0 ? cacheEntries : undefined
   }
 
   protected changed(key: StoreKey): void {
@@ -77,7 +85,7 @@ export abstract class StateTable {
   /** A key's saved entries from the disk, when it has some and they were not removed since. */
   protected fromDisk(key: StoreKey): unknown {
     const disk = this.disk
-    if (disk === undefined || (this.gone as Set<StoreKey>).has(key)) return undefined
+    if (disk === undefined || !this.diskHoldsOthers || (this.gone as Set<StoreKey>).has(key)) return undefined
     return disk.get(key)
   }
 
@@ -171,6 +179,27 @@ export abstract class StateTable {
     // A key changed again since the take is written by the next commit; it stays gone until then.
     for (const k of this.goneAtTake) if (!(this.changedKeys as Set<StoreKey>).has(k)) gone.delete(k)
     this.goneAtTake = []
+    this.evict()
+  }
+
+  /**
+   * Keys beyond `cacheEntries` leave memory, oldest first: each is on disk as memory holds it (its last
+   * change is durable), save those changed since the take, which stay for the next commit.
+   */
+  private evict(): void {
+    const bound = this.cacheEntries
+    if (bound === undefined || this.taken !== undefined) return
+    let excess = this.memorySize() - bound
+    if (excess <= 0) return
+    const changed = this.changedKeys
+    const leaving: StoreKey[] = []
+    for (const key of this.keysInMemory()) {
+      if (changed?.has(key) === true) continue
+      leaving.push(key)
+      if (--excess === 0) break
+    }
+    for (const key of leaving) this.dropFromMemory(key)
+    if (leaving.length > 0) this.diskHoldsOthers = true
   }
 
   /** Every key's saved entries: those in memory, and with a disk, those only the disk has. */
@@ -186,6 +215,9 @@ export abstract class StateTable {
 
   protected abstract keysInMemory(): Iterable<StoreKey>
   protected abstract inMemory(key: StoreKey): boolean
+  protected abstract memorySize(): number
+  /** Forgets a key's entries in memory (the disk holds them as they are). */
+  protected abstract dropFromMemory(key: StoreKey): void
 
   /** One key's entries in snapshot form, or undefined when it has none. */
   abstract snapshotKey(key: StoreKey): unknown
@@ -302,6 +334,14 @@ export class ValueStateTable<T> extends StateTable implements ValueState<T> {
     return this.cells.has(key)
   }
 
+  protected memorySize(): number {
+    return this.cells.size
+  }
+
+  protected dropFromMemory(key: StoreKey): void {
+    this.cells.delete(key)
+  }
+
   restore(entries: ReadonlyArray<[StoreKey, unknown]>): void {
     for (const [k, c] of entries) {
       const saved = c as Cell<T>
@@ -407,6 +447,14 @@ export class MapStateTable<UK extends StoreKey, UV> extends StateTable implement
     return this.maps.has(key)
   }
 
+  protected memorySize(): number {
+    return this.maps.size
+  }
+
+  protected dropFromMemory(key: StoreKey): void {
+    this.maps.delete(key)
+  }
+
   restore(entries: ReadonlyArray<[StoreKey, unknown]>): void {
     for (const [k, saved] of entries) this.maps.set(k, loadMap<UK, UV>(saved))
   }
@@ -495,6 +543,14 @@ export class ListStateTable<T> extends StateTable implements ListState<T> {
 
   protected inMemory(key: StoreKey): boolean {
     return this.lists.has(key)
+  }
+
+  protected memorySize(): number {
+    return this.lists.size
+  }
+
+  protected dropFromMemory(key: StoreKey): void {
+    this.lists.delete(key)
   }
 
   restore(entries: ReadonlyArray<[StoreKey, unknown]>): void {

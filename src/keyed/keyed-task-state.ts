@@ -1,4 +1,5 @@
 import { PunctualError } from '../errors.js'
+import { shownValue } from '../processor/shown-value.js'
 import type { StoreKey } from '../processor/api.js'
 import type { DropReason } from '../processor/errors.js'
 import type { ExpiredEntry, StateDescriptor, StateKind, TimeDomain } from './api.js'
@@ -73,9 +74,8 @@ export class KeyedTaskState implements TimerTargets {
     private readonly onError: (reason: DropReason, error: unknown, where: string, processorName?: string) => void,
     restore: KeyedSnapshot | undefined,
     /**
-     * Where a state's committed entries are, when they stay on disk (a task restored from the state
-     * directory): the state loads a key's entries when it is first used. Undefined when the disk holds
-     * none of its entries.
+     * Where a state's committed entries are, in a durable run: the state loads a key's entries when it is
+     * first used, and keys beyond its cache leave memory once their changes are durable.
      */
     private readonly stateDisk?: (state: string) => KeyedStateOnDisk | undefined,
   ) {
@@ -100,6 +100,7 @@ export class KeyedTaskState implements TimerTargets {
       throw new PunctualError('INVALID_CONFIG', `keyed processor "${node.name}": a state needs a non-empty name, got ${JSON.stringify(descriptor.name)}`)
     }
     const ttl = compileTtl(descriptor.ttl, where)
+    const cacheEntries = cacheEntriesOf(descriptor.cacheEntries, where)
     const fullName = `${node.name}/${descriptor.name}`
     const existing = this.tableByName.get(fullName)
     if (existing !== undefined) {
@@ -123,8 +124,8 @@ export class KeyedTaskState implements TimerTargets {
     }
     const onDisk = this.stateDisk?.(fullName)
     if (onDisk !== undefined) {
-      if (onDisk.kind !== descriptor.kind) throw new PunctualError('INVALID_CONFIG', `${where}: the checkpoint holds ${onDisk.kind} state under this name, not ${descriptor.kind}`)
-      table.attach(onDisk.disk)
+      if (onDisk.kind !== undefined && onDisk.kind !== descriptor.kind) throw new PunctualError('INVALID_CONFIG', `${where}: the checkpoint holds ${onDisk.kind} state under this name, not ${descriptor.kind}`)
+      table.attach(onDisk.disk, onDisk.kind !== undefined, cacheEntries)
     }
     if (this.tracking) table.trackChanges()
     this.tables.push(table)
@@ -243,4 +244,11 @@ export class KeyedTaskState implements TimerTargets {
       },
     }
   }
+}
+
+/** A state's `cacheEntries`, checked: 10 000 when not given. */
+function cacheEntriesOf(cacheEntries: unknown, where: string): number {
+  if (cacheEntries === undefined) return 10_000
+  if (typeof cacheEntries !== 'number' || !Number.isSafeInteger(cacheEntries) || cacheEntries < 0) throw new PunctualError('INVALID_CONFIG', `${where}: cacheEntries must be an integer >= 0, got ${shownValue(cacheEntries)}`)
+  return cacheEntries
 }

@@ -139,9 +139,9 @@ export function createTask(def: TaskDefinition, config: TaskFactoryConfig, check
     stateDir: config.stateDir,
     checkpoint,
     storeDisk: localState === undefined ? undefined : (store) => localState.storeDisk(def.id, store),
-    // Keyed state a restore left on disk (a fresh task has none there: no reads for its new keys); where
-    // the local state keeps the changelog records, a restore never loads keyed state, so it is read there.
-    keyedStateDisk: localState === undefined || (checkpoint === undefined && localState.keepsChangelog !== true) ? undefined : (state) => localState.keyedStateDisk(def.id, state),
+    // Keyed state reads its committed keys there (a fresh task's, once some left memory); where the local
+    // state keeps the changelog records, a restore never loads keyed state, so it is read there.
+    keyedStateDisk: localState === undefined ? undefined : (state) => localState.keyedStateDisk(def.id, state),
     trackChanges: committer.tracksChanges,
     onWallClockChange: config.onWallClockChange,
     globalStores: config.globalStores,

@@ -255,15 +255,14 @@ export class CheckpointStore {
   }
 
   /**
-   * A keyed state's committed entries (`<processor>/<state>` of a task), read a key at a time; undefined
-   * when there are none.
+   * A keyed state's committed entries (`<processor>/<state>` of a task), read a key at a time (kind
+   * undefined: there are none yet).
    */
-  keyedStateDisk(taskId: string, state: string): KeyedStateOnDisk | undefined {
+  keyedStateDisk(taskId: string, state: string): KeyedStateOnDisk {
     const db = this.keyed
     const range = prefixRange(['s', taskId, state])
     let kind: StateKind | undefined
     for (const { value } of db.getRange({ ...range, limit: 1 })) kind = (value as SavedKeyedState)[1]
-    if (kind === undefined) return undefined
     return {
       kind,
       disk: {

@@ -134,15 +134,14 @@ export class TaskRecords {
 
   /**
    * A keyed state's committed entries as a task's records hold them (store `punctual.state.<processor>/<state>`,
-   * each key's value its kind and entries: `TaskChangelogCodec`); undefined when it has none.
+   * each key's value its kind and entries: `TaskChangelogCodec`); kind undefined: it has none yet.
    */
-  keyedStateDisk(taskId: string, store: string): KeyedStateOnDisk | undefined {
+  keyedStateDisk(taskId: string, store: string): KeyedStateOnDisk {
     const db = this.db
     const prefix = recordKey(recordsPrefix(taskId), taskId, store, EMPTY)
     const range = { start: prefix, end: prefixEnd(prefix) }
     let kind: StateKind | undefined
     for (const { value } of db.getRange({ ...range, limit: 1 })) kind = (unpackValue(value) as [StateKind, unknown])[0]
-    if (kind === undefined) return undefined
     return {
       kind,
       disk: {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import fc from '../helpers/fc.js'
 import { ListStateTable, MapStateTable, ValueStateTable } from '../../src/keyed/keyed-state.js'
 import type { KeyedStateDisk, StateHost } from '../../src/keyed/keyed-state.js'
 import type { StoreKey } from '../../src/processor/api.js'
@@ -136,5 +137,85 @@ describe('keyed state on disk (a task restored from the state directory)', () =>
     take(list, listDisk).durable()
     assert.deepEqual(list.get(), [])
     assert.equal(listDisk.data.has('a'), false)
+  })
+})
+
+type Op = { kind: 'update'; key: string; v: number } | { kind: 'read'; key: string } | { kind: 'clear'; key: string } | { kind: 'take' } | { kind: 'durable' }
+
+const keyArb = fc.constantFrom('a', 'b', 'c', 'd', 'e')
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({ kind: fc.constant('update' as const), key: keyArb, v: fc.nat(99) }),
+  fc.record({ kind: fc.constant('read' as const), key: keyArb }),
+  fc.record({ kind: fc.constant('clear' as const), key: keyArb }),
+  fc.constant({ kind: 'take' as const }),
+  fc.constant({ kind: 'durable' as const }),
+)
+
+describe('keyed state on disk, bounded (cacheEntries)', () => {
+  it('reads what was last written, whatever left memory, through takes and durable commits (property)', () => {
+    fc.assert(
+      fc.property(fc.array(opArb, { maxLength: 80 }), fc.nat(3), (ops, cacheEntries) => {
+        const disk = new FakeDisk()
+        const h = host()
+        const table = new ValueStateTable<number>(0, 'v', 'value', undefined, h)
+        table.trackChanges()
+        table.attach(disk, false, cacheEntries)
+        const model = new Map<string, number>()
+        let inFlight: { durable(): void } | undefined
+        for (const op of ops) {
+          if (op.kind === 'take') inFlight ??= take(table, disk)
+          else if (op.kind === 'durable') {
+            inFlight?.durable()
+            inFlight = undefined
+          } else {
+            h.key = op.key
+            if (op.kind === 'update') {
+              table.update(op.v)
+              model.set(op.key, op.v)
+            } else if (op.kind === 'clear') {
+              table.clear()
+              model.delete(op.key)
+            } else assert.equal(table.value(), model.get(op.key))
+          }
+        }
+        inFlight?.durable()
+        assert.deepEqual(new Map(table.snapshot().map(([k, c]) => [k, (c as { v: number }).v])), model)
+      }),
+    )
+  })
+
+  it('keeps at most cacheEntries keys after a durable commit, and reads a key that left back from the disk', () => {
+    const disk = new FakeDisk()
+    const h = host()
+    const table = new ValueStateTable<number>(0, 'v', 'value', undefined, h)
+    table.trackChanges()
+    table.attach(disk, false, 2)
+    for (const [i, key] of ['a', 'b', 'c', 'd'].entries()) {
+      h.key = key
+      assert.equal(table.value(), undefined)
+      table.update(i)
+    }
+    assert.equal(disk.reads, 0, 'an empty disk is not read')
+    take(table, disk).durable()
+    h.key = 'a'
+    assert.equal(table.value(), 0)
+    assert.equal(disk.reads, 1, 'a key that left memory is read back')
+    assert.equal(table.value(), 0)
+    assert.equal(disk.reads, 1)
+  })
+
+  it('a state restored into memory from elsewhere (changelog records) keeps every key: those are not on this disk', () => {
+    const disk = new FakeDisk()
+    const h = host()
+    const table = new ValueStateTable<number>(0, 'v', 'value', undefined, h)
+    table.restore([['a', { v: 1, a: 0 }], ['b', { v: 2, a: 0 }]])
+    table.trackChanges()
+    table.attach(disk, false, 0)
+    h.key = 'c'
+    table.update(3)
+    take(table, disk).durable()
+    h.key = 'a'
+    assert.equal(table.value(), 1)
+    assert.equal(disk.reads, 0)
   })
 })

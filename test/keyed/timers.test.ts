@@ -194,6 +194,13 @@ describe('misuse is reported at the call, naming the processor and the value', (
     )
   })
 
+  it('a cache that is not an integer >= 0', () => {
+    assert.throws(
+      () => keyedDriver<never>((ctx) => (ctx.getState(StateDescriptors.value('s', { cacheEntries: -1 })), { process() {} })),
+      /keyed processor "keyed" state "s": cacheEntries must be an integer >= 0, got -1/,
+    )
+  })
+
   it('a state name registered twice with different kinds or TTLs', () => {
     assert.throws(
       () => keyedDriver<never>((ctx) => (ctx.getState(StateDescriptors.value('s')), ctx.getListState(StateDescriptors.list('s')), { process() {} })),

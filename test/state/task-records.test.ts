@@ -66,7 +66,7 @@ describe("task records: a Kafka instance's changelog records in the state direct
     assert.equal(totals?.disk.get('b'), undefined)
     assert.deepEqual([...(totals?.disk.entries() ?? [])].length, 2)
     assert.equal(store.records.keyedStateDisk('0_0', 'punctual.state.p/seen')?.kind, 'list')
-    assert.equal(store.records.keyedStateDisk('0_0', 'punctual.state.p/none'), undefined, 'a state with no entries has no disk')
+    assert.equal(store.records.keyedStateDisk('0_0', 'punctual.state.p/none').kind, undefined, 'a state with no entries has no kind')
     await store.close()
   })
 
