@@ -254,6 +254,31 @@ describe('KafkaRuntime on mock clients: rebalance and recovery', () => {
     assertExactlyOnce(c, keyCounts([[0, 12], [1, 6]]))
   })
 
+  it('exactly-once, a revocation whose commit the group refuses because it dropped this member: the tasks are lost, the consumer joins again, the instance keeps running, and the output stays exactly once', async () => {
+    const c = cluster()
+    // No commit of the loop's own for an hour: the revocation's is the one the group refuses.
+    const { rt, consumer } = await started(c, 'exactly_once_v2', { commitIntervalMs: 3_600_000 })
+    consumer.groupAssigns(BOTH)
+    feed(c, 0, 8)
+    feed(c, 1, 4)
+    await until('the records are processed', () => rt.metrics().processedRecords === 12)
+    consumer.fenced = true
+    // The revocation commits the revoked task; the group refuses its offsets (ILLEGAL_GENERATION).
+    consumer.groupRevokes([{ topic: IN, partition: 0 }])
+    await until('the consumer left the group and joined it again', () => consumer.joins === 2)
+    await until('the tasks are closed', () => rt.taskIds().length === 0)
+    assert.equal(rt.state, 'RUNNING')
+    assert.equal(c.openRecords(OUT), 0, "the refused transaction's output is aborted")
+    consumer.groupAssigns(BOTH)
+    await until('the tasks are back', () => rt.taskIds().length === 2)
+    await until('every record is processed again', () => rt.metrics().processedRecords >= 24)
+    // The stop commits them.
+    await rt.stop()
+    assert.equal(committedOffset(c, 0), 8)
+    assert.equal(committedOffset(c, 1), 4)
+    assertExactlyOnce(c, keyCounts([[0, 8], [1, 4]]))
+  })
+
   it('a fenced producer is replaced: its transaction is aborted, the tasks go back to their last commit, and the output stays exactly once', async () => {
     const c = cluster()
     feed(c, 0, 10)
