@@ -29,7 +29,8 @@ const BOTH = [
  * Counts per key in keyed state (a value state, and a map state that keeps the count doubled), each
  * new count written to OUT: keyed state restored wrong counts on from a wrong number.
  */
-function keyedCounting(): Topology {
+function keyedCounting(cacheEntries?: number): Topology {
+  const options = cacheEntries === undefined ? {} : { cacheEntries }
   return new Topology()
     .addSource('in', IN, { keySerde: Serdes.String(), valueSerde: Serdes.String() })
     .addKeyedProcessor<string, string, string, string>(
@@ -41,8 +42,8 @@ function keyedCounting(): Topology {
         return {
           init(c) {
             ctx = c
-            value = c.getState(StateDescriptors.value<number>('n'))
-            map = c.getMapState(StateDescriptors.map<string, number>('twice'))
+            value = c.getState(StateDescriptors.value<number>('n', options))
+            map = c.getMapState(StateDescriptors.map<string, number>('twice', options))
           },
           process(r) {
             const n = (value.value() ?? 0) + 1
@@ -438,6 +439,19 @@ describe('KafkaRuntime on mock clients: rebalance and recovery', () => {
       await second.rt.stop()
       // Only the task's stream time and position: the 3 keys' value and map entries stay on disk.
       assert.deepEqual(lastRestore('0_0'), { local: 2, tail: 0 })
+      const counts = outputs(c)
+      for (const key of ['p0k0', 'p0k1', 'p0k2']) assert.deepEqual(guarantee === 'exactly_once_v2' ? counts.get(key) : [...new Set(counts.get(key))], Array.from({ length: 20 }, (_, i) => i + 1), key)
+    })
+
+    it(`${guarantee}: keyed state that keeps one key in memory: the others leave after each commit and are read back from the state directory, and every count goes on`, async () => {
+      const c = cluster()
+      const { rt, consumer } = await started(c, guarantee, { stateDir: stateDir(), topology: keyedCounting(1) })
+      consumer.groupAssigns([{ topic: IN, partition: 0 }])
+      for (let batch = 0; batch < 10; batch++) {
+        feed(c, 0, 6, 3, batch * 6)
+        await until(`batch ${batch} is committed`, () => committedOffset(c, 0) === (batch + 1) * 6)
+      }
+      await rt.stop()
       const counts = outputs(c)
       for (const key of ['p0k0', 'p0k1', 'p0k2']) assert.deepEqual(guarantee === 'exactly_once_v2' ? counts.get(key) : [...new Set(counts.get(key))], Array.from({ length: 20 }, (_, i) => i + 1), key)
     })
