@@ -203,7 +203,7 @@ export class TimeWindowedKStream<K, V> {
     } else {
       this.builder.graph
         .addProcessor(name, () => new SlidingAggregateProcessor<K, V, VA>(windows, { initializer, aggregator }, keyId, storeName), this.source(storeName))
-        .addStateStore({ name: storeName, query: slidingWindowQuery<K, VA>(keyId), build: () => slidingStore<K, VA>(storeName, windows.timeDifferenceMs) }, name)
+        .addStateStore({ name: storeName, persistent, query: slidingWindowQuery<K, VA>(keyId), build: () => slidingStore<K, VA>(storeName, windows.timeDifferenceMs, cacheEntries) }, name)
     }
     return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, {
       graceMs: windows.graceMs,
@@ -257,9 +257,11 @@ export class SessionWindowedKStream<K, V> {
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
     retainedAfterClose(name, windows, materialized.retentionMs)
+    const persistent = storeTypeOf(`aggregation "${name}"`, materialized.storeType) === 'persistent'
+    const cacheEntries = cacheEntriesOf(`aggregation "${name}"`, materialized.cacheEntries)
     this.builder.graph
       .addProcessor(name, () => new SessionAggregateProcessor<K, V, VA>(windows, { initializer, aggregator, merger }, keyId, storeName), this.source(storeName))
-      .addStateStore({ name: storeName, query: sessionQuery<K, VA>(keyId), build: () => sessionStore<K, VA>(storeName) }, name)
+      .addStateStore({ name: storeName, persistent, query: sessionQuery<K, VA>(keyId), build: () => sessionStore<K, VA>(storeName, cacheEntries) }, name)
     // A session closes `gap` after its end, then has its grace (as in Kafka Streams), so final results
     // wait for both.
     return new KTable<Windowed<K>, VA>(this.builder, name, undefined, materialized.valueSerde, { graceMs: windows.graceMs + windows.gapMs, keySerde: keySerde as Serde<unknown>, sessions: true })
@@ -410,7 +412,7 @@ export class TimeWindowedCogroupedKStream<K, VOut> {
     const merge =
       windows.kind === 'time'
         ? addCogroupNodes(b, name, this.parts, processorFor, { name: storeName, persistent, query: timeWindowQuery<K, VOut>(keyId), build: () => new TimeWindowStore<K, VOut>(storeName, windows.sizeMs, retained, cacheEntries) })
-        : addCogroupNodes(b, name, this.parts, processorFor, { name: storeName, query: slidingWindowQuery<K, VOut>(keyId), build: () => slidingStore<K, VOut>(storeName, windows.timeDifferenceMs) })
+        : addCogroupNodes(b, name, this.parts, processorFor, { name: storeName, persistent, query: slidingWindowQuery<K, VOut>(keyId), build: () => slidingStore<K, VOut>(storeName, windows.timeDifferenceMs, cacheEntries) })
     return new KTable<Windowed<K>, VOut>(b, merge, undefined, materialized.valueSerde, { graceMs: windows.graceMs, keySerde: keySerde as Serde<unknown> })
   }
 }
@@ -444,12 +446,14 @@ export class SessionWindowedCogroupedKStream<K, VOut> {
     const keySerde = this.builder.keySerdeOr(this.parts.find((p) => p.keySerde !== undefined)?.keySerde)
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
+    const persistent = storeTypeOf(`cogroup aggregation "${name}"`, materialized.storeType) === 'persistent'
+    const cacheEntries = cacheEntriesOf(`cogroup aggregation "${name}"`, materialized.cacheEntries)
     const merge = addCogroupNodes(
       b,
       name,
       this.parts,
       (part, i) => () => new SessionAggregateProcessor<K, unknown, VOut>(windows, { initializer, aggregator: part.aggregator, merger }, keyId, storeName, i),
-      { name: storeName, query: sessionQuery<K, VOut>(keyId), build: () => sessionStore<K, VOut>(storeName) },
+      { name: storeName, persistent, query: sessionQuery<K, VOut>(keyId), build: () => sessionStore<K, VOut>(storeName, cacheEntries) },
     )
     // A session closes `gap` after its end, then has its grace (as in Kafka Streams), so final results
     // wait for both.

@@ -67,8 +67,8 @@ export interface Materialized<K, V> {
    * Where an aggregation's store lives (Kafka Streams' `Materialized.withStoreType`): `'persistent'`
    * is on disk in a durable run (state may outgrow memory; a restart reads nothing up front) and in
    * memory otherwise; `'inMemory'` is always in memory (saved by commits, loaded whole at a restart).
-   * Key-value and time-window stores take it; session and sliding-window stores are in memory either
-   * way. @default 'persistent'
+   * Every aggregation's store takes it (key-value, time-window, sliding-window, session).
+   * @default 'persistent'
    */
   readonly storeType?: 'persistent' | 'inMemory'
   /**

@@ -108,10 +108,11 @@ export class SessionAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
 }
 
 /** The store of a session aggregation (sessions are plain data: saved as they are). */
-export function sessionStore<K, VA>(name: string): KeyedListStore<K, Session<VA>> {
+export function sessionStore<K, VA>(name: string, cacheEntries?: number): KeyedListStore<K, Session<VA>> {
   return new KeyedListStore<K, Session<VA>>(
     name,
     (s) => ({ start: s.start, end: s.end, agg: s.agg }),
     (_key, saved) => ({ ...(saved as Session<VA>) }),
+    cacheEntries,
   )
 }

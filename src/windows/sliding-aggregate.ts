@@ -226,7 +226,7 @@ export class SlidingAggregateProcessor<K, V, VA> implements Processor<K, V, Wind
 }
 
 /** The store of a sliding-window aggregation: windows are saved without their windowed key objects. */
-export function slidingStore<K, VA>(name: string, timeDifferenceMs: number): KeyedListStore<K, SlidingWindow<K, VA>> {
+export function slidingStore<K, VA>(name: string, timeDifferenceMs: number, cacheEntries?: number): KeyedListStore<K, SlidingWindow<K, VA>> {
   return new KeyedListStore<K, SlidingWindow<K, VA>>(
     name,
     (w) => ({ start: w.start, agg: w.agg, maxTs: w.maxTs }),
@@ -234,5 +234,6 @@ export function slidingStore<K, VA>(name: string, timeDifferenceMs: number): Key
       const w = saved as { start: number; agg: VA; maxTs: number }
       return { start: w.start, key: { key, window: { start: w.start, end: w.start + timeDifferenceMs } }, agg: w.agg, maxTs: w.maxTs }
     },
+    cacheEntries,
   )
 }

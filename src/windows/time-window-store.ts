@@ -7,7 +7,7 @@ import { ChangeLog, LoggedField } from '../state/change-log.js'
 import { PunctualError } from '../errors.js'
 import { InputTimes } from './input-times.js'
 import { stampedKeyId, stampKeyId, windowedKeyId } from './key-id.js'
-import { isWindowStoreKey, storeKeyId, storeKeyStart, WindowDisk, windowStoreKey } from './window-disk.js'
+import { isWindowStoreKey, ownCopy, storeKeyId, storeKeyStart, WindowDisk, windowStoreKey } from './window-disk.js'
 import type { SavedCell } from './window-disk.js'
 import type { Windowed } from './windows.js'
 
@@ -350,7 +350,7 @@ export class TimeWindowStore<K, VA> {
       const wid = key.slice(8)
       while (i < held.length && (stampedKeyId((held[i] as WindowCell<K, VA>).key) as string) < wid) yield held[i++] as WindowCell<K, VA>
       if (i < held.length && stampedKeyId((held[i] as WindowCell<K, VA>).key) === wid) yield held[i++] as WindowCell<K, VA>
-      else yield this.cellOf(saved.key, saved.id, start, saved.agg, saved.ts)
+      else yield this.cellOf(saved.key, ownCopy(saved.id), start, saved.agg, saved.ts)
     }
     while (i < held.length) yield held[i++] as WindowCell<K, VA>
   }

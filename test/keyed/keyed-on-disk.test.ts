@@ -7,10 +7,12 @@ import { fileURLToPath } from 'node:url'
 import { runSmallHeapChild } from '../helpers/small-heap-child.js'
 
 const APP = fileURLToPath(new URL('../fixtures/keyed-on-disk-app.ts', import.meta.url))
-/** The heap the child is given (MB), and its value state: keys and characters per value. */
+/**
+ * The heap the child is given (MB: `--max-old-space-size`, which it dies past, so finishing is the
+ * proof), and its value state: keys and characters per value. */
 const HEAP_MB = 64
-const KEYS = 100_000
-const CHARS = 3_000
+const KEYS = 50_000
+const CHARS = 6_000
 
 describe('keyed state on disk (embedded runtime)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'punctual-keyed-on-disk-'))
@@ -22,6 +24,5 @@ describe('keyed state on disk (embedded runtime)', () => {
     assert.equal(code, 0, `the child ended with ${code}: ${JSON.stringify(report)}\n${stderr}`)
     assert.equal(report?.wrong, 0, `first wrong: ${report?.firstWrong}`)
     assert.equal(report?.results, KEYS, 'every key read back in the second round')
-    assert.ok((report?.peakHeap ?? Infinity) <= HEAP_MB * 1024 * 1024)
   })
 })

@@ -1,60 +1,15 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import fc from '../helpers/fc.js'
-import type { StoreKey } from '../../src/processor/api.js'
 import { durableStore } from '../../src/state/stores.js'
+import { FakeStoreDisk } from '../helpers/fake-store-disk.js'
 import { compareStoreKeys } from '../../src/state/key-part.js'
 import { persistentStore } from '../../src/state/persistent-store.js'
-import type { StoreDisk } from '../../src/state/persistent-store.js'
 import { TimeWindowStore } from '../../src/windows/time-window-store.js'
 import type { WindowCell } from '../../src/windows/time-window-store.js'
 import { bigEndian64 } from '../../src/windows/key-id.js'
 
-/** A store's committed entries, as the state directory would hold them: kept in key order, counted reads. */
-class FakeDisk implements StoreDisk {
-  readonly entriesByKey = new Map<StoreKey, unknown>()
-  reads = 0
-
-  get(key: StoreKey): unknown {
-    this.reads++
-    return this.entriesByKey.get(key)
-  }
-
-  *entries(from?: StoreKey): Iterable<[StoreKey, unknown]> {
-    const keys = [...this.entriesByKey.keys()].sort(compareStoreKeys)
-    for (const k of keys) if (from === undefined || compareStoreKeys(k, from) >= 0) yield [k, this.entriesByKey.get(k)]
-  }
-
-  count(): number {
-    return this.entriesByKey.size
-  }
-
-  /** Commits taken and not durable yet, oldest first. */
-  private readonly pending: Array<Array<[StoreKey, unknown]>> = []
-
-  /** The first half of a commit: takes the store's changes (saved forms are copied, as an encoding would). */
-  take(store: TimeWindowStore<string, number>): void {
-    const changes = durableStore(store)?.takeChanges() ?? []
-    this.pending.push(changes.map(([k, v]): [StoreKey, unknown] => [k, typeof v === 'object' && v !== null ? { ...v } : v]))
-  }
-
-  /** The second half: the oldest commit taken is written, and the store told. */
-  durable(store: TimeWindowStore<string, number>): void {
-    const changes = this.pending.shift()
-    if (changes === undefined) return
-    for (const [k, v] of changes) {
-      if (v === undefined) this.entriesByKey.delete(k)
-      else this.entriesByKey.set(k, v)
-    }
-    durableStore(store)?.committed?.()
-  }
-
-  /** A whole commit. */
-  commit(store: TimeWindowStore<string, number>): void {
-    this.take(store)
-    while (this.pending.length > 0) this.durable(store)
-  }
-}
+class FakeDisk extends FakeStoreDisk {}
 
 const SIZE = 10
 
