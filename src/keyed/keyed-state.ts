@@ -60,6 +60,8 @@ export abstract class StateTable {
   private diskHoldsOthers = false
   /** With a disk: keys memory keeps after a durable commit (undefined: every key stays, see `attach`). */
   private cacheEntries: number | undefined
+  /** Commits that took changes and are not durable yet: keys leave memory only when none is. */
+  private takesInFlight = 0
 
   trackChanges(): void {
     this.changedKeys ??= new Set()
@@ -98,6 +100,7 @@ export abstract class StateTable {
   /** The keys changed since the last call; the set starts empty again. */
   takeChanged(): StoreKey[] {
     this.encodeTaken(Infinity)
+    this.takesInFlight++
     const keys = this.changedKeys
     if (keys === undefined || keys.size === 0) {
       this.goneAtTake = []
@@ -127,6 +130,7 @@ export abstract class StateTable {
    */
   takeChangedLater(out: (key: StoreKey, entries: unknown) => void): number {
     this.encodeTaken(Infinity)
+    this.takesInFlight++
     const keys = this.changedKeys
     if (keys === undefined || keys.size === 0) {
       this.goneAtTake = []
@@ -174,6 +178,7 @@ export abstract class StateTable {
 
   /** The changes last taken are durable: the disk no longer holds the keys they removed. */
   committed(): void {
+    this.takesInFlight = Math.max(0, this.takesInFlight - 1)
     const gone = this.gone
     if (gone === undefined) return
     // A key changed again since the take is written by the next commit; it stays gone until then.
@@ -183,12 +188,13 @@ export abstract class StateTable {
   }
 
   /**
-   * Keys beyond `cacheEntries` leave memory, oldest first: each is on disk as memory holds it (its last
-   * change is durable), save those changed since the take, which stay for the next commit.
+   * Keys beyond `cacheEntries` leave memory, oldest first, once no commit is in flight: each is then on
+   * disk as memory holds it (its last change is durable), save those changed since the take, which stay
+   * for the next commit.
    */
   private evict(): void {
     const bound = this.cacheEntries
-    if (bound === undefined || this.taken !== undefined) return
+    if (bound === undefined || this.taken !== undefined || this.takesInFlight > 0) return
     let excess = this.memorySize() - bound
     if (excess <= 0) return
     const changed = this.changedKeys

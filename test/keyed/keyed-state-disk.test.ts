@@ -219,3 +219,21 @@ describe('keyed state on disk, bounded (cacheEntries)', () => {
     assert.equal(disk.reads, 0)
   })
 })
+
+describe('keyed state on disk, bounded, with two commits in flight', () => {
+  it('a key the second commit holds stays in memory when the first becomes durable', () => {
+    const disk = new FakeDisk()
+    const h = host()
+    const table = new ValueStateTable<number>(0, 'v', 'value', undefined, h)
+    table.trackChanges()
+    table.attach(disk, false, 0)
+    table.update(1)
+    const first = take(table, disk)
+    table.update(2)
+    const second = take(table, disk)
+    first.durable()
+    assert.equal(table.value(), 2, 'not the older value the disk holds')
+    second.durable()
+    assert.equal(table.value(), 2)
+  })
+})
