@@ -413,8 +413,9 @@ export class TimeWindowStore<K, VA> {
     while (i > 0 && (this.starts[i - 1] as number) > start) i--
     if (i > 0 && this.starts[i - 1] === start) return
     this.starts.splice(i, 0, start)
-    // A window older than a closed one kept for its retention counts among the closed.
-    if (i < this.closedCount) this.closedCount++
+    // A window older than a closed one kept for its retention counts among the closed, and so does one
+    // that ended by the close time (a cogroup's slower input may start it afresh), as a recount finds.
+    if (this.closedCount >= 0 && (i < this.closedCount || start + this.sizeMs <= this.closedUntil.value)) this.closedCount++
   }
 }
 

@@ -117,3 +117,16 @@ describe('TimeWindowStore on disk', () => {
     assert.throws(() => onDisk(disk, 10), /window store "w" holds a cell under a key of another layout/)
   })
 })
+
+describe('TimeWindowStore with a retention', () => {
+  it('a window started afresh behind the close time counts as closed, as after a restore', () => {
+    const store = new TimeWindowStore<string, number>('w', 10, 10)
+    durableStore(store)?.trackChanges()
+    store.expire(10)
+    store.create(0, 'a', 'a', 1, 5)
+    const restored = new TimeWindowStore<string, number>('w', 10, 10)
+    durableStore(restored)?.restore(durableStore(store)?.entries() ?? [])
+    assert.equal(store.openCells().length, 0)
+    assert.equal(restored.openCells().length, 0)
+  })
+})
