@@ -6,7 +6,8 @@ import { keyIdFunction } from '../windows/key-id.js'
 import type { StreamsBuilder } from './builder.js'
 import { KTable } from './ktable.js'
 import type { KeyValueMaterialized } from './options.js'
-import { cacheEntriesOf, storeTypeOf } from './options.js'
+import { storeTypeOf } from './options.js'
+import { checkedCacheEntries } from '../state/stores.js'
 import { keyIdQuery } from './queryable.js'
 import { changeSerde, tableAggregateProcessor } from './table-grouping.js'
 import type { TableAggregate } from './table-grouping.js'
@@ -78,7 +79,7 @@ export class KGroupedTable<K, V> {
     const storeType = storeTypeOf(`${operation} "${name}"`, materialized.storeType)
     const keyId = keyIdFunction(this.keySerde)
     const store =
-      storeType === 'persistent' ? Stores.persistentKeyValueStore<string, TableAggregate<VA>>(storeName, { cacheEntries: cacheEntriesOf(`${operation} "${name}"`, materialized.cacheEntries) }) : Stores.inMemoryKeyValueStore<string, TableAggregate<VA>>(storeName)
+      storeType === 'persistent' ? Stores.persistentKeyValueStore<string, TableAggregate<VA>>(storeName, { cacheEntries: checkedCacheEntries(`${operation} "${name}"`, materialized.cacheEntries) }) : Stores.inMemoryKeyValueStore<string, TableAggregate<VA>>(storeName)
     const b = this.builder
     const source = this.groupedName === undefined ? this.throughRepartitionTopic(storeName) : (this.namedSource ??= this.throughRepartitionTopic(this.groupedName))
     b.graph

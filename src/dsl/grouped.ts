@@ -17,7 +17,8 @@ import type { StoreBuilder } from '../state/stores.js'
 import { KTable } from './ktable.js'
 import type { FinalResultsHook } from './ktable.js'
 import type { KeyValueMaterialized, Materialized } from './options.js'
-import { cacheEntriesOf, storeTypeOf } from './options.js'
+import { storeTypeOf } from './options.js'
+import { checkedCacheEntries } from '../state/stores.js'
 import { aggregateProcessor, statelessProcessor } from './processors.js'
 import type { StoredAggregate } from './processors.js'
 
@@ -113,7 +114,7 @@ export class KGroupedStream<K, V> {
       .addStateStore(
         {
           ...(storeType === 'persistent'
-            ? Stores.persistentKeyValueStore<string, StoredAggregate<VA>>(storeName, { cacheEntries: cacheEntriesOf(`aggregation "${name}"`, materialized.cacheEntries) })
+            ? Stores.persistentKeyValueStore<string, StoredAggregate<VA>>(storeName, { cacheEntries: checkedCacheEntries(`aggregation "${name}"`, materialized.cacheEntries) })
             : Stores.inMemoryKeyValueStore<string, StoredAggregate<VA>>(storeName)),
           query: keyIdQuery(keyId, keySerde, (stored: StoredAggregate<VA>) => stored.agg),
         },
@@ -194,7 +195,7 @@ export class TimeWindowedKStream<K, V> {
     const finalResults: FinalResultsHook = { node: name, enabled: () => false }
     const retained = retainedAfterClose(name, windows, materialized.retentionMs)
     const persistent = storeTypeOf(`aggregation "${name}"`, materialized.storeType) === 'persistent'
-    const cacheEntries = cacheEntriesOf(`aggregation "${name}"`, materialized.cacheEntries)
+    const cacheEntries = checkedCacheEntries(`aggregation "${name}"`, materialized.cacheEntries)
     if (windows.kind === 'time') {
       // The windows live in a task store, so commits make them durable.
       this.builder.graph
@@ -258,7 +259,7 @@ export class SessionWindowedKStream<K, V> {
     const windows = this.windows
     retainedAfterClose(name, windows, materialized.retentionMs)
     const persistent = storeTypeOf(`aggregation "${name}"`, materialized.storeType) === 'persistent'
-    const cacheEntries = cacheEntriesOf(`aggregation "${name}"`, materialized.cacheEntries)
+    const cacheEntries = checkedCacheEntries(`aggregation "${name}"`, materialized.cacheEntries)
     this.builder.graph
       .addProcessor(name, () => new SessionAggregateProcessor<K, V, VA>(windows, { initializer, aggregator, merger }, keyId, storeName), this.source(storeName))
       .addStateStore({ name: storeName, persistent, query: sessionQuery<K, VA>(keyId), build: () => sessionStore<K, VA>(storeName, cacheEntries) }, name)
@@ -404,7 +405,7 @@ export class TimeWindowedCogroupedKStream<K, VOut> {
     const windows = this.windows
     const retained = retainedAfterClose(name, windows, materialized.retentionMs)
     const persistent = storeTypeOf(`cogroup aggregation "${name}"`, materialized.storeType) === 'persistent'
-    const cacheEntries = cacheEntriesOf(`cogroup aggregation "${name}"`, materialized.cacheEntries)
+    const cacheEntries = checkedCacheEntries(`cogroup aggregation "${name}"`, materialized.cacheEntries)
     const processorFor = (part: CogroupPart<K, VOut>, i: number): ProcessorSupplier<K, unknown, Windowed<K>, VOut> => {
       const aggregation = { initializer, aggregator: part.aggregator }
       return windows.kind === 'time' ? () => new WindowAggregateProcessor<K, unknown, VOut>(windows, aggregation, keyId, storeName, false, i) : () => new SlidingAggregateProcessor<K, unknown, VOut>(windows, aggregation, keyId, storeName, i)
@@ -447,7 +448,7 @@ export class SessionWindowedCogroupedKStream<K, VOut> {
     const keyId = keyIdFunction(keySerde)
     const windows = this.windows
     const persistent = storeTypeOf(`cogroup aggregation "${name}"`, materialized.storeType) === 'persistent'
-    const cacheEntries = cacheEntriesOf(`cogroup aggregation "${name}"`, materialized.cacheEntries)
+    const cacheEntries = checkedCacheEntries(`cogroup aggregation "${name}"`, materialized.cacheEntries)
     const merge = addCogroupNodes(
       b,
       name,

@@ -86,13 +86,6 @@ export function storeTypeOf(where: string, storeType: unknown): 'persistent' | '
   return storeType
 }
 
-/** The entries a store on disk keeps in memory, checked (`Materialized.cacheEntries`). */
-export function cacheEntriesOf(where: string, cacheEntries: unknown): number {
-  if (cacheEntries === undefined) return 10_000
-  if (typeof cacheEntries !== 'number' || !Number.isSafeInteger(cacheEntries) || cacheEntries < 0) throw new PunctualError('INVALID_CONFIG', `${where}: cacheEntries must be an integer >= 0, got ${shownValue(cacheEntries)}`)
-  return cacheEntries
-}
-
 /** A non-windowed aggregation's result, and where its store lives (`storeType`). */
 export type KeyValueMaterialized<K, V> = Omit<Materialized<K, V>, 'retentionMs'>
 

@@ -1,5 +1,5 @@
 import { PunctualError } from '../errors.js'
-import { shownValue } from '../processor/shown-value.js'
+import { checkedCacheEntries } from '../state/stores.js'
 import type { StoreKey } from '../processor/api.js'
 import type { DropReason } from '../processor/errors.js'
 import type { ExpiredEntry, StateDescriptor, StateKind, TimeDomain } from './api.js'
@@ -100,7 +100,7 @@ export class KeyedTaskState implements TimerTargets {
       throw new PunctualError('INVALID_CONFIG', `keyed processor "${node.name}": a state needs a non-empty name, got ${JSON.stringify(descriptor.name)}`)
     }
     const ttl = compileTtl(descriptor.ttl, where)
-    const cacheEntries = cacheEntriesOf(descriptor.cacheEntries, where)
+    const cacheEntries = checkedCacheEntries(where, descriptor.cacheEntries)
     const fullName = `${node.name}/${descriptor.name}`
     const existing = this.tableByName.get(fullName)
     if (existing !== undefined) {
@@ -244,11 +244,4 @@ export class KeyedTaskState implements TimerTargets {
       },
     }
   }
-}
-
-/** A state's `cacheEntries`, checked: 10 000 when not given. */
-function cacheEntriesOf(cacheEntries: unknown, where: string): number {
-  if (cacheEntries === undefined) return 10_000
-  if (typeof cacheEntries !== 'number' || !Number.isSafeInteger(cacheEntries) || cacheEntries < 0) throw new PunctualError('INVALID_CONFIG', `${where}: cacheEntries must be an integer >= 0, got ${shownValue(cacheEntries)}`)
-  return cacheEntries
 }

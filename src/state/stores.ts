@@ -58,6 +58,18 @@ export interface StoreQuery {
   view(store: StateStore): object
 }
 
+/** The default of a store's (or keyed state's) `cacheEntries`: entries memory keeps beyond those changed since the last commit. */
+export const DEFAULT_CACHE_ENTRIES = 10_000
+
+/** A `cacheEntries` option, checked (`where` names the store or state in the error); the default when undefined. */
+export function checkedCacheEntries(where: string, cacheEntries: unknown): number {
+  if (cacheEntries === undefined) return DEFAULT_CACHE_ENTRIES
+  if (typeof cacheEntries !== 'number' || !Number.isSafeInteger(cacheEntries) || cacheEntries < 0) {
+    throw new PunctualError('INVALID_CONFIG', `${where}: cacheEntries must be an integer >= 0, got ${shownValue(cacheEntries)}`)
+  }
+  return cacheEntries
+}
+
 /** The serdes of a key-value store's changelog (Kafka Streams' `Stores.keyValueStoreBuilder(supplier, keySerde, valueSerde)`). */
 export interface StoreSerdes<K, V> {
   /** Default: the key's type, then its bytes (UTF-8, a double, a bigint's digits). */
@@ -184,10 +196,7 @@ export const Stores = {
    * `cacheEntries` bounds the entries kept in memory after a read. @default cacheEntries 10 000
    */
   persistentKeyValueStore<K extends StoreKey, V>(name: string, options: { cacheEntries?: number } & StoreSerdes<K, V> = {}): StoreBuilder<KeyValueStore<K, V>> {
-    const cacheEntries = options.cacheEntries ?? 10_000
-    if (!Number.isSafeInteger(cacheEntries) || cacheEntries < 0) {
-      throw new PunctualError('INVALID_CONFIG', `store "${name}": cacheEntries must be an integer >= 0, got ${shownValue(options.cacheEntries)}`)
-    }
+    const cacheEntries = checkedCacheEntries(`store "${name}"`, options.cacheEntries)
     const checked = storeSerdes(name, options)
     return { name, persistent: true, ...checked, query: KEY_VALUE_QUERY, build: () => new PersistentKeyValueStore<K, V>(name, cacheEntries, checked) }
   },
@@ -203,10 +212,7 @@ export const Stores = {
     if (!Number.isSafeInteger(historyRetentionMs) || historyRetentionMs < 0) {
       throw new PunctualError('INVALID_CONFIG', `store "${name}": historyRetentionMs must be an integer >= 0, got ${shownValue(historyRetentionMs)}`)
     }
-    const cacheEntries = options.cacheEntries ?? 10_000
-    if (!Number.isSafeInteger(cacheEntries) || cacheEntries < 0) {
-      throw new PunctualError('INVALID_CONFIG', `store "${name}": cacheEntries must be an integer >= 0, got ${shownValue(options.cacheEntries)}`)
-    }
+    const cacheEntries = checkedCacheEntries(`store "${name}"`, options.cacheEntries)
     return { name, historyRetentionMs, persistent: true, query: VERSIONED_QUERY, build: () => new PersistentVersionedKeyValueStore<K, V>(name, historyRetentionMs, cacheEntries) }
   },
 } as const

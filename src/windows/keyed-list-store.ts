@@ -1,5 +1,5 @@
 import type { StoreKey } from '../processor/api.js'
-import { DURABLE } from '../state/stores.js'
+import { DEFAULT_CACHE_ENTRIES, DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
 import { ChangeLog, LoggedField } from '../state/change-log.js'
 import { PERSISTENT } from '../state/persistent-store.js'
@@ -72,7 +72,7 @@ export class KeyedListStore<K, T> {
     private readonly save: (item: T) => unknown,
     private readonly load: (key: K, saved: unknown) => T,
     /** On disk: how many keys memory keeps beyond those changed since the last durable commit. */
-    private readonly cacheEntries = 10_000,
+    private readonly cacheEntries = DEFAULT_CACHE_ENTRIES,
   ) {}
 
   readonly [PERSISTENT]: PersistentCapability = {

@@ -1,5 +1,5 @@
 import type { StoreKey } from '../processor/api.js'
-import { DURABLE } from '../state/stores.js'
+import { DEFAULT_CACHE_ENTRIES, DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
 import { PERSISTENT } from '../state/persistent-store.js'
 import type { PersistentCapability } from '../state/persistent-store.js'
@@ -132,7 +132,7 @@ export class TimeWindowStore<K, VA> {
      */
     private readonly retainedAfterCloseMs = 0,
     /** On disk: how many cells memory keeps beyond those changed since the last durable commit. */
-    private readonly cacheEntries = 10_000,
+    private readonly cacheEntries = DEFAULT_CACHE_ENTRIES,
   ) {}
 
   readonly [PERSISTENT]: PersistentCapability = {
