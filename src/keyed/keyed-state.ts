@@ -77,7 +77,7 @@ export abstract class StateTable {
     this.disk = disk
     this.gone = new Set()
     this.diskHoldsOthers = holdsKeys
-    this.cacheEntries = cacheEntries !== undefined && this.memorySize() === 0 ? cacheEntries : undefined
+    this.cacheEntries = cacheEntries !== undefined && this.memory().size === 0 ? cacheEntries : undefined
   }
 
   protected changed(key: StoreKey): void {
@@ -195,35 +195,34 @@ export abstract class StateTable {
   private evict(): void {
     const bound = this.cacheEntries
     if (bound === undefined || this.taken !== undefined || this.takesInFlight > 0) return
-    let excess = this.memorySize() - bound
+    const memory = this.memory()
+    let excess = memory.size - bound
     if (excess <= 0) return
     const changed = this.changedKeys
     const leaving: StoreKey[] = []
-    for (const key of this.keysInMemory()) {
+    for (const key of memory.keys()) {
       if (changed?.has(key) === true) continue
       leaving.push(key)
       if (--excess === 0) break
     }
-    for (const key of leaving) this.dropFromMemory(key)
+    for (const key of leaving) memory.delete(key)
     if (leaving.length > 0) this.diskHoldsOthers = true
   }
 
   /** Every key's saved entries: those in memory, and with a disk, those only the disk has. */
   snapshot(): Array<[StoreKey, unknown]> {
     const out: Array<[StoreKey, unknown]> = []
-    for (const key of this.keysInMemory()) out.push([key, this.snapshotKey(key)])
+    const memory = this.memory()
+    for (const key of memory.keys()) out.push([key, this.snapshotKey(key)])
     const disk = this.disk
     if (disk === undefined) return out
     const gone = this.gone as Set<StoreKey>
-    for (const [key, entries] of disk.entries()) if (!gone.has(key) && !this.inMemory(key)) out.push([key, entries])
+    for (const [key, entries] of disk.entries()) if (!gone.has(key) && !memory.has(key)) out.push([key, entries])
     return out
   }
 
-  protected abstract keysInMemory(): Iterable<StoreKey>
-  protected abstract inMemory(key: StoreKey): boolean
-  protected abstract memorySize(): number
-  /** Forgets a key's entries in memory (the disk holds them as they are). */
-  protected abstract dropFromMemory(key: StoreKey): void
+  /** The state's entries in memory, by key. */
+  protected abstract memory(): ShardedMap<StoreKey, unknown>
 
   /** One key's entries in snapshot form, or undefined when it has none. */
   abstract snapshotKey(key: StoreKey): unknown
@@ -332,20 +331,8 @@ export class ValueStateTable<T> extends StateTable implements ValueState<T> {
     return c === undefined ? undefined : { v: c.v, a: c.a }
   }
 
-  protected keysInMemory(): Iterable<StoreKey> {
-    return this.cells.keys()
-  }
-
-  protected inMemory(key: StoreKey): boolean {
-    return this.cells.has(key)
-  }
-
-  protected memorySize(): number {
-    return this.cells.size
-  }
-
-  protected dropFromMemory(key: StoreKey): void {
-    this.cells.delete(key)
+  protected memory(): ShardedMap<StoreKey, unknown> {
+    return this.cells
   }
 
   restore(entries: ReadonlyArray<[StoreKey, unknown]>): void {
@@ -445,20 +432,8 @@ export class MapStateTable<UK extends StoreKey, UV> extends StateTable implement
     return m === undefined ? undefined : [...m].map(([mk, c]) => [mk, { v: c.v, a: c.a }])
   }
 
-  protected keysInMemory(): Iterable<StoreKey> {
-    return this.maps.keys()
-  }
-
-  protected inMemory(key: StoreKey): boolean {
-    return this.maps.has(key)
-  }
-
-  protected memorySize(): number {
-    return this.maps.size
-  }
-
-  protected dropFromMemory(key: StoreKey): void {
-    this.maps.delete(key)
+  protected memory(): ShardedMap<StoreKey, unknown> {
+    return this.maps
   }
 
   restore(entries: ReadonlyArray<[StoreKey, unknown]>): void {
@@ -543,20 +518,8 @@ export class ListStateTable<T> extends StateTable implements ListState<T> {
     return l === undefined ? undefined : l.map((c) => ({ v: c.v, a: c.a }))
   }
 
-  protected keysInMemory(): Iterable<StoreKey> {
-    return this.lists.keys()
-  }
-
-  protected inMemory(key: StoreKey): boolean {
-    return this.lists.has(key)
-  }
-
-  protected memorySize(): number {
-    return this.lists.size
-  }
-
-  protected dropFromMemory(key: StoreKey): void {
-    this.lists.delete(key)
+  protected memory(): ShardedMap<StoreKey, unknown> {
+    return this.lists
   }
 
   restore(entries: ReadonlyArray<[StoreKey, unknown]>): void {

@@ -24,14 +24,13 @@ export function windowedKeyId(keyId: string, start: number): string {
   return keyId + bigEndian64(start)
 }
 
-/** The key id and window start of a windowed key id. */
-export function parseWindowedKeyId(windowedId: string): [keyId: string, start: number] {
-  const n = windowedId.length - 8
+/** The number `bigEndian64` wrote at character `at` of `s`. */
+export function fromBigEndian64(s: string, at: number): number {
   let hi = 0
   let lo = 0
-  for (let i = 0; i < 4; i++) hi = hi * 256 + windowedId.charCodeAt(n + i)
-  for (let i = 4; i < 8; i++) lo = lo * 256 + windowedId.charCodeAt(n + i)
-  return [windowedId.slice(0, n), hi * 4294967296 + lo]
+  for (let i = 0; i < 4; i++) hi = hi * 256 + s.charCodeAt(at + i)
+  for (let i = 4; i < 8; i++) lo = lo * 256 + s.charCodeAt(at + i)
+  return hi * 4294967296 + lo
 }
 
 /** Id of a session key: key bytes, then end and start as 8 big-endian bytes each (Kafka's session layout). */

@@ -4,10 +4,9 @@ import type { DurableStore } from '../state/stores.js'
 import { PERSISTENT } from '../state/persistent-store.js'
 import type { PersistentCapability } from '../state/persistent-store.js'
 import { ChangeLog, LoggedField } from '../state/change-log.js'
-import { PunctualError } from '../errors.js'
 import { InputTimes } from './input-times.js'
 import { stampedKeyId, stampKeyId, windowedKeyId } from './key-id.js'
-import { isWindowStoreKey, ownCopy, storeKeyId, storeKeyStart, WindowDisk, windowStoreKey } from './window-disk.js'
+import { isWindowStoreKey, otherLayout, ownCopy, storeKeyId, storeKeyStart, WindowDisk, windowStoreKey } from './window-disk.js'
 import type { SavedCell } from './window-disk.js'
 import type { Windowed } from './windows.js'
 
@@ -107,7 +106,7 @@ export class TimeWindowStore<K, VA> {
       },
       load: (key, saved) => {
         const c = saved as SavedCell<K, VA>
-        if (!isWindowStoreKey(key) || storeKeyStart(key) !== c.start) throw this.otherLayout(key)
+        if (!isWindowStoreKey(key) || storeKeyStart(key) !== c.start) throw otherLayout(this.name, key)
         this.create(c.start, c.id, c.key, c.agg, c.ts)
         this.closedCount = -1
       },
@@ -390,10 +389,6 @@ export class TimeWindowStore<K, VA> {
     // A private stamp: the key still compares and prints as a plain Windowed<K>.
     stampKeyId(windowed, windowedKeyId(id, start))
     return { key: windowed, agg, ts, noted: 0 }
-  }
-
-  private otherLayout(key: StoreKey): PunctualError {
-    return new PunctualError('STATE_DIR', `window store "${this.name}" restored a cell under a key of another layout (${String(key).length} characters), written by an older punctual; reset the application's state`)
   }
 
   private cellsAt(start: number): Map<string, WindowCell<K, VA>> {

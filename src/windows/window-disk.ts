@@ -1,7 +1,7 @@
 import { PunctualError } from '../errors.js'
 import type { StoreKey } from '../processor/api.js'
 import type { StoreDisk } from '../state/persistent-store.js'
-import { bigEndian64 } from './key-id.js'
+import { bigEndian64, fromBigEndian64 } from './key-id.js'
 
 /** A window cell as its store logs it (and keeps it on disk): the key, its id, the window start, the aggregate and its timestamp. */
 export interface SavedCell<K, VA> {
@@ -35,11 +35,7 @@ export function ownCopy(s: string): string {
 
 /** The window start of a store key (`windowStoreKey`). */
 export function storeKeyStart(key: string): number {
-  let hi = 0
-  let lo = 0
-  for (let i = 0; i < 4; i++) hi = hi * 256 + key.charCodeAt(i)
-  for (let i = 4; i < 8; i++) lo = lo * 256 + key.charCodeAt(i)
-  return hi * 4294967296 + lo
+  return fromBigEndian64(key, 0)
 }
 
 /** The key id of a store key (`windowStoreKey`). */
@@ -99,12 +95,16 @@ export class WindowDisk<K, VA> {
     }
   }
 
-  /** A key of another layout was written by an older punctual: its windows cannot be read in order. */
   private checked(key: string): string {
     if (isWindowStoreKey(key)) return key
-    throw new PunctualError(
-      'STATE_DIR',
-      `window store "${this.store}" holds a cell under a key of another layout (${key.length} bytes), written by an older punctual; reset the application's state (its state directory and, on Kafka, its changelog topics)`,
-    )
+    throw otherLayout(this.store, key)
   }
+}
+
+/** A key of another layout was written by an older punctual: its windows cannot be read in order. */
+export function otherLayout(store: string, key: StoreKey): PunctualError {
+  return new PunctualError(
+    'STATE_DIR',
+    `window store "${store}" holds a cell under a key of another layout (${String(key).length} characters), written by an older punctual; reset the application's state (its state directory and, on Kafka, its changelog topics)`,
+  )
 }
