@@ -4,7 +4,8 @@ import type { ProcessorContext, ProcessorSupplier, StoreKey, StreamRecord } from
 import type { ExpiredEntry, KeyedProcessorSupplier, Timer } from '../keyed/api.js'
 import type { StreamsBuilder } from './builder.js'
 import { KGroupedStream } from './grouped.js'
-import { namedNode } from './options.js'
+import { namedNode, storeTypeOf } from './options.js'
+import { checkedCacheEntries } from '../state/stores.js'
 import type { Grouped, KeyValue, Named, Produced } from './options.js'
 import { statelessProcessor, tableSourceProcessor } from './processors.js'
 import type { TableMaterialization } from './processors.js'
@@ -356,6 +357,8 @@ export class KStream<K, V> {
     // One key id function for both sides, so equal keys meet whatever serde each side carries.
     const keyId = keyIdFunction(b.keySerdeOr(left.keySerde ?? (right.keySerde as Serde<K> | undefined)))
     const retention = windows.retentionMs()
+    const persistent = storeTypeOf(operation, streamJoined.storeType) === 'persistent'
+    const cacheEntries = checkedCacheEntries(operation, streamJoined.cacheEntries)
     const thisSide: JoinSide<K, V, VO, VR> = { left: true, outer: leftOuter, windows, otherStore, outerStore, joiner, keyId }
     const otherSide: JoinSide<K, VO, V, VR> = { left: false, outer: rightOuter, windows, otherStore: thisStore, outerStore, joiner: (r, l, k) => joiner(l, r, k), keyId }
     const g = b.graph
@@ -364,8 +367,8 @@ export class KStream<K, V> {
     g.addProcessor(thisJoin, () => new StreamStreamJoinProcessor(thisSide), thisWindowed)
     g.addProcessor(otherJoin, () => new StreamStreamJoinProcessor(otherSide), otherWindowed)
     g.addProcessor(merge, statelessProcessor<K, VR, K, VR>((r, ctx) => ctx.forward(r)), thisJoin, otherJoin)
-    g.addStateStore({ name: thisStore, build: () => new JoinWindowStore<K, V>(thisStore, retention) }, thisWindowed, otherJoin)
-    g.addStateStore({ name: otherStore, build: () => new JoinWindowStore<K, VO>(otherStore, retention) }, otherWindowed, thisJoin)
+    g.addStateStore({ name: thisStore, persistent, build: () => new JoinWindowStore<K, V>(thisStore, retention, cacheEntries) }, thisWindowed, otherJoin)
+    g.addStateStore({ name: otherStore, persistent, build: () => new JoinWindowStore<K, VO>(otherStore, retention, cacheEntries) }, otherWindowed, thisJoin)
     if (outerStore !== undefined) g.addStateStore({ name: outerStore, build: () => new OuterJoinStore<K>(outerStore) }, thisJoin, otherJoin)
     return new KStream<K, VR>(b, merge, left.keySerde, undefined)
   }

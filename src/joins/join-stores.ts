@@ -1,6 +1,9 @@
-import { DURABLE } from '../state/stores.js'
+import { DEFAULT_CACHE_ENTRIES, DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
 import { ChangeLog, LoggedField } from '../state/change-log.js'
+import { PERSISTENT } from '../state/persistent-store.js'
+import type { PersistentCapability, StoreDisk } from '../state/persistent-store.js'
+import type { StoreKey } from '../processor/api.js'
 import { bigEndian64 } from '../windows/key-id.js'
 
 /**
@@ -34,11 +37,26 @@ const MIN_SWEEP = 1024
  * the keys no record came for: no timer, queue or index per record, and records out of reach stay in
  * memory at most until the next sweep. As a task store it records the keys whose records changed, so
  * commits write those lists.
+ *
+ * In a durable run it lives on disk (`attach`): the committed lists are in the state directory by key
+ * id, memory holds the keys changed since the last durable commit and up to `cacheEntries` others, and
+ * a key memory lacks is read back when a record of it comes or a fetch asks for it. Expiry needs no
+ * bookkeeping per key on disk: a list read back drops its expired records then, and once per retention
+ * of the side's time a pass over the disk deletes the lists whose records have all expired (the keys no
+ * record came for). Records read back out of reach are harmless: a fetch never sees them.
  */
 export class JoinWindowStore<K, V> {
   private readonly byKey = new Map<string, KeyEntries<K, V>>()
   private readonly sideTime = new LoggedField(SIDE_TIME_KEY, -1)
   private putsSinceSweep = 0
+  /** On disk: the committed lists. */
+  private disk: StoreDisk | undefined
+  /** On disk: whether it may hold a key memory does not (it held keys when attached, or a key left memory). */
+  private diskHoldsOthers = false
+  /** On disk: commits that took changes and are not durable yet. */
+  private inFlight = 0
+  /** On disk: the side's time at the last pass over the disk for lists all expired. */
+  private diskSweptAt = -1
   /**
    * Keys whose records all expired stay in `byKey`, empty, until they outnumber the others: a key that
    * comes back reuses its entry and arrays. In a join whose window is short next to the gaps between a
@@ -49,13 +67,24 @@ export class JoinWindowStore<K, V> {
   private readonly log = new ChangeLog<string>(
     {
       saved: (id) => this.saved(id),
-      savedEntries: () => [...this.byKey.keys()].filter((id) => this.holds(id)).map((id) => [id, this.saved(id)]),
+      savedEntries: () => {
+        const out: Array<[StoreKey, unknown]> = []
+        for (const id of this.byKey.keys()) if (this.holds(id)) out.push([id, this.saved(id)])
+        for (const [id, saved] of this.diskOnly()) out.push([id, saved])
+        return out
+      },
       load: (id, saved) => {
-        const s = saved as { key: K; list: Array<[number, V]> }
-        const entries: KeyEntries<K, V> = { key: s.key, ts: s.list.map((e) => e[0]), values: s.list.map((e) => e[1]), head: 0, end: s.list.length }
         const before = this.byKey.get(id)
         if (before !== undefined && before.head === before.end) this.emptied--
-        this.byKey.set(id, entries)
+        this.byKey.set(id, loaded(saved))
+      },
+      taken: () => {
+        if (this.disk !== undefined) this.inFlight++
+      },
+      committed: () => {
+        if (this.disk === undefined) return
+        this.inFlight = Math.max(0, this.inFlight - 1)
+        if (this.inFlight === 0) this.settle()
       },
     },
     [this.sideTime] as Array<LoggedField<unknown>>,
@@ -66,7 +95,23 @@ export class JoinWindowStore<K, V> {
   constructor(
     readonly name: string,
     private readonly retentionMs: number,
+    /** On disk: how many keys memory keeps beyond those changed since the last durable commit. */
+    private readonly cacheEntries = DEFAULT_CACHE_ENTRIES,
   ) {}
+
+  readonly [PERSISTENT]: PersistentCapability = {
+    attach: (disk) => {
+      this.disk = disk
+      // The side's time is small: read it now. Lists are read when their key's records come.
+      const time = disk.get(SIDE_TIME_KEY)
+      if (time !== undefined) this.sideTime.restore(time)
+      this.diskSweptAt = this.sideTime.value
+      for (const [key] of disk.entries('')) {
+        this.diskHoldsOthers = typeof key === 'string'
+        break
+      }
+    },
+  }
 
   /** The largest timestamp put so far (-1: none). */
   get time(): number {
@@ -79,8 +124,8 @@ export class JoinWindowStore<K, V> {
     const cutoff = this.sideTime.value - this.retentionMs
     // A record no fetch can see any more is not kept.
     if (ts <= cutoff) return
+    let entries = this.entriesOf(id)
     this.noteChange(id)
-    let entries = this.byKey.get(id)
     if (entries === undefined) this.byKey.set(id, (entries = { key, ts: [], values: [], head: 0, end: 0 }))
     else if (entries.head === entries.end) this.emptied--
     else dropExpired(entries, cutoff)
@@ -102,6 +147,7 @@ export class JoinWindowStore<K, V> {
     values[i] = value
     entries.end = end + 1
     if (++this.putsSinceSweep >= this.byKey.size && this.putsSinceSweep >= MIN_SWEEP) this.sweep(cutoff)
+    if (this.diskHoldsOthers && this.sideTime.value - this.diskSweptAt >= this.retentionMs) this.sweepDisk(cutoff)
   }
 
   /**
@@ -109,7 +155,7 @@ export class JoinWindowStore<K, V> {
    * returns how many.
    */
   fetch(id: string, from: number, to: number, visit: (ts: number, value: V) => void): number {
-    const entries = this.byKey.get(id)
+    const entries = this.entriesOf(id)
     if (entries === undefined) return 0
     const lowest = Math.max(from, this.sideTime.value - this.retentionMs + 1)
     if (to < lowest) return 0
@@ -125,20 +171,102 @@ export class JoinWindowStore<K, V> {
     return n
   }
 
-  /** Number of keys with records a fetch can still see (tests). */
+  /** Number of keys with records a fetch can still see (tests; on disk, every key is read). */
   keyCount(): number {
     const cutoff = this.cutoff()
     let n = 0
-    for (const e of this.byKey.values()) if (e.end > e.head && (e.ts[e.end - 1] as number) > cutoff) n++
+    for (const e of this.everyKey()) if (e.end > e.head && (e.ts[e.end - 1] as number) > cutoff) n++
     return n
   }
 
-  /** Number of records a fetch can still see (tests); some out of reach may wait for a sweep. */
+  /** Number of records a fetch can still see (tests; on disk, every key is read); some out of reach may wait for a sweep. */
   size(): number {
     const cutoff = this.cutoff()
     let n = 0
-    for (const e of this.byKey.values()) for (let i = e.head; i < e.end; i++) if ((e.ts[i] as number) > cutoff) n++
+    for (const e of this.everyKey()) for (let i = e.head; i < e.end; i++) if ((e.ts[i] as number) > cutoff) n++
     return n
+  }
+
+  /** Number of keys in memory (tests: the cache's bound). */
+  keysInMemory(): number {
+    return this.byKey.size
+  }
+
+  private *everyKey(): Generator<KeyEntries<K, V>> {
+    yield* this.byKey.values()
+    for (const [, saved] of this.diskOnly()) yield loaded(saved)
+  }
+
+  /** The lists on disk whose key is not in memory (memory's are newer). */
+  private *diskOnly(): Generator<[string, unknown]> {
+    if (this.disk === undefined || !this.diskHoldsOthers) return
+    const changes = this.log.changes
+    for (const [id, saved] of this.disk.entries('')) {
+      // A key noted changed but not in memory was deleted since the commit.
+      if (typeof id === 'string' && !this.byKey.has(id) && changes?.has(id) !== true) yield [id, saved]
+    }
+  }
+
+  /**
+   * The key's entry, read back from disk when memory lacks it; records read back that expired are
+   * dropped then, and the change noted, so the next commit trims the list on disk.
+   */
+  private entriesOf(id: string): KeyEntries<K, V> | undefined {
+    const inMemory = this.byKey.get(id)
+    if (inMemory !== undefined || !this.diskHoldsOthers) return inMemory
+    const c = this.log.changes
+    // Noted changed and not in memory: deleted since the last commit (`sweepDisk`).
+    if (c?.has(id) === true) return undefined
+    const saved = (this.disk as StoreDisk).get(id)
+    if (saved === undefined) return undefined
+    const entries = loaded<K, V>(saved)
+    const cutoff = this.cutoff()
+    if (entries.end > entries.head && (entries.ts[entries.head] as number) <= cutoff) {
+      if (c !== undefined) c.first(id, true)
+      dropExpired(entries, cutoff)
+    }
+    if (entries.head === entries.end) this.emptied++
+    this.byKey.set(id, entries)
+    return entries
+  }
+
+  /**
+   * Once per retention of the side's time: deletes the lists on disk, of keys not in memory, whose
+   * records have all expired (a key no record came for since it left memory). A list is read in full.
+   */
+  private sweepDisk(cutoff: number): void {
+    this.diskSweptAt = this.sideTime.value
+    const c = this.log.changes
+    if (c === undefined) return
+    const expired: string[] = []
+    for (const [id, saved] of this.diskOnly()) {
+      const list = (saved as { list: Array<[number, V]> }).list
+      if (list.length === 0 || (list[list.length - 1] as [number, V])[0] <= cutoff) expired.push(id)
+    }
+    for (const id of expired) c.first(id, true)
+  }
+
+  /**
+   * On disk, once no commit is in flight (the disk then holds every change but those since the last
+   * take): keys beyond `cacheEntries` leave memory, oldest first, save those changed since the take.
+   */
+  private settle(): void {
+    const changes = this.log.changes
+    if (changes === undefined) return
+    let excess = this.byKey.size - this.cacheEntries
+    if (excess <= 0) return
+    const leaving: string[] = []
+    for (const id of this.byKey.keys()) {
+      if (changes.has(id)) continue
+      leaving.push(id)
+      if (--excess === 0) break
+    }
+    for (const id of leaving) {
+      const entries = this.byKey.get(id) as KeyEntries<K, V>
+      if (entries.head === entries.end) this.emptied--
+      else this.diskHoldsOthers = true
+      this.byKey.delete(id)
+    }
   }
 
   private cutoff(): number {
@@ -186,6 +314,12 @@ export class JoinWindowStore<K, V> {
     for (let i = entries.head; i < entries.end; i++) list.push([entries.ts[i] as number, entries.values[i] as V])
     return { key: entries.key, list }
   }
+}
+
+/** A key's entry from its saved form (`{ key, list: [[ts, value], ...] }`). */
+function loaded<K, V>(saved: unknown): KeyEntries<K, V> {
+  const s = saved as { key: K; list: Array<[number, V]> }
+  return { key: s.key, ts: s.list.map((e) => e[0]), values: s.list.map((e) => e[1]), head: 0, end: s.list.length }
 }
 
 /** Drops a key's records at or before `cutoff` (an emptied key keeps its arrays unless they are long). */

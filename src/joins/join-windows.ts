@@ -76,6 +76,19 @@ export interface StreamJoined<K = unknown, V1 = unknown, V2 = unknown> {
   readonly valueSerde?: Serde<V1>
   /** Serde of the other stream's values on its repartition topic. */
   readonly otherValueSerde?: Serde<V2>
+  /**
+   * Where the join's two window stores live, as `Materialized.storeType` says for an aggregation (Kafka
+   * Streams sets it with `StreamJoined.withDslStoreSuppliers`): `'persistent'` is on disk in a durable
+   * run (the records within the join's retention may outgrow memory); `'inMemory'` is always in memory.
+   * @default 'persistent'
+   */
+  readonly storeType?: 'persistent' | 'inMemory'
+  /**
+   * A window store on disk: how many keys memory keeps after they were read or written, besides those
+   * changed since the last commit. Lower it when a key holds many records and the heap is small.
+   * @default 10 000
+   */
+  readonly cacheEntries?: number
 }
 
 /** Options of a stream-table join (Kafka Streams' `Joined`). */
@@ -110,6 +123,10 @@ export interface StreamJoinedBuilder<K, V1, V2> extends StreamJoined<K, V1, V2> 
   withValueSerde<W>(valueSerde: Serde<W>): StreamJoinedBuilder<K, W, V2>
   /** A copy with the other stream's values written by `otherValueSerde` on its repartition topic. */
   withOtherValueSerde<W>(otherValueSerde: Serde<W>): StreamJoinedBuilder<K, V1, W>
+  /** A copy with the window stores where `storeType` says (see `StreamJoined.storeType`). */
+  withStoreType(storeType: 'persistent' | 'inMemory'): StreamJoinedBuilder<K, V1, V2>
+  /** A copy whose window stores on disk keep `cacheEntries` keys in memory (see `StreamJoined.cacheEntries`). */
+  withCacheEntries(cacheEntries: number): StreamJoinedBuilder<K, V1, V2>
 }
 
 /** `Joined` with Kafka Streams' chainable setters. */
@@ -133,7 +150,7 @@ function optionBuilder<B>(fields: object, setters: Readonly<Record<string, strin
   return out as B
 }
 
-const STREAM_JOINED = { withName: 'name', withStoreName: 'storeName', withKeySerde: 'keySerde', withValueSerde: 'valueSerde', withOtherValueSerde: 'otherValueSerde' }
+const STREAM_JOINED = { withName: 'name', withStoreName: 'storeName', withKeySerde: 'keySerde', withValueSerde: 'valueSerde', withOtherValueSerde: 'otherValueSerde', withStoreType: 'storeType', withCacheEntries: 'cacheEntries' }
 const JOINED = { withName: 'name', withKeySerde: 'keySerde', withValueSerde: 'valueSerde', withGracePeriod: 'gracePeriodMs' }
 
 /** Kafka Streams' `StreamJoined` factories (a plain `StreamJoined` object says the same). */
