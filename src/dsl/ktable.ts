@@ -297,7 +297,7 @@ export class KTable<K, V> {
     g.addSink(registrationSink, registrationTopic, { ...registrationSerdes, partitioner: (_t, key, s, n) => (key === null ? (s as Subscription<K>).primaryPartition % n : undefined) }, send)
     g.addSource(registrationSource, registrationTopic, registrationSerdes)
     g.addProcessor(receive, subscriptionReceiveProcessor<K, KO>(subscriptions, theirs.keyId, mine.keyId), registrationSource)
-    g.addStateStore({ name: subscriptions, build: () => new SubscriptionStore<K>(subscriptions) }, receive)
+    g.addStateStore({ name: subscriptions, persistent: true, build: () => new SubscriptionStore<K>(subscriptions) }, receive)
     g.addProcessor(answer, subscriptionJoinProcessor<K, KO, VO>(theirs.keyId, (ctx) => tableGetter<VO>(ctx, theirs)), receive)
     g.connectProcessorAndStateStores(theirs.storeName, answer)
     g.addProcessor(foreignUpdate, foreignTableJoinProcessor<K, KO, VO>(subscriptions, theirs.keyId), other.readNode)
