@@ -318,7 +318,7 @@ export class KStream<K, V> {
     const lookup: TableLookup = { storeName, versioned: historyRetentionMs !== undefined, ...(grace === undefined || bufferStore === undefined ? {} : { grace: { ms: grace, bufferStore } }) }
     this.builder.graph.addProcessor(name, () => new StreamTableJoinProcessor<K, V, VT, VR>(lookup, keyId, joiner, left), stream.node)
     this.builder.graph.connectProcessorAndStateStores(storeName, name)
-    if (bufferStore !== undefined) this.builder.graph.addStateStore({ name: bufferStore, build: () => new JoinBufferStore<K, V>(bufferStore) }, name)
+    if (bufferStore !== undefined) this.builder.graph.addStateStore({ name: bufferStore, persistent: true, build: () => new JoinBufferStore<K, V>(bufferStore) }, name)
     return new KStream<K, VR>(this.builder, name, stream.keySerde, undefined)
   }
 
@@ -369,7 +369,7 @@ export class KStream<K, V> {
     g.addProcessor(merge, statelessProcessor<K, VR, K, VR>((r, ctx) => ctx.forward(r)), thisJoin, otherJoin)
     g.addStateStore({ name: thisStore, persistent, build: () => new JoinWindowStore<K, V>(thisStore, retention, cacheEntries) }, thisWindowed, otherJoin)
     g.addStateStore({ name: otherStore, persistent, build: () => new JoinWindowStore<K, VO>(otherStore, retention, cacheEntries) }, otherWindowed, thisJoin)
-    if (outerStore !== undefined) g.addStateStore({ name: outerStore, build: () => new OuterJoinStore<K>(outerStore) }, thisJoin, otherJoin)
+    if (outerStore !== undefined) g.addStateStore({ name: outerStore, persistent, build: () => new OuterJoinStore<K>(outerStore, cacheEntries) }, thisJoin, otherJoin)
     return new KStream<K, VR>(b, merge, left.keySerde, undefined)
   }
 

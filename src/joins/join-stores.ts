@@ -5,6 +5,7 @@ import { PERSISTENT } from '../state/persistent-store.js'
 import type { PersistentCapability, StoreDisk } from '../state/persistent-store.js'
 import type { StoreKey } from '../processor/api.js'
 import { bigEndian64 } from '../windows/key-id.js'
+import { TimeOrderedBuffer } from './time-ordered-buffer.js'
 
 /**
  * One key's stored records: timestamps and values in parallel arrays, in timestamp order (equal
@@ -358,13 +359,19 @@ export interface Parked<K> {
   readonly left: boolean
   readonly key: K
   readonly values: unknown[]
-  /** False once removed (a partner came, or it was emitted); the order array drops it lazily. */
-  live: boolean
 }
 
 /** Store keys of the join's time tracker (entry ids are strings, so they cannot clash). */
 const STREAM_TIME_KEY = -1
 const MIN_TIME_KEY = -2
+
+/** A parked entry's saved form. */
+const savedParked = <K>(p: Parked<K>): unknown => ({ ts: p.ts, left: p.left, key: p.key, values: p.values })
+
+function loadedParked<K>(id: string, saved: unknown): Parked<K> {
+  const s = saved as { ts: number; left: boolean; key: K; values: unknown[] }
+  return { id, ts: s.ts, left: s.left, key: s.key, values: s.values }
+}
 
 /**
  * The records of a left or outer stream-stream join that wait for a partner (Kafka Streams' shared
@@ -372,14 +379,11 @@ const MIN_TIME_KEY = -2
  * emits them in (its store key is the timestamp's 8 bytes, a side byte, right 0 before left 1, then the
  * key's bytes). The id is exactly those bytes as a latin1 string, so string order is that order. It
  * also keeps the join's time tracker, shared by both sides: the largest timestamp either side saw, and
- * the smallest timestamp parked since the last emission pass.
+ * the smallest timestamp parked since the last emission pass. In a durable run it lives on disk, memory
+ * holding the entries changed since the last durable commit and up to `cacheEntries` others, the next
+ * to leave (`TimeOrderedBuffer`); a partner that finds its entry beyond them reads the disk.
  */
 export class OuterJoinStore<K> {
-  private readonly byId = new Map<string, Parked<K>>()
-  /** Entries in id order from `head` on; removed ones stay until passed. */
-  private order: Array<Parked<K>> = []
-  private head = 0
-  private sorted = true
   private readonly streamTimeField = new LoggedField(STREAM_TIME_KEY, -1)
   private readonly minTimeField = new LoggedField(
     MIN_TIME_KEY,
@@ -387,27 +391,39 @@ export class OuterJoinStore<K> {
     (t) => (t === Infinity ? undefined : t),
     (s) => s as number,
   )
-  private readonly log = new ChangeLog<string>(
+  private readonly log: ChangeLog<string> = new ChangeLog<string>(
     {
       saved: (id) => {
-        const p = this.byId.get(id)
-        return p === undefined ? undefined : { ts: p.ts, left: p.left, key: p.key, values: p.values }
+        const p = this.parked.inMemory(id)
+        return p === undefined ? undefined : savedParked(p)
       },
-      savedEntries: () => [...this.byId.values()].map((p) => [p.id, { ts: p.ts, left: p.left, key: p.key, values: p.values }]),
-      load: (id, saved) => {
-        const s = saved as { ts: number; left: boolean; key: K; values: unknown[] }
-        const p: Parked<K> = { id, ts: s.ts, left: s.left, key: s.key, values: s.values, live: true }
-        this.byId.set(id, p)
-        this.order.push(p)
-        this.sorted = false
-      },
+      savedEntries: () => this.parked.savedEntries(savedParked),
+      load: (id, saved) => this.parked.restore(id, loadedParked<K>(id, saved)),
+      taken: () => this.parked.taken(),
+      committed: () => this.parked.committed(),
     },
     [this.streamTimeField, this.minTimeField] as Array<LoggedField<unknown>>,
   )
+  private readonly parked: TimeOrderedBuffer<Parked<K>>
 
   readonly [DURABLE]: DurableStore = this.log
 
-  constructor(readonly name: string) {}
+  constructor(
+    readonly name: string,
+    cacheEntries = DEFAULT_CACHE_ENTRIES,
+  ) {
+    this.parked = new TimeOrderedBuffer<Parked<K>>(() => this.log.changes, loadedParked, cacheEntries)
+  }
+
+  readonly [PERSISTENT]: PersistentCapability = {
+    attach: (disk) => {
+      for (const field of [this.streamTimeField, this.minTimeField] as Array<LoggedField<unknown>>) {
+        const saved = disk.get(field.key)
+        if (saved !== undefined) field.restore(saved)
+      }
+      this.parked.attach(disk)
+    },
+  }
 
   /** The largest timestamp either side of the join saw (Kafka Streams' shared stream time). */
   get streamTime(): number {
@@ -430,67 +446,46 @@ export class OuterJoinStore<K> {
   /** Parks a record with no partner. */
   park(keyId: string, key: K, ts: number, left: boolean, value: unknown): void {
     const id = parkedId(keyId, ts, left)
-    this.noteChange(id)
-    const existing = this.byId.get(id)
-    if (existing !== undefined) {
-      existing.values.push(value)
-      return
-    }
-    const p: Parked<K> = { id, ts, left, key, values: [value], live: true }
-    this.byId.set(id, p)
-    const order = this.order
-    let i = order.length
-    if (this.sorted) while (i > this.head && (order[i - 1] as Parked<K>).id > id) i--
-    if (i === order.length) order.push(p)
-    else order.splice(i, 0, p)
+    const existing = this.parked.get(id)
+    this.noteChange(id, existing !== undefined)
+    if (existing !== undefined) existing.values.push(value)
+    else this.parked.add(id, { id, ts, left, key, values: [value] })
   }
 
   /** Removes the parked records of this key, side and timestamp, if any (a partner came). */
   unpark(keyId: string, ts: number, left: boolean): void {
     const id = parkedId(keyId, ts, left)
-    const p = this.byId.get(id)
-    if (p !== undefined) this.remove(p)
+    if (this.parked.get(id) === undefined) return
+    this.noteChange(id, true)
+    this.parked.delete(id)
   }
 
   /** The parked entries in order; `remove` the ones emitted. Stops when `visit` returns false. */
   scan(visit: (p: Parked<K>) => boolean): void {
-    if (!this.sorted) {
-      this.order = this.order.slice(this.head).filter((p) => p.live)
-      this.order.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-      this.head = 0
-      this.sorted = true
-    }
-    const order = this.order
-    for (let i = this.head; i < order.length; i++) {
-      const p = order[i] as Parked<K>
-      if (!p.live) continue
-      if (!visit(p)) break
-    }
-    // Entries before the first live one are gone: step over them, and compact now and then.
-    while (this.head < order.length && !(order[this.head] as Parked<K>).live) this.head++
-    if (this.head > 1024 && this.head * 2 > order.length) {
-      this.order = order.slice(this.head)
-      this.head = 0
-    }
+    this.parked.scan((_id, p) => visit(p))
   }
 
   remove(p: Parked<K>): void {
-    if (!p.live) return
-    this.noteChange(p.id)
-    p.live = false
-    this.byId.delete(p.id)
+    if (this.parked.inMemory(p.id) !== p) return
+    this.noteChange(p.id, true)
+    this.parked.delete(p.id)
   }
 
-  /** Number of parked entries (key, side and timestamp). */
+  /** Number of parked entries (key, side and timestamp; on disk, every id is read). */
   size(): number {
-    return this.byId.size
+    return this.parked.size()
+  }
+
+  /** Number of parked entries in memory (tests: the cache's bound). */
+  entriesInMemory(): number {
+    return this.parked.entriesInMemory()
   }
 
   close(): void {}
 
-  private noteChange(id: string): void {
+  private noteChange(id: string, exists: boolean): void {
     const c = this.log.changes
-    if (c !== undefined && !c.has(id)) c.first(id, this.byId.has(id))
+    if (c !== undefined && !c.has(id)) c.first(id, exists)
   }
 }
 
