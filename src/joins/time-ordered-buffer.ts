@@ -2,11 +2,13 @@ import type { StoreKey } from '../processor/api.js'
 import type { ChangeSet } from '../state/change-set.js'
 import type { StoreDisk } from '../state/persistent-store.js'
 
-/** An entry in memory; `live` turns false when it leaves (the order array drops it lazily). */
+/**
+ * An entry in memory. When it leaves, its value is let go (undefined) at once; the order array drops
+ * the node itself lazily.
+ */
 interface Node<T> {
   readonly id: string
-  readonly value: T
-  live: boolean
+  value: T | undefined
 }
 
 /**
@@ -61,7 +63,7 @@ export class TimeOrderedBuffer<T> {
     const saved = (this.disk as StoreDisk).get(id)
     if (saved === undefined) return undefined
     const value = this.load(id, saved)
-    this.insert({ id, value, live: true })
+    this.insert({ id, value })
     return value
   }
 
@@ -72,14 +74,14 @@ export class TimeOrderedBuffer<T> {
 
   /** Adds an entry (an id memory lacks: `get` it first when the disk may hold it). */
   add(id: string, value: T): void {
-    this.insert({ id, value, live: true })
+    this.insert({ id, value })
   }
 
   /** Loads a saved entry (restore without a disk). */
   restore(id: string, value: T): void {
     const before = this.byId.get(id)
-    if (before !== undefined) before.live = false
-    const node = { id, value, live: true }
+    if (before !== undefined) before.value = undefined
+    const node = { id, value }
     this.byId.set(id, node)
     this.order.push(node)
     this.sorted = false
@@ -88,7 +90,7 @@ export class TimeOrderedBuffer<T> {
   delete(id: string): void {
     const node = this.byId.get(id)
     if (node === undefined) return
-    node.live = false
+    node.value = undefined
     this.byId.delete(id)
     if (this.disk !== undefined) this.gone.set(id, this.changes()?.epoch ?? 0)
   }
@@ -112,13 +114,14 @@ export class TimeOrderedBuffer<T> {
         continue
       }
       i++
-      if (!node.live) continue
+      const value = node.value
+      if (value === undefined) continue
       last = node.id
-      if (!visit(node.id, node.value)) break
+      if (!visit(node.id, value)) break
     }
     // Entries before the first live one are gone: step over them, and compact now and then.
     const order = this.order
-    while (this.head < order.length && !(order[this.head] as Node<T>).live) this.head++
+    while (this.head < order.length && (order[this.head] as Node<T>).value === undefined) this.head++
     if (this.head > 1024 && this.head * 2 > order.length) {
       this.order = order.slice(this.head)
       this.head = 0
@@ -141,7 +144,7 @@ export class TimeOrderedBuffer<T> {
   /** Every entry: memory's, then the disk's that memory lacks (saved forms: `save` converts memory's). */
   savedEntries(save: (value: T) => unknown): Array<[StoreKey, unknown]> {
     const out: Array<[StoreKey, unknown]> = []
-    for (const node of this.byId.values()) out.push([node.id, save(node.value)])
+    for (const node of this.byId.values()) out.push([node.id, save(node.value as T)])
     for (const entry of this.diskOnly()) out.push(entry)
     return out
   }
@@ -189,7 +192,7 @@ export class TimeOrderedBuffer<T> {
 
   private sort(): void {
     if (this.sorted) return
-    this.order = this.order.slice(this.head).filter((n) => n.live)
+    this.order = this.order.slice(this.head).filter((n) => n.value !== undefined)
     this.order.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     this.head = 0
     this.sorted = true
@@ -208,8 +211,9 @@ export class TimeOrderedBuffer<T> {
         break
       }
       if (this.byId.has(id) || this.gone.has(id)) continue
-      this.byId.set(id, { id, value: this.load(id, saved), live: true })
-      this.order.push(this.byId.get(id) as Node<T>)
+      const node = { id, value: this.load(id, saved) }
+      this.byId.set(id, node)
+      this.order.push(node)
       read++
     }
     this.boundary = next
@@ -231,12 +235,14 @@ export class TimeOrderedBuffer<T> {
     const order = this.order
     for (let i = order.length - 1; i >= this.head && excess > 0; i--) {
       const node = order[i] as Node<T>
-      if (!node.live || changes.has(node.id)) continue
-      node.live = false
+      if (node.value === undefined || changes.has(node.id)) continue
+      node.value = undefined
       this.byId.delete(node.id)
       if (this.boundary === undefined || node.id < this.boundary) this.boundary = node.id
       excess--
     }
-    this.sorted = false
+    // The nodes that left go now (still in order).
+    this.order = order.slice(this.head).filter((n) => n.value !== undefined)
+    this.head = 0
   }
 }

@@ -51,7 +51,7 @@ describe('join buffers on disk', () => {
         let n = 0
         for (const op of ops) {
           if (op.kind === 'put') {
-            const record = { key: op.key, value: n++, ts: op.ts, headers: {} }
+            const record = { key: op.key, value: n++, ts: op.ts, headers: [] }
             memory.put(op.key, record)
             store.put(op.key, record)
           } else if (op.kind === 'evict') {
@@ -128,7 +128,7 @@ describe('join buffers on disk', () => {
   it('keeps at most cacheEntries records in memory after a durable commit, the next to leave, and restarts reading none', () => {
     const disk = new FakeStoreDisk()
     const store = attached(new JoinBufferStore<string, number>('b', 2), disk)
-    for (const ts of [5, 1, 4, 2, 3]) store.put('k', { key: 'k', value: ts, ts, headers: {} })
+    for (const ts of [5, 1, 4, 2, 3]) store.put('k', { key: 'k', value: ts, ts, headers: [] })
     disk.commit(store)
     assert.equal(store.entriesInMemory(), 2)
     disk.reads = 0
