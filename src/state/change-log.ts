@@ -14,6 +14,13 @@ export interface StoreContents<K extends StoreKey> {
   savedEntries(): Iterable<[StoreKey, unknown]>
   /** Puts one saved entry back (restore); the change log forgets what this notes as changes. */
   load(key: K, saved: unknown): void
+  /**
+   * The changes a store tracks itself, by entry object rather than by key (an entry carries the epoch it
+   * was noted in), as [key, saved form now or undefined: deleted]; the store forgets them. The change
+   * set then holds none of its entries: a store with many short-lived entries (window cells created and
+   * closed between two commits) builds no key for those that come and go.
+   */
+  takeTracked?(): Array<[StoreKey, unknown]>
   /** The changes were just taken for a commit, perhaps none (a write-back store moves them aside until it is durable). */
   taken?(): void
   /** The changes last taken are durable (a store that reads its committed entries from disk may rely on them). */
@@ -84,7 +91,10 @@ export class ChangeLog<K extends StoreKey> implements DurableStore {
     const changes = this.changes
     let out: Array<[StoreKey, unknown]> = []
     if (changes !== undefined) {
-      if (changes.size > 0) out = changes.take((k) => this.contents.saved(k))
+      // Every take, an empty one too, starts a new change epoch.
+      out = changes.take((k) => this.contents.saved(k))
+      const tracked = this.contents.takeTracked?.()
+      if (tracked !== undefined && tracked.length > 0) out = out.length === 0 ? tracked : out.concat(tracked)
       // Every take, an empty one too: a store counting commits in flight pairs each with its `committed`.
       this.contents.taken?.()
     }

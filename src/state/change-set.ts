@@ -36,7 +36,11 @@ export class ChangeSet<K extends StoreKey> {
    * forgets them.
    */
   take(valueOf: (key: K) => unknown): Array<[StoreKey, unknown]> {
-    if (this.keys.size === 0) return []
+    if (this.keys.size === 0) {
+      // A new epoch all the same: a store that tracks its own changes (`StoreContents.takeTracked`) notes them by epoch.
+      this.generation++
+      return []
+    }
     const out: Array<[StoreKey, unknown]> = []
     for (const [key, onDisk] of this.keys) {
       const value = valueOf(key)

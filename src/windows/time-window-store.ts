@@ -17,8 +17,12 @@ export interface WindowCell<K, VA> {
   agg: VA
   /** Largest input timestamp in the window: the output timestamp. */
   ts: number
-  /** The store's change epoch in which the cell was last noted (durable stores): saves a map lookup. */
+  /** The store's change epoch in which the cell was last noted (durable stores): it is noted once per epoch. */
   noted: number
+  /** Whether the last commit before its first change of the epoch wrote it (so a removal must be written). */
+  written: boolean
+  /** It left the store (its window closed or expired): the next commit deletes it if written. */
+  removed: boolean
 }
 
 /**
@@ -95,10 +99,18 @@ export class TimeWindowStore<K, VA> {
   private readonly takenEpochs: number[] = []
   /** On disk: cells noted in this epoch or before are on disk (they may leave memory). */
   private durableEpoch = 0
-  /** Changed cells by store key (`windowStoreKey`). */
+  /**
+   * The cells changed since the last take, each once (its `noted` epoch says so), and the store keys of
+   * cells removed that an earlier commit wrote (the cell itself is let go: a closing window read from
+   * disk holds no aggregate until the commit). Most cells of a windowed aggregation are created and
+   * closed between two commits: tracked as objects, they cost no store key and no change set entry,
+   * and the take skips them.
+   */
+  private changed: Array<WindowCell<K, VA> | string> = []
   private readonly log = new ChangeLog<string>(
     {
       saved: (key) => this.saved(key),
+      takeTracked: () => this.takeChangedCells(),
       savedEntries: () => {
         const out: Array<[StoreKey, unknown]> = []
         for (const start of this.starts) for (const cell of this.windowCells(start)) out.push([windowStoreKey(stampedKeyId(cell.key) as string), savedCell(cell)])
@@ -265,8 +277,28 @@ export class TimeWindowStore<K, VA> {
     const changes = this.log.changes
     if (changes === undefined || cell.noted === changes.epoch) return
     cell.noted = changes.epoch
-    const key = windowStoreKey(stampedKeyId(cell.key) as string)
-    if (!changes.has(key)) changes.first(key, existed)
+    cell.written = existed
+    this.changed.push(cell)
+  }
+
+  /** The changed cells as [store key, saved cell or undefined: deleted]; a cell created and removed since the last take is neither. */
+  private takeChangedCells(): Array<[StoreKey, unknown]> {
+    const changed = this.changed
+    if (changed.length === 0) return []
+    this.changed = []
+    // The epoch just taken (the take started the next one); a cell noted before a restore's clear is not a change.
+    const epoch = (this.log.changes?.epoch ?? 1) - 1
+    const out: Array<[StoreKey, unknown]> = []
+    for (const cell of changed) {
+      if (typeof cell === 'string') {
+        out.push([cell, undefined])
+        continue
+      }
+      if (cell.noted !== epoch) continue
+      if (!cell.removed) out.push([windowStoreKey(stampedKeyId(cell.key) as string), savedCell(cell)])
+      else if (cell.written) out.push([windowStoreKey(stampedKeyId(cell.key) as string), undefined])
+    }
+    return out
   }
 
   /**
@@ -309,7 +341,7 @@ export class TimeWindowStore<K, VA> {
   private drop(start: number, onClose: ((cells: ReadonlyArray<WindowCell<K, VA>>) => void) | undefined): void {
     const inMemory = this.windows.get(start)
     if (this.disk === undefined) {
-      if (this.log.changes !== undefined) for (const cell of inMemory?.values() ?? []) this.touched(cell)
+      if (this.log.changes !== undefined) for (const cell of inMemory?.values() ?? []) this.removed(cell)
       this.forget(start)
       if (onClose !== undefined && inMemory !== undefined) onClose(inKeyIdOrder(inMemory))
       return
@@ -317,7 +349,18 @@ export class TimeWindowStore<K, VA> {
     // Every cell, the disk's too, is deleted by the next commit; a large window goes a chunk at a time.
     const cells = this.cellsIn(start)
     this.forget(start)
-    inChunks(cells, onClose, (cell) => this.touched(cell))
+    inChunks(cells, onClose, (cell) => this.removed(cell))
+  }
+
+  /** Notes a cell's removal (its window left the store). */
+  private removed(cell: WindowCell<K, VA>): void {
+    const changes = this.log.changes
+    if (changes === undefined) return
+    cell.removed = true
+    // Changed since the last take: the take sees it removed. Otherwise an earlier commit wrote it.
+    if (cell.noted === changes.epoch) return
+    cell.noted = changes.epoch
+    this.changed.push(windowStoreKey(stampedKeyId(cell.key) as string))
   }
 
   private forget(start: number): void {
@@ -388,7 +431,7 @@ export class TimeWindowStore<K, VA> {
     const windowed: Windowed<K> = { key, window: { start, end: start + this.sizeMs } }
     // A private stamp: the key still compares and prints as a plain Windowed<K>.
     stampKeyId(windowed, windowedKeyId(id, start))
-    return { key: windowed, agg, ts, noted: 0 }
+    return { key: windowed, agg, ts, noted: 0, written: false, removed: false }
   }
 
   private cellsAt(start: number): Map<string, WindowCell<K, VA>> {
