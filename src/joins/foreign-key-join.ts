@@ -5,6 +5,7 @@ import { ChangeLog } from '../state/change-log.js'
 import { DEFAULT_CACHE_ENTRIES, DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
 import { PERSISTENT } from '../state/persistent-store.js'
+import { InFlightCommits } from '../state/in-flight-commits.js'
 import type { PersistentCapability, StoreDisk } from '../state/persistent-store.js'
 import type { TableGetter } from './table-table-join.js'
 
@@ -173,7 +174,7 @@ export class SubscriptionStore<K> {
   /** On disk: foreign keys whose last subscriber left while the disk may still hold them, with the change epoch of that. */
   private readonly gone = new Map<string, number>()
   /** On disk: commits that took changes and are not durable yet. */
-  private inFlight = 0
+  private readonly commits = new InFlightCommits(() => this.disk !== undefined, () => this.settle())
   private readonly log = new ChangeLog<string>({
     saved: (id) => {
       const [fkId, pkId] = parseId(id)
@@ -195,14 +196,8 @@ export class SubscriptionStore<K> {
       const [fkId, pkId] = parseId(id)
       this.set(fkId, pkId, saved as Subscriber<K>)
     },
-    taken: () => {
-      if (this.disk !== undefined) this.inFlight++
-    },
-    committed: () => {
-      if (this.disk === undefined) return
-      this.inFlight = Math.max(0, this.inFlight - 1)
-      if (this.inFlight === 0) this.settle()
-    },
+    taken: () => this.commits.taken(),
+    committed: () => this.commits.committed(),
   })
 
   readonly [DURABLE]: DurableStore = this.log

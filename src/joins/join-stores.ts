@@ -2,6 +2,7 @@ import { DEFAULT_CACHE_ENTRIES, DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
 import { ChangeLog, LoggedField } from '../state/change-log.js'
 import { PERSISTENT } from '../state/persistent-store.js'
+import { InFlightCommits } from '../state/in-flight-commits.js'
 import type { PersistentCapability, StoreDisk } from '../state/persistent-store.js'
 import type { StoreKey } from '../processor/api.js'
 import { bigEndian64 } from '../windows/key-id.js'
@@ -55,7 +56,7 @@ export class JoinWindowStore<K, V> {
   /** On disk: whether it may hold a key memory does not (it held keys when attached, or a key left memory). */
   private diskHoldsOthers = false
   /** On disk: commits that took changes and are not durable yet. */
-  private inFlight = 0
+  private readonly commits = new InFlightCommits(() => this.disk !== undefined, () => this.settle())
   /** On disk: the side's time at the last pass over the disk for lists all expired. */
   private diskSweptAt = -1
   /**
@@ -79,14 +80,8 @@ export class JoinWindowStore<K, V> {
         if (before !== undefined && before.head === before.end) this.emptied--
         this.byKey.set(id, loaded(saved))
       },
-      taken: () => {
-        if (this.disk !== undefined) this.inFlight++
-      },
-      committed: () => {
-        if (this.disk === undefined) return
-        this.inFlight = Math.max(0, this.inFlight - 1)
-        if (this.inFlight === 0) this.settle()
-      },
+      taken: () => this.commits.taken(),
+      committed: () => this.commits.committed(),
     },
     [this.sideTime] as Array<LoggedField<unknown>>,
   )

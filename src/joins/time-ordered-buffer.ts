@@ -1,6 +1,7 @@
 import type { StoreKey } from '../processor/api.js'
 import type { ChangeSet } from '../state/change-set.js'
 import type { StoreDisk } from '../state/persistent-store.js'
+import { InFlightCommits } from '../state/in-flight-commits.js'
 
 /**
  * An entry in memory. When it leaves, its value is let go (undefined) at once; the order array drops
@@ -35,7 +36,7 @@ export class TimeOrderedBuffer<T> {
   /** On disk: ids removed while the disk may still hold them, with the change epoch of their removal. */
   private readonly gone = new Map<string, number>()
   /** On disk: commits that took changes and are not durable yet. */
-  private inFlight = 0
+  private readonly commits = new InFlightCommits(() => this.disk !== undefined, () => this.settle())
 
   constructor(
     /** The store's changes since the last take (undefined while it does not track them). */
@@ -151,14 +152,12 @@ export class TimeOrderedBuffer<T> {
 
   /** The changes were taken for a commit. */
   taken(): void {
-    if (this.disk !== undefined) this.inFlight++
+    this.commits.taken()
   }
 
   /** The changes last taken are durable: once none is in flight, removals are on disk and memory sheds entries. */
   committed(): void {
-    if (this.disk === undefined) return
-    this.inFlight = Math.max(0, this.inFlight - 1)
-    if (this.inFlight === 0) this.settle()
+    this.commits.committed()
   }
 
   private *diskOnly(): Generator<[string, unknown]> {

@@ -3,6 +3,7 @@ import { DEFAULT_CACHE_ENTRIES, DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
 import { ChangeLog, LoggedField } from '../state/change-log.js'
 import { PERSISTENT } from '../state/persistent-store.js'
+import { InFlightCommits } from '../state/in-flight-commits.js'
 import type { PersistentCapability, StoreDisk } from '../state/persistent-store.js'
 import { InputTimes } from './input-times.js'
 
@@ -40,7 +41,7 @@ export class KeyedListStore<K, T> {
   /** On disk: keys removed while the disk may still hold them, with the change epoch of their removal. */
   private readonly gone = new Map<string, number>()
   /** On disk: commits that took changes and are not durable yet. */
-  private inFlight = 0
+  private readonly commits = new InFlightCommits(() => this.disk !== undefined, () => this.settle())
   private readonly log = new ChangeLog<string>(
     {
       saved: (id) => this.saved(id),
@@ -55,14 +56,8 @@ export class KeyedListStore<K, T> {
       load: (id, saved) => {
         this.byKey.set(id, this.loaded(saved))
       },
-      taken: () => {
-        if (this.disk !== undefined) this.inFlight++
-      },
-      committed: () => {
-        if (this.disk === undefined) return
-        this.inFlight = Math.max(0, this.inFlight - 1)
-        if (this.inFlight === 0) this.settle()
-      },
+      taken: () => this.commits.taken(),
+      committed: () => this.commits.committed(),
     },
     [this.observed, this.maxStart, this.inputTimes] as Array<LoggedField<unknown>>,
   )
