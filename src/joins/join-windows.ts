@@ -160,9 +160,12 @@ export const StreamJoined = {
     const fields = { ...(keySerde === undefined ? {} : { keySerde }), ...(valueSerde === undefined ? {} : { valueSerde }), ...(otherValueSerde === undefined ? {} : { otherValueSerde }) }
     return optionBuilder<StreamJoinedBuilder<K, V1, V2>>(fields, STREAM_JOINED)
   },
-  /** Names the join's processors and, unless `withStoreName` says otherwise, its stores. */
-  as<K = never, V1 = never, V2 = never>(name: string): StreamJoinedBuilder<K, V1, V2> {
-    return optionBuilder<StreamJoinedBuilder<K, V1, V2>>({ name }, STREAM_JOINED)
+  /**
+   * Names the join's stores (`<storeName>-this-join-store`, ...), and so their changelog topics, as Kafka
+   * Streams' `StreamJoined.as(storeName)` does; `withName` names the processors.
+   */
+  as<K = never, V1 = never, V2 = never>(storeName: string): StreamJoinedBuilder<K, V1, V2> {
+    return optionBuilder<StreamJoinedBuilder<K, V1, V2>>({ storeName }, STREAM_JOINED)
   },
 } as const
 

@@ -36,7 +36,11 @@ describe("Kafka Streams' option factories (Consumed, Produced, Grouped, Material
       .to('pairs', Produced.with(Serdes.String(), Serdes.String()))
     const topology = b.build()
     assert.match(topology.describe(), /Source: clicks-source/)
-    assert.match(topology.describe(), /clicks-views-this-join/)
+    // As Kafka Streams' StreamJoined.as(storeName): the stores take the name, the processors keep theirs.
+    assert.match(topology.describe(), /clicks-views-this-join-store/)
+    assert.match(topology.describe(), /clicks-views-other-join-store/)
+    assert.match(topology.describe(), /Processor: KSTREAM-JOINTHIS-\d+/)
+    assert.doesNotMatch(topology.describe(), /Processor: clicks-views/)
     const driver = new TopologyTestDriver(topology)
     driver.createInputTopic('clicks', Serdes.String(), Serdes.String()).pipeInput('a', 'c1', 1)
     driver.createInputTopic('views', Serdes.String(), Serdes.String()).pipeInput('a', 'v1', 3)
