@@ -16,7 +16,8 @@ export interface StoreContents<K extends StoreKey> {
   load(key: K, saved: unknown): void
   /**
    * The changes a store tracks itself, by entry object rather than by key (an entry carries the epoch it
-   * was noted in), as [key, saved form now or undefined: deleted]; the store forgets them. The change
+   * was noted in), as [key, saved form now or undefined: deleted], one entry per key (a commit may write
+   * its entries in any order); the store forgets them. The change
    * set then holds none of its entries: a store with many short-lived entries (window cells created and
    * closed between two commits) builds no key for those that come and go.
    */

@@ -289,16 +289,21 @@ export class TimeWindowStore<K, VA> {
     // The epoch just taken (the take started the next one); a cell noted before a restore's clear is not a change.
     const epoch = (this.log.changes?.epoch ?? 1) - 1
     const out: Array<[StoreKey, unknown]> = []
+    let removals = 0
     for (const cell of changed) {
       if (typeof cell === 'string') {
         out.push([cell, undefined])
+        removals++
         continue
       }
       if (cell.noted !== epoch) continue
       if (!cell.removed) out.push([windowStoreKey(stampedKeyId(cell.key) as string), savedCell(cell)])
-      else if (cell.written) out.push([windowStoreKey(stampedKeyId(cell.key) as string), undefined])
+      else if (cell.written) {
+        out.push([windowStoreKey(stampedKeyId(cell.key) as string), undefined])
+        removals++
+      }
     }
-    return out
+    return removals === 0 ? out : lastPerKey(out)
   }
 
   /**
@@ -473,6 +478,23 @@ function inChunks<C>(cells: Iterable<C>, onClose: ((cells: readonly C[]) => void
     }
   }
   if (chunk.length > 0) onClose?.(chunk)
+}
+
+/**
+ * The changes with one entry per key, the last (a change log's contract: a commit may write its entries
+ * in any order). A cell removed and started afresh before the commit (a cogroup's slower input reopening
+ * a window) appears twice, its removal first.
+ */
+function lastPerKey(changes: Array<[StoreKey, unknown]>): Array<[StoreKey, unknown]> {
+  const seen = new Set<StoreKey>()
+  const out: Array<[StoreKey, unknown]> = []
+  for (let i = changes.length - 1; i >= 0; i--) {
+    const change = changes[i] as [StoreKey, unknown]
+    if (seen.has(change[0])) continue
+    seen.add(change[0])
+    out.push(change)
+  }
+  return out.reverse()
 }
 
 function savedCell<K, VA>(cell: WindowCell<K, VA>): SavedCell<K, VA> {

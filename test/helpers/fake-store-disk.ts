@@ -13,14 +13,15 @@ export class FakeStoreDisk implements StoreDisk {
   reads = 0
   private readonly pending: Array<Array<[StoreKey, unknown]>> = []
 
+  /** A copy, as a real disk decodes a fresh object: a store that changes what it read leaves the disk as it was. */
   get(key: StoreKey): unknown {
     this.reads++
-    return this.entriesByKey.get(key)
+    return structuredClone(this.entriesByKey.get(key))
   }
 
   *entries(from?: StoreKey): Iterable<[StoreKey, unknown]> {
     const keys = [...this.entriesByKey.keys()].sort(compareStoreKeys)
-    for (const k of keys) if (from === undefined || compareStoreKeys(k, from) >= 0) yield [k, this.entriesByKey.get(k)]
+    for (const k of keys) if (from === undefined || compareStoreKeys(k, from) >= 0) yield [k, structuredClone(this.entriesByKey.get(k))]
   }
 
   count(): number {

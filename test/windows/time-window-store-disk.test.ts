@@ -118,6 +118,25 @@ describe('TimeWindowStore on disk', () => {
   })
 })
 
+describe('TimeWindowStore changes', () => {
+  for (const where of ['in memory', 'on disk']) {
+    it(`${where}: a cell written, removed and started afresh before the next commit is one change, its last value (a commit may write its entries in any order)`, () => {
+      const store = new TimeWindowStore<string, { n: number }>('w', SIZE)
+      if (where === 'on disk') persistentStore(store)?.attach(new FakeDisk())
+      durableStore(store)?.trackChanges()
+      store.create(0, 'a', 'a', { n: 1 }, 5)
+      assert.equal(durableStore(store)?.takeChanges().length, 1)
+      // The window closes, then a cogroup's slower input starts it again.
+      store.expire(SIZE)
+      store.create(0, 'a', 'a', { n: 2 }, 6)
+      const changes = durableStore(store)?.takeChanges() ?? []
+      const cells = changes.filter(([k]) => typeof k === 'string')
+      assert.equal(cells.length, 1, 'one change for the cell')
+      assert.deepEqual((cells[0]?.[1] as { agg: { n: number } }).agg, { n: 2 })
+    })
+  }
+})
+
 describe('TimeWindowStore with a retention', () => {
   it('a window started afresh behind the close time counts as closed, as after a restore', () => {
     const store = new TimeWindowStore<string, number>('w', 10, 10)
