@@ -30,6 +30,11 @@ const SIDE_TIME_KEY = -1
  * and more than live ones.
  */
 const MIN_SWEEP = 1024
+/**
+ * Lists on disk a put visits in a pass over the disk (`sweepDiskStep`): the pass is spread over puts, so
+ * no record waits for a read of the whole disk.
+ */
+const DISK_SWEEP_STEP = 16
 
 /**
  * One side of a stream-stream join: every record of the side by key, kept while the side's largest
@@ -44,8 +49,9 @@ const MIN_SWEEP = 1024
  * id, memory holds the keys changed since the last durable commit and up to `cacheEntries` others, and
  * a key memory lacks is read back when a record of it comes or a fetch asks for it. Expiry needs no
  * bookkeeping per key on disk: a list read back drops its expired records then, and once per retention
- * of the side's time a pass over the disk deletes the lists whose records have all expired (the keys no
- * record came for). Records read back out of reach are harmless: a fetch never sees them.
+ * of the side's time a pass over the disk, a few lists per put, deletes the lists whose records have
+ * all expired (the keys no record came for). Records read back out of reach are harmless: a fetch
+ * never sees them.
  */
 export class JoinWindowStore<K, V> {
   private readonly byKey = new Map<string, KeyEntries<K, V>>()
@@ -57,8 +63,10 @@ export class JoinWindowStore<K, V> {
   private diskHoldsOthers = false
   /** On disk: commits that took changes and are not durable yet. */
   private readonly commits = new InFlightCommits(() => this.disk !== undefined, () => this.settle())
-  /** On disk: the side's time at the last pass over the disk for lists all expired. */
+  /** On disk: the side's time when the last pass over the disk for lists all expired started. */
   private diskSweptAt = -1
+  /** On disk: where the pass in progress reads next (undefined: none in progress). */
+  private diskSweepFrom: string | undefined
   /**
    * Keys whose records all expired stay in `byKey`, empty, until they outnumber the others: a key that
    * comes back reuses its entry and arrays. In a join whose window is short next to the gaps between a
@@ -143,7 +151,13 @@ export class JoinWindowStore<K, V> {
     values[i] = value
     entries.end = end + 1
     if (++this.putsSinceSweep >= this.byKey.size && this.putsSinceSweep >= MIN_SWEEP) this.sweep(cutoff)
-    if (this.diskHoldsOthers && this.sideTime.value - this.diskSweptAt >= this.retentionMs) this.sweepDisk(cutoff)
+    if (this.diskHoldsOthers) {
+      if (this.diskSweepFrom === undefined && this.sideTime.value - this.diskSweptAt >= this.retentionMs) {
+        this.diskSweepFrom = ''
+        this.diskSweptAt = this.sideTime.value
+      }
+      if (this.diskSweepFrom !== undefined) this.sweepDiskStep(this.diskSweepFrom, cutoff)
+    }
   }
 
   /**
@@ -211,7 +225,7 @@ export class JoinWindowStore<K, V> {
     const inMemory = this.byKey.get(id)
     if (inMemory !== undefined || !this.diskHoldsOthers) return inMemory
     const c = this.log.changes
-    // Noted changed and not in memory: deleted since the last commit (`sweepDisk`).
+    // Noted changed and not in memory: deleted since the last commit (`sweepDiskStep`).
     if (c?.has(id) === true) return undefined
     const saved = (this.disk as StoreDisk).get(id)
     if (saved === undefined) return undefined
@@ -227,19 +241,25 @@ export class JoinWindowStore<K, V> {
   }
 
   /**
-   * Once per retention of the side's time: deletes the lists on disk, of keys not in memory, whose
-   * records have all expired (a key no record came for since it left memory). A list is read in full.
+   * A step of the pass over the disk that starts once per retention of the side's time: of the next
+   * DISK_SWEEP_STEP lists from `from`, deletes those of keys not in memory whose records have all expired
+   * (a key no record came for since it left memory). Each step is a read of its own, from the key after
+   * the last one read, so the pass holds nothing open between puts.
    */
-  private sweepDisk(cutoff: number): void {
-    this.diskSweptAt = this.sideTime.value
+  private sweepDiskStep(from: string, cutoff: number): void {
     const c = this.log.changes
-    if (c === undefined) return
-    const expired: string[] = []
-    for (const [id, saved] of this.diskOnly()) {
+    let last: string | undefined
+    let visited = 0
+    for (const [id, saved] of (this.disk as StoreDisk).entries(from)) {
+      if (typeof id !== 'string') continue
+      if (visited++ === DISK_SWEEP_STEP) break
+      last = id
+      if (c === undefined || this.byKey.has(id) || c.has(id)) continue
       const list = (saved as { list: Array<[number, V]> }).list
-      if (list.length === 0 || (list[list.length - 1] as [number, V])[0] <= cutoff) expired.push(id)
+      if (list.length === 0 || (list[list.length - 1] as [number, V])[0] <= cutoff) c.first(id, true)
     }
-    for (const id of expired) c.first(id, true)
+    // The pass ends when a step reads fewer lists than it may.
+    this.diskSweepFrom = visited > DISK_SWEEP_STEP && last !== undefined ? `${last}\u0000` : undefined
   }
 
   /**

@@ -89,6 +89,24 @@ describe('JoinWindowStore on disk (stream-stream joins)', () => {
     assert.equal(store.size(), 2)
   })
 
+  it('spreads that pass over the disk across puts, a few lists each', () => {
+    const disk = new FakeStoreDisk()
+    const store = onDisk(disk, 1)
+    const keys = Array.from({ length: 40 }, (_, i) => `k${String(i).padStart(2, '0')}`)
+    for (const key of keys) store.put(key, key, 10, 1)
+    disk.commit(store)
+    const onDiskKeys = (): number => [...disk.entriesByKey.keys()].filter((k) => typeof k === 'string').length
+    assert.equal(onDiskKeys(), 40)
+    // A retention later, each put of another key visits the next 16 lists on disk.
+    store.put('z', 'z', 11 + RETENTION, 2)
+    disk.commit(store)
+    assert.equal(onDiskKeys(), 40 - 16 + 1, 'the first put deleted the first 16 expired lists')
+    store.put('z', 'z', 12 + RETENTION, 3)
+    store.put('z', 'z', 13 + RETENTION, 4)
+    disk.commit(store)
+    assert.deepEqual([...disk.entriesByKey.keys()].filter((k) => typeof k === 'string'), ['z'], 'three puts covered the 40 lists')
+  })
+
   it('restarts reading only its time, no list', () => {
     const disk = new FakeStoreDisk()
     const store = onDisk(disk, 10)
