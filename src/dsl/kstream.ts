@@ -357,8 +357,10 @@ export class KStream<K, V> {
     // One key id function for both sides, so equal keys meet whatever serde each side carries.
     const keyId = keyIdFunction(b.keySerdeOr(left.keySerde ?? (right.keySerde as Serde<K> | undefined)))
     const retention = windows.retentionMs()
-    const persistent = storeTypeOf(operation, streamJoined.storeType) === 'persistent'
-    const cacheEntries = checkedCacheEntries(operation, streamJoined.cacheEntries)
+    const joinName = name ?? streamJoined.storeName
+    const where = joinName === undefined ? operation : `${operation} "${joinName}"`
+    const persistent = storeTypeOf(where, streamJoined.storeType) === 'persistent'
+    const cacheEntries = checkedCacheEntries(where, streamJoined.cacheEntries)
     const thisSide: JoinSide<K, V, VO, VR> = { left: true, outer: leftOuter, windows, otherStore, outerStore, joiner, keyId }
     const otherSide: JoinSide<K, VO, V, VR> = { left: false, outer: rightOuter, windows, otherStore: thisStore, outerStore, joiner: (r, l, k) => joiner(l, r, k), keyId }
     const g = b.graph

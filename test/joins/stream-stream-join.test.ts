@@ -200,6 +200,17 @@ describe('stream-stream joins', () => {
     assert.throws(() => JoinWindows.ofTimeDifferenceAndGrace(5, 1.5), /grace.*1\.5/)
   })
 
+  it('refuses a bad store type or cache size, naming the join and the value', () => {
+    const join = (streamJoined: object): unknown => {
+      const b = new StreamsBuilder()
+      const windows = JoinWindows.ofTimeDifferenceWithNoGrace(10)
+      return b.stream<string, string>('a').leftJoin(b.stream<string, string>('b'), (x, y) => `${x}${y}`, windows, streamJoined)
+    }
+    assert.throws(() => join({ name: 'attribution', cacheEntries: -1 }), /leftJoin "attribution": cacheEntries must be an integer >= 0, got -1/)
+    assert.throws(() => join({ storeName: 'clicks', storeType: 'disk' }), /leftJoin "clicks": storeType must be 'persistent' or 'inMemory', got "disk"/)
+    assert.throws(() => join({ cacheEntries: 1.5 }), /leftJoin: cacheEntries must be an integer >= 0, got 1\.5/)
+  })
+
   it('names its nodes and stores as Kafka Streams does', () => {
     const b = new StreamsBuilder()
     b.stream('l').outerJoin(b.stream('r'), joined, JoinWindows.ofTimeDifferenceWithNoGrace(1)).to('out')
