@@ -24,8 +24,8 @@ import { PunctualError } from '../errors.js'
 import { Stores } from '../state/stores.js'
 import type { StoreBuilder } from '../state/stores.js'
 import { keyIdQuery, versionedKeyIdQuery } from './queryable.js'
+import { SubscriptionStore } from '../joins/subscription-store.js'
 import {
-  SubscriptionStore,
   foreignTableJoinProcessor,
   responseJoinProcessor,
   subscriptionJoinProcessor,

@@ -1,7 +1,7 @@
 import type { Processor, ProcessorContext, ProcessorSupplier, StreamRecord } from '../processor/api.js'
 import type { JoinWindows } from './join-windows.js'
-import type { JoinWindowStore, OuterJoinStore } from './join-stores.js'
-import type { Parked } from './join-stores.js'
+import type { JoinWindowStore } from './join-stores.js'
+import type { OuterJoinStore, Parked } from './outer-join-store.js'
 
 /**
  * A join side's first node (Kafka Streams' KSTREAM-WINDOWED): passes each record on to the side's join

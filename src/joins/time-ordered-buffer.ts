@@ -1,7 +1,7 @@
 import type { StoreKey } from '../processor/api.js'
 import type { ChangeSet } from '../state/change-set.js'
 import type { StoreDisk } from '../state/persistent-store.js'
-import { InFlightCommits } from '../state/in-flight-commits.js'
+import { forgetDurableRemovals, InFlightCommits } from '../state/in-flight-commits.js'
 
 /**
  * An entry in memory. When it leaves, its value is let go (undefined) at once; the order array drops
@@ -227,7 +227,7 @@ export class TimeOrderedBuffer<T> {
   private settle(): void {
     const changes = this.changes()
     if (changes === undefined) return
-    for (const [id, epoch] of this.gone) if (epoch < changes.epoch) this.gone.delete(id)
+    forgetDurableRemovals(this.gone, changes.epoch)
     let excess = this.byId.size - this.cacheEntries
     if (excess <= 0) return
     this.sort()

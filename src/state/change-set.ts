@@ -56,3 +56,20 @@ export class ChangeSet<K extends StoreKey> {
     this.generation++
   }
 }
+
+/**
+ * The changes with one entry per key, the last (a change log's contract: a commit may write its entries
+ * in any order), for a store that tracks its changes itself and may note a key twice (a window cell
+ * removed and started afresh before the commit: its removal first).
+ */
+export function lastPerKey(changes: Array<[StoreKey, unknown]>): Array<[StoreKey, unknown]> {
+  const seen = new Set<StoreKey>()
+  const out: Array<[StoreKey, unknown]> = []
+  for (let i = changes.length - 1; i >= 0; i--) {
+    const change = changes[i] as [StoreKey, unknown]
+    if (seen.has(change[0])) continue
+    seen.add(change[0])
+    out.push(change)
+  }
+  return out.reverse()
+}

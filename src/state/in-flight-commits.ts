@@ -25,3 +25,24 @@ export class InFlightCommits {
     if (this.count === 0) this.settle()
   }
 }
+
+/**
+ * The ids of entries that leave memory once no commit is in flight: the oldest (a map's order) beyond
+ * `cacheEntries`, save those `stays` keeps (changed since the last take).
+ */
+export function leavingMemory<V>(entries: ReadonlyMap<string, V>, cacheEntries: number, stays: (id: string, entry: V) => boolean): string[] {
+  let excess = entries.size - cacheEntries
+  const leaving: string[] = []
+  if (excess <= 0) return leaving
+  for (const [id, entry] of entries) {
+    if (stays(id, entry)) continue
+    leaving.push(id)
+    if (--excess === 0) break
+  }
+  return leaving
+}
+
+/** Forgets the removals (id to the change epoch it was noted in) that a durable commit took: the disk no longer holds them. */
+export function forgetDurableRemovals(gone: Map<string, number>, epoch: number): void {
+  for (const [id, noted] of gone) if (noted < epoch) gone.delete(id)
+}

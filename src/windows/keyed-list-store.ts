@@ -3,7 +3,7 @@ import { DEFAULT_CACHE_ENTRIES, DURABLE } from '../state/stores.js'
 import type { DurableStore } from '../state/stores.js'
 import { ChangeLog, LoggedField } from '../state/change-log.js'
 import { PERSISTENT } from '../state/persistent-store.js'
-import { InFlightCommits } from '../state/in-flight-commits.js'
+import { forgetDurableRemovals, InFlightCommits, leavingMemory } from '../state/in-flight-commits.js'
 import type { PersistentCapability, StoreDisk } from '../state/persistent-store.js'
 import { InputTimes } from './input-times.js'
 
@@ -168,15 +168,8 @@ export class KeyedListStore<K, T> {
   private settle(): void {
     const changes = this.log.changes
     if (changes === undefined) return
-    for (const [id, epoch] of this.gone) if (epoch < changes.epoch) this.gone.delete(id)
-    let excess = this.byKey.size - this.cacheEntries
-    if (excess <= 0) return
-    const leaving: string[] = []
-    for (const id of this.byKey.keys()) {
-      if (changes.has(id)) continue
-      leaving.push(id)
-      if (--excess === 0) break
-    }
+    forgetDurableRemovals(this.gone, changes.epoch)
+    const leaving = leavingMemory(this.byKey, this.cacheEntries, (id) => changes.has(id))
     for (const id of leaving) this.byKey.delete(id)
     if (leaving.length > 0) this.diskHoldsOthers = true
   }

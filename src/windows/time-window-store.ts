@@ -4,6 +4,7 @@ import type { DurableStore } from '../state/stores.js'
 import { PERSISTENT } from '../state/persistent-store.js'
 import type { PersistentCapability } from '../state/persistent-store.js'
 import { ChangeLog, LoggedField } from '../state/change-log.js'
+import { lastPerKey } from '../state/change-set.js'
 import { InputTimes } from './input-times.js'
 import { stampedKeyId, stampKeyId, windowedKeyId } from './key-id.js'
 import { isWindowStoreKey, otherLayout, ownCopy, storeKeyId, storeKeyStart, WindowDisk, windowStoreKey } from './window-disk.js'
@@ -478,23 +479,6 @@ function inChunks<C>(cells: Iterable<C>, onClose: ((cells: readonly C[]) => void
     }
   }
   if (chunk.length > 0) onClose?.(chunk)
-}
-
-/**
- * The changes with one entry per key, the last (a change log's contract: a commit may write its entries
- * in any order). A cell removed and started afresh before the commit (a cogroup's slower input reopening
- * a window) appears twice, its removal first.
- */
-function lastPerKey(changes: Array<[StoreKey, unknown]>): Array<[StoreKey, unknown]> {
-  const seen = new Set<StoreKey>()
-  const out: Array<[StoreKey, unknown]> = []
-  for (let i = changes.length - 1; i >= 0; i--) {
-    const change = changes[i] as [StoreKey, unknown]
-    if (seen.has(change[0])) continue
-    seen.add(change[0])
-    out.push(change)
-  }
-  return out.reverse()
 }
 
 function savedCell<K, VA>(cell: WindowCell<K, VA>): SavedCell<K, VA> {

@@ -5,7 +5,7 @@ import { durableStore } from '../../src/state/stores.js'
 import { persistentStore } from '../../src/state/persistent-store.js'
 import type { StateStore } from '../../src/processor/api.js'
 import { JoinBufferStore } from '../../src/joins/join-buffer.js'
-import { OuterJoinStore } from '../../src/joins/join-stores.js'
+import { OuterJoinStore } from '../../src/joins/outer-join-store.js'
 import { FakeStoreDisk } from '../helpers/fake-store-disk.js'
 
 function attached<S extends StateStore>(store: S, disk: FakeStoreDisk): S {

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import fc from '../helpers/fc.js'
 import { durableStore } from '../../src/state/stores.js'
 import { persistentStore } from '../../src/state/persistent-store.js'
-import { SubscriptionStore } from '../../src/joins/foreign-key-join.js'
+import { SubscriptionStore } from '../../src/joins/subscription-store.js'
 import { FakeStoreDisk } from '../helpers/fake-store-disk.js'
 
 type Store = SubscriptionStore<string>
