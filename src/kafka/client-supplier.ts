@@ -1,5 +1,7 @@
 import type * as Client from '@confluentinc/kafka-javascript'
 import type { TopicAdmin } from './admin.js'
+import { connectWire, wireAvailable } from './broker-wire.js'
+import type { ClusterWire } from './broker-wire.js'
 import type { RestoreConsumer } from './changelog-reader.js'
 import type { KafkaJsLogger, LibrdkafkaLogLine } from './client-logs.js'
 import { loadKafkaClient } from './client.js'
@@ -26,6 +28,11 @@ export interface KafkaClientSupplier {
   getGlobalConsumer(settings: ClientSettings): GlobalClient
   /** An admin client, its own reports on `log` (which the client's JavaScript layer would print to the console). */
   getAdmin(settings: ClientSettings, log: KafkaJsLogger): AdminClient
+  /**
+   * The connections the direct fetcher reads the input over; undefined when this supplier has none (the
+   * wire library is not installed, or a test's clients): librdkafka's consumer then fetches.
+   */
+  getFetchWire?(bootstrapServers: string, clientId: string): Promise<ClusterWire | undefined>
 }
 
 /** librdkafka settings, and the callbacks it takes among them (`rebalance_cb`). */
@@ -127,6 +134,7 @@ export async function confluentClientSupplier(): Promise<KafkaClientSupplier> {
     getRestoreConsumer: consumer,
     getGlobalConsumer: consumer,
     getAdmin: (settings, log) => new client.KafkaJS.Kafka({ ...settings, kafkaJS: { logger: log } } as unknown as Client.KafkaJS.CommonConstructorConfig).admin() as unknown as AdminClient,
+    getFetchWire: async (bootstrapServers, clientId) => ((await wireAvailable()) ? connectWire(bootstrapServers, clientId) : undefined),
   }
 }
 

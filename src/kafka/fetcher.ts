@@ -29,6 +29,37 @@ export interface FetchingConsumer {
   getWatermarkOffsets?(topic: string, partition: number): { highOffset: number; lowOffset: number }
 }
 
+/** A partition's position: the group's committed offset (< 0: none, read from the partition's start). */
+export interface PartitionPosition extends TopicPartitionRef {
+  readonly offset: number
+}
+
+/**
+ * What the task manager and the runtime need of the input's fetching: librdkafka's consumer (`Fetcher`)
+ * or punctual's own Fetch requests (`DirectFetcher`).
+ */
+export interface InputFetcher {
+  /** Starts holding a partition assigned to this instance; `position` is where its task reads first. */
+  add(topic: string, partition: number, position: number): FetchedPartition
+  /** Call once the group consumer holds newly assigned partitions. */
+  assigned(partitions: TopicPartitionRef[]): void
+  /** Stops holding a partition (revoked or lost); its records still in flight are dropped. */
+  remove(topic: string, partition: number): void
+  get(topic: string, partition: number): FetchedPartition | undefined
+  /**
+   * Where the tasks about to run read first: the group's offsets of their input partitions, once stable.
+   * A fetcher that follows the group consumer's own positions ignores it.
+   */
+  fetchFrom(positions: readonly PartitionPosition[]): void
+  start(): void
+  /** Stops fetching; resolves once the fetch in flight returned. */
+  stop(): Promise<void>
+  /** Resolves once the fetch in flight has handed its records over. */
+  settled(): Promise<void>
+  /** Fetches again partitions whose tasks read half of what they held (after each processing slice). */
+  resumeDrained(): void
+}
+
 /** Messages one `consume` call takes at most. */
 const FETCH_BATCH = 2000
 
@@ -41,7 +72,7 @@ const FETCH_BATCH = 2000
  * processing falls behind (or while a task restores). Partition-EOF events mark a partition fetched
  * to its end, which tells a task of several partitions whether an empty one is worth waiting for.
  */
-export class Fetcher {
+export class Fetcher implements InputFetcher {
   private readonly partitions = new Map<string, FetchedPartition>()
   private readonly paused = new Map<string, TopicPartitionRef>()
   private running = false
@@ -83,6 +114,9 @@ export class Fetcher {
   assigned(partitions: TopicPartitionRef[]): void {
     if (partitions.length > 0) this.consumer.resume(partitions)
   }
+
+  /** librdkafka fetches from the group's committed offsets itself (and a recovery seeks it there). */
+  fetchFrom(): void {}
 
   /** Stops holding a partition (revoked or lost); messages of it still in flight are dropped. */
   remove(topic: string, partition: number): void {

@@ -33,6 +33,9 @@ import type { GroupConsumer, KafkaClientSupplier } from './client-supplier.js'
 import { validateKafkaRuntimeConfig } from './config.js'
 import type { KafkaRuntimeConfig, ValidKafkaRuntimeConfig } from './config.js'
 import { Fetcher } from './fetcher.js'
+import type { InputFetcher } from './fetcher.js'
+import { DirectFetcher } from './direct-fetcher.js'
+import { loadWire } from './broker-wire.js'
 import { readGlobalTopics } from './global-state.js'
 import type { GlobalState } from './global-state.js'
 import { GroupOffsets } from './group-offsets.js'
@@ -64,7 +67,7 @@ interface Started {
   readonly plan: TopicPlan
   readonly consumer: GroupConsumer
   readonly offsets: GroupOffsets
-  readonly fetcher: Fetcher
+  readonly fetcher: InputFetcher
   readonly producer: StreamsProducer
   readonly restore: ChangelogRestore
   readonly committer: Committer
@@ -242,7 +245,15 @@ export class KafkaRuntime implements StreamsRuntime {
         await globals.reader?.stop()
         globals.stores.close()
       })
-      const fetcher = new Fetcher(consumer, this.loop.onAppend, (err) => this.fail(new PunctualError('ILLEGAL_STATE', `fetching: ${err.message}`, { cause: err })), config.bufferedRecordsPerPartition)
+      if (config.directFetch === true) await loadWire()
+      const wire = config.directFetch === false ? undefined : await supplier.getFetchWire?.(config.bootstrapServers, clientId)
+      if (wire !== undefined) made.push(async () => wire.close())
+      const onFetchError = (err: { message: string }): void => this.fail(new PunctualError('ILLEGAL_STATE', `fetching: ${err.message}`, { cause: err }))
+      const fetcher: InputFetcher =
+        wire === undefined
+          ? new Fetcher(consumer, this.loop.onAppend, onFetchError, config.bufferedRecordsPerPartition)
+          : new DirectFetcher(consumer, wire, exactlyOnce ? 1 : 0, this.loop.onAppend, onFetchError, logger, config.bufferedRecordsPerPartition)
+      logger.info({ fetch: wire === undefined ? 'librdkafka' : 'direct' }, wire === undefined ? 'input fetched by librdkafka' : "input fetched with punctual's own Fetch requests")
       const engine = new TaskManager(
         definitions,
         {

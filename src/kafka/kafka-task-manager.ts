@@ -8,7 +8,7 @@ import type { ChangelogRestore } from './changelog-restore.js'
 import type { GroupConsumer } from './client-supplier.js'
 import { claimMark, formatCommitMark, NO_COMMIT, parseCommitMark } from './commit-numbers.js'
 import type { CommitMark } from './commit-numbers.js'
-import type { Fetcher, TopicPartitionRef } from './fetcher.js'
+import type { InputFetcher, TopicPartitionRef } from './fetcher.js'
 import { AssignmentLost, OffsetsUnanswered, PENDING_OFFSETS_HINT, TASK_TIMEOUT_MS } from './group-offsets.js'
 import type { GroupOffsets } from './group-offsets.js'
 import type { KafkaCommitBackend, PartitionOffset } from './kafka-commit-backend.js'
@@ -31,7 +31,7 @@ export interface KafkaTaskParts {
   readonly plan: TopicPlan
   readonly consumer: GroupConsumer
   readonly offsets: GroupOffsets
-  readonly fetcher: Fetcher
+  readonly fetcher: InputFetcher
   /** The engine's tasks: active ones, and those restoring. */
   readonly tasks: TaskManager
   readonly active: readonly StreamTask[]
@@ -250,6 +250,8 @@ export class KafkaTaskManager {
       this.enqueue(() => (this.parts.isRunning() && !this.recovering ? this.startAssignedTasks(since) : undefined))
       return
     }
+    // A fetcher that chooses its own positions starts at the group's offsets (the task reads from there).
+    if (typeof stable !== 'string') this.parts.fetcher.fetchFrom([...stable.values()].map((c) => ({ topic: c.topic, partition: c.partition, offset: c.offset })))
     await restore.load(ids)
     tasks.assign(ids, (taskId) => restore.source(taskId))
     loop.scheduleRun()

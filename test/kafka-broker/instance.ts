@@ -30,6 +30,8 @@ const stateDir = process.env.PUNCTUAL_KAFKA_TEST_STATE_DIR
 const killAfterCommit = Number(process.env.PUNCTUAL_KAFKA_TEST_KILL_AFTER_COMMIT ?? 0)
 // PUNCTUAL_KAFKA_TEST_BUFFERED: the runtime's bufferedRecordsPerPartition (processes.ts sets it).
 const buffered = process.env.PUNCTUAL_KAFKA_TEST_BUFFERED
+// PUNCTUAL_KAFKA_TEST_COMMIT_MAX_RECORDS: the runtime's commitMaxRecords (processes.ts sets it).
+const commitMaxRecords = process.env.PUNCTUAL_KAFKA_TEST_COMMIT_MAX_RECORDS
 const topology = workload === 'flights' ? flightsTopology({ progressStartMs: 0, topicPrefix: input }) : workload === 'counts' ? counts(input, output) : workload === 'padded' ? padded(input, output) : windowedFinal(input, output)
 const config = {
   applicationId: app,
@@ -40,6 +42,9 @@ const config = {
   ...(rdkafkaDebug === undefined ? {} : { consumer: { debug: rdkafkaDebug } }),
   ...(stateDir === undefined ? {} : { stateDir }),
   ...(buffered === undefined ? {} : { bufferedRecordsPerPartition: Number(buffered) }),
+  ...(commitMaxRecords === undefined ? {} : { commitMaxRecords: Number(commitMaxRecords) }),
+  // PUNCTUAL_KAFKA_TEST_DIRECT_FETCH=0: librdkafka fetches the input (as on a secured cluster).
+  ...(process.env.PUNCTUAL_KAFKA_TEST_DIRECT_FETCH === '0' ? { directFetch: false } : {}),
 }
 const rt = new KafkaRuntime(topology, killAfterCommit > 0 ? withClientSupplier(config, killingAfterCommit(await confluentClientSupplier(), killAfterCommit)) : config)
 rt.on('error', (err) => {

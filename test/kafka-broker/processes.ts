@@ -21,6 +21,8 @@ export interface InstanceOptions {
   readonly killAfterCommit?: number
   /** The runtime's `bufferedRecordsPerPartition`. */
   readonly bufferedRecordsPerPartition?: number
+  /** The runtime's `commitMaxRecords`. */
+  readonly commitMaxRecords?: number
   /** The heap the process may use (`--max-old-space-size`, in MB). */
   readonly heapMb?: number
 }
@@ -59,7 +61,7 @@ export class Instance {
     workload: string,
     options: InstanceOptions = {},
   ) {
-    const env = { ...process.env, ...(options.bootstrap === undefined ? {} : { PUNCTUAL_KAFKA_BOOTSTRAP: options.bootstrap }), ...(options.stateDir === undefined ? {} : { PUNCTUAL_KAFKA_TEST_STATE_DIR: options.stateDir }), ...(options.killAfterCommit === undefined ? {} : { PUNCTUAL_KAFKA_TEST_KILL_AFTER_COMMIT: String(options.killAfterCommit) }), ...(options.bufferedRecordsPerPartition === undefined ? {} : { PUNCTUAL_KAFKA_TEST_BUFFERED: String(options.bufferedRecordsPerPartition) }) }
+    const env = { ...process.env, ...(options.bootstrap === undefined ? {} : { PUNCTUAL_KAFKA_BOOTSTRAP: options.bootstrap }), ...(options.stateDir === undefined ? {} : { PUNCTUAL_KAFKA_TEST_STATE_DIR: options.stateDir }), ...(options.killAfterCommit === undefined ? {} : { PUNCTUAL_KAFKA_TEST_KILL_AFTER_COMMIT: String(options.killAfterCommit) }), ...(options.bufferedRecordsPerPartition === undefined ? {} : { PUNCTUAL_KAFKA_TEST_BUFFERED: String(options.bufferedRecordsPerPartition) }), ...(options.commitMaxRecords === undefined ? {} : { PUNCTUAL_KAFKA_TEST_COMMIT_MAX_RECORDS: String(options.commitMaxRecords) }) }
     const extra = options.commitIntervalMs === undefined ? [] : [String(options.commitIntervalMs)]
     const heap = options.heapMb === undefined ? [] : [`--max-old-space-size=${options.heapMb}`]
     this.child = spawn(process.execPath, [...heap, '--import', 'tsx', INSTANCE, ...args, name, workload, ...extra], { stdio: ['ignore', 'pipe', 'pipe'], env })

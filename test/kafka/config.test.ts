@@ -15,7 +15,7 @@ describe('KafkaRuntime config', () => {
     assert.equal(alos.commitIntervalMs, 30_000)
     const eos = validateKafkaRuntimeConfig({ ...base, processingGuarantee: 'exactly_once_v2' })
     assert.equal(eos.commitIntervalMs, 100)
-    assert.equal(eos.commitMaxRecords, 10_000)
+    assert.equal(eos.commitMaxRecords, 50_000)
     assert.equal(eos.repartitionPurgeIntervalMs, 30_000)
   })
 
@@ -29,6 +29,8 @@ describe('KafkaRuntime config', () => {
     ['a commit interval of 0', { commitIntervalMs: 0 }, 'commitIntervalMs must be an integer >= 1, got 0'],
     ['a negative purge interval', { repartitionPurgeIntervalMs: -1 }, 'repartitionPurgeIntervalMs must be an integer >= 0, got -1'],
     ['an application server without a port', { applicationServer: 'localhost' }, 'applicationServer must be host:port, got "localhost"'],
+    ['direct fetch with SASL settings', { directFetch: true, client: { 'security.protocol': 'SASL_SSL', 'sasl.mechanisms': 'PLAIN' } }, 'directFetch: true reaches the cluster in plaintext only, but the settings have "security.protocol"'],
+    ['direct fetch that is not a boolean', { directFetch: 'yes' }, 'directFetch must be a boolean, got "yes"'],
     ['an application server with a port out of range', { applicationServer: 'localhost:70000' }, 'applicationServer must be host:port, got "localhost:70000"'],
   ]
   it('takes the application server as host:port, and the group consumer carries it in its client id', () => {
@@ -37,6 +39,14 @@ describe('KafkaRuntime config', () => {
     assert.deepEqual(serverOfClientId(clientIdWithServer('my-client', server as HostInfo)), server)
     assert.equal(serverOfClientId('my-client'), undefined)
     assert.equal(validateKafkaRuntimeConfig(base).applicationServer, undefined)
+  })
+
+  it('fetches directly unless the settings secure the connection (librdkafka then fetches)', () => {
+    assert.equal(validateKafkaRuntimeConfig(base).directFetch, undefined)
+    assert.equal(validateKafkaRuntimeConfig({ ...base, directFetch: false }).directFetch, false)
+    assert.equal(validateKafkaRuntimeConfig({ ...base, client: { 'security.protocol': 'plaintext' } }).directFetch, undefined)
+    assert.equal(validateKafkaRuntimeConfig({ ...base, consumer: { 'ssl.ca.location': '/etc/ca.pem' } }).directFetch, false)
+    assert.equal(validateKafkaRuntimeConfig({ ...base, client: { 'security.protocol': 'SSL' } }).directFetch, false)
   })
 
   for (const [what, change, message] of refused) {
