@@ -242,12 +242,17 @@ export interface MetricsSnapshot {
 }
 
 export function sumMetrics(all: Iterable<TaskMetrics>): MetricsSnapshot {
-  const out = new TaskMetrics()
+  // Plain sums: a snapshot may be asked for often (a progress loop), and a TaskMetrics carries histograms.
+  let processedRecords = 0
+  let emittedRecords = 0
+  let punctuations = 0
+  let droppedRecords: Record<DropReason, number> | undefined
   for (const m of all) {
-    out.processedRecords += m.processedRecords
-    out.emittedRecords += m.emittedRecords
-    out.punctuations += m.punctuations
-    for (const k of Object.keys(m.droppedRecords) as DropReason[]) out.droppedRecords[k] += m.droppedRecords[k]
+    processedRecords += m.processedRecords
+    emittedRecords += m.emittedRecords
+    punctuations += m.punctuations
+    if (droppedRecords === undefined) droppedRecords = { ...m.droppedRecords }
+    else for (const k of Object.keys(m.droppedRecords) as DropReason[]) droppedRecords[k] += m.droppedRecords[k]
   }
-  return { processedRecords: out.processedRecords, emittedRecords: out.emittedRecords, punctuations: out.punctuations, droppedRecords: out.droppedRecords }
+  return { processedRecords, emittedRecords, punctuations, droppedRecords: droppedRecords ?? { ...new TaskMetrics().droppedRecords } }
 }

@@ -6,6 +6,7 @@ import { describe, it } from 'node:test'
 import { BufferConfig, PunctuationType, Serdes, StateDescriptors, StreamsBuilder, Suppressed, TimeWindows, Topology } from '../../src/index.js'
 import type { KeyedProcessorContext, ProcessorContext, Windowed } from '../../src/index.js'
 import { TopologyTestDriver } from '../../src/testing/index.js'
+import { sumMetrics, TaskMetrics } from '../../src/metrics.js'
 
 /**
  * A keyed processor: per record a user event-time timer 100 ms on and a processing-time one at 1,000,000;
@@ -184,5 +185,27 @@ describe('task metrics (TopologyTestDriver)', () => {
     } finally {
       rmSync(stateDir, { recursive: true, force: true })
     }
+  })
+})
+
+describe('a runtime snapshot of its tasks counters', () => {
+  it('sums every task, dropped records by reason, and hands out a copy a caller may change', () => {
+    const a = new TaskMetrics()
+    const b = new TaskMetrics()
+    a.processedRecords = 3
+    b.processedRecords = 4
+    a.emittedRecords = 1
+    b.punctuations = 2
+    a.droppedRecords.late = 5
+    b.droppedRecords.late = 1
+    b.droppedRecords.deserialization = 2
+    const sum = sumMetrics([a, b])
+    assert.deepEqual(
+      { processed: sum.processedRecords, emitted: sum.emittedRecords, punctuations: sum.punctuations, late: sum.droppedRecords.late, deserialization: sum.droppedRecords.deserialization },
+      { processed: 7, emitted: 1, punctuations: 2, late: 6, deserialization: 2 },
+    )
+    ;(sum.droppedRecords as Record<string, number>).late = 0
+    assert.equal(a.droppedRecords.late, 5, "the first task's counters are not the snapshot's")
+    assert.equal(sumMetrics([]).droppedRecords.late, 0)
   })
 })
