@@ -69,21 +69,22 @@ export function decodeRecordBatches(
     const lastOffset = baseOffset + data.readInt32BE(pos + 23)
     const batchStart = pos
     pos = end
-    if (lastOffset < from) continue
-    if ((attributes & TRANSACTIONAL) !== 0 && pending !== undefined) {
+    // Under read_committed, as Kafka's Java consumer (CompletedFetch): every batch with a producer id first
+    // brings in the aborted transactions that start by its last offset; an abort marker then ends its
+    // producer's, and a transactional batch of a producer inside one is skipped.
+    if (pending !== undefined) {
       const producerId = data.readBigInt64BE(batchStart + 43)
-      if ((attributes & CONTROL) !== 0) {
-        // A marker ends the producer's transaction: an abort marker ends its skipping.
-        if (abortedProducers?.has(producerId) && controlType(data, batchStart, end) === ABORT_MARKER) abortedProducers.delete(producerId)
-        next = lastOffset + 1
-        continue
-      }
-      while (pending.length > 0 && (pending[0] as AbortedTransaction).firstOffset <= lastOffset) (abortedProducers ??= new Set()).add((pending.shift() as AbortedTransaction).producerId)
-      if (abortedProducers?.has(producerId)) {
-        next = lastOffset + 1
-        continue
+      if (producerId >= 0n) {
+        while (pending.length > 0 && (pending[0] as AbortedTransaction).firstOffset <= lastOffset) (abortedProducers ??= new Set()).add((pending.shift() as AbortedTransaction).producerId)
+        const control = (attributes & CONTROL) !== 0
+        if (control && abortedProducers?.has(producerId) && controlType(data, batchStart, end) === ABORT_MARKER) abortedProducers.delete(producerId)
+        else if (!control && (attributes & TRANSACTIONAL) !== 0 && abortedProducers?.has(producerId)) {
+          if (lastOffset >= from) next = lastOffset + 1
+          continue
+        }
       }
     }
+    if (lastOffset < from) continue
     if ((attributes & CONTROL) !== 0) {
       next = lastOffset + 1
       continue

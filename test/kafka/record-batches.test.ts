@@ -118,6 +118,22 @@ describe('record batches of a Fetch response', () => {
     assert.equal(next, 4)
   })
 
+  it("a response that starts at an aborted transaction's marker keeps the producer's next transaction", () => {
+    // The transaction began at 11 and its marker is at 21, where this fetch starts (the last fetch
+    // ended at its records): the broker still lists it as aborted.
+    const data = Buffer.concat([
+      batch([], { baseOffset: 21, producerId: 7n, marker: 0 }),
+      batch([{ key: 'a', value: 'committed' }, { key: 'b', value: 'committed too' }], { baseOffset: 22, producerId: 7n, transactional: true }),
+      batch([], { baseOffset: 24, producerId: 7n, marker: 1 }),
+    ])
+    const { next, messages } = decode(data, 21, [{ producerId: 7n, firstOffset: 11 }])
+    assert.deepEqual(messages.map((m) => [m.offset, text(m.value)]), [
+      [22, 'committed'],
+      [23, 'committed too'],
+    ])
+    assert.equal(next, 25)
+  })
+
   it("reads batches written by another client's producer code (@platformatic/kafka), compressed or not (property)", () => {
     const message = fc.record({
       key: fc.option(fc.string({ maxLength: 20 }), { nil: undefined }),
