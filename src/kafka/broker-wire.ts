@@ -82,8 +82,10 @@ interface WireLibrary {
 }
 
 interface WireConnection {
+  readonly status: string
   connect(host: string, port: number): Promise<void>
   close(): Promise<void>
+  on(event: 'error', listener: (err: Error) => void): unknown
 }
 
 interface WireApi {
@@ -133,25 +135,32 @@ export async function connectWire(bootstrapServers: string, clientId: string): P
     return { host: s.trim().slice(0, at), port: Number(s.trim().slice(at + 1)) }
   })
   let brokers: ReadonlyMap<number, { host: string; port: number }> = new Map()
-  const links = new Map<number, BrokerLink>()
+  const links = new Map<number, BrokerLink & { connection: WireConnection }>()
   let metadataLink: { connection: WireConnection; ready: Promise<void> } | undefined
   let next = 0
 
   const open = (host: string, port: number): { connection: WireConnection; ready: Promise<void> } => {
     // A request unanswered for 10 s fails (a fetch waits 100 ms at most on the broker): its broker is looked up again.
     const connection = new lib.Connection(clientId, { requestTimeout: 10_000 })
+    // A socket error also fails the requests out on it, which is how the fetcher hears of it; unheard,
+    // the connection's 'error' event would end the process.
+    connection.on('error', () => {})
     const ready = connection.connect(host, port)
     ready.catch(() => {})
     return { connection, ready }
   }
+  /** A connection the broker closed (idle too long, restarted) is made again rather than failing the next request. */
+  const gone = (connection: WireConnection): boolean => connection.status === 'closed' || connection.status === 'error'
 
   const link = (nodeId: number): BrokerLink => {
     const existing = links.get(nodeId)
-    if (existing !== undefined) return existing
+    if (existing !== undefined && !gone(existing.connection)) return existing
+    existing?.close()
     const address = brokers.get(nodeId)
     if (address === undefined) throw new Error(`broker ${nodeId} is not in the cluster's metadata`)
     const { connection, ready } = open(address.host, address.port)
-    const made: BrokerLink = {
+    const made: BrokerLink & { connection: WireConnection } = {
+      connection,
       fetch: async (r) => {
         await ready
         const topics = byTopic(r.partitions).map(([topic, parts]) => ({
@@ -181,12 +190,13 @@ export async function connectWire(bootstrapServers: string, clientId: string): P
     decompress: (codec, data) => {
       const algorithm = lib.compressionsAlgorithmsByBitmask[codec]
       if (algorithm === undefined || algorithm.available === false) throw new Error(`records compressed with codec ${codec}, which this Node.js cannot decompress`)
-      return algorithm.decompressSync(data)
+      return codec === SNAPPY && isXerialFramed(data) ? unframeXerial(data, (block) => algorithm.decompressSync(block)) : algorithm.decompressSync(data)
     },
     async metadata(topics) {
       // The metadata connection goes to a bootstrap server, the next one after a failure.
       for (let attempt = 0; ; attempt++) {
         const address = bootstrap[next % bootstrap.length] as { host: string; port: number }
+        if (metadataLink !== undefined && gone(metadataLink.connection)) metadataLink = undefined
         metadataLink ??= open(address.host, address.port)
         try {
           await metadataLink.ready
@@ -212,6 +222,30 @@ export async function connectWire(bootstrapServers: string, clientId: string): P
       metadataLink = undefined
     },
   }
+}
+
+const SNAPPY = 2
+/** The header of snappy-java's framing ("\x82SNAPPY\0", then a version and a compatible version). */
+const XERIAL_MAGIC = Buffer.from([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00])
+const XERIAL_HEADER = 16
+
+/** Whether snappy data is in snappy-java's framing, as Kafka's Java producer and broker write it. */
+export function isXerialFramed(data: Buffer): boolean {
+  return data.length >= XERIAL_HEADER && data.subarray(0, 8).equals(XERIAL_MAGIC)
+}
+
+/** snappy-java's framing: after the header, blocks of [i32 length][raw snappy block], each decompressed and joined. */
+export function unframeXerial(data: Buffer, block: (raw: Buffer) => Buffer): Buffer {
+  const parts: Buffer[] = []
+  let pos = XERIAL_HEADER
+  while (pos + 4 <= data.length) {
+    const length = data.readInt32BE(pos)
+    pos += 4
+    if (length < 0 || pos + length > data.length) throw new Error(`corrupt snappy framing: a block of ${length} bytes at ${pos - 4} of ${data.length}`)
+    parts.push(block(data.subarray(pos, pos + length)))
+    pos += length
+  }
+  return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts)
 }
 
 interface MetadataResponse {

@@ -12,7 +12,10 @@ const MAX_BYTES = 52_428_800
 const PARTITION_MAX_BYTES = 1_048_576
 /** The least a partition's share of a fetch is (a response holds a partition's first batch whole anyway). */
 const PARTITION_MIN_BYTES = 16_384
-/** After a broker could not be reached, or named another leader: the wait before the metadata is asked again. */
+/**
+ * After a broker could not be reached: the wait before it is tried again, doubling to MAX_RETRY_MS. The
+ * metadata is asked at most once per RETRY_MS, so a leader that stays wrong makes no storm of requests.
+ */
 const RETRY_MS = 100
 const MAX_RETRY_MS = 2_000
 /** How long `stop` waits for the fetches in flight. */
@@ -20,8 +23,9 @@ const STOP_WAIT_MS = 1_000
 /** Where a partition with no committed offset starts (Kafka's ListOffsets "earliest"). */
 const EARLIEST = -2
 
-/** Partition errors after which the leader is looked up again (it moved, or is on its way). */
+/** Partition errors after which the leader is looked up again (it moved, or is on its way), and the fetch retried. */
 const LEADER_MOVED = new Set([
+  -1, // UNKNOWN_SERVER_ERROR (Kafka's consumer retries it)
   3, // UNKNOWN_TOPIC_OR_PARTITION
   5, // LEADER_NOT_AVAILABLE
   6, // NOT_LEADER_OR_FOLLOWER
@@ -46,6 +50,8 @@ interface Fetched {
   bytesPerRecord: number
   /** Bumped when the position is set again or the partition removed: a fetch in flight for an older one is dropped. */
   epoch: number
+  /** In a request now: no other broker's loop asks for it (after a leader change) until that one is answered. */
+  inFlight: boolean
 }
 
 /**
@@ -64,9 +70,16 @@ interface Fetched {
 export class DirectFetcher implements InputFetcher {
   private readonly partitions = new Map<string, Fetched>()
   private readonly loops = new Map<number, Promise<void>>()
+  /** Requests out now, for `settled`. */
+  private readonly requests = new Set<Promise<unknown>>()
+  /** Per broker that failed: the wait before it is tried again. */
+  private readonly brokerRetryMs = new Map<number, number>()
   private running = false
-  private refreshing: Promise<void> | undefined
-  private retryMs = RETRY_MS
+  private refreshing = false
+  private lastRefreshAt = -Infinity
+  private metadataRetryMs = RETRY_MS
+  /** Turns the order of a request's partitions: each comes first in turn (the broker fills the first one's share first). */
+  private turn = 0
   private polling: Promise<void> | undefined
   private readonly decoded: FetchedMessage[] = []
 
@@ -84,6 +97,7 @@ export class DirectFetcher implements InputFetcher {
   add(topic: string, partition: number, position: number): FetchedPartition {
     const k = key(topic, partition)
     const previous = this.partitions.get(k)
+    if (previous !== undefined) previous.epoch++
     const p: Fetched = {
       ref: { topic, partition },
       held: new FetchedPartition(topic, partition, position, () => p.highWatermark),
@@ -92,6 +106,7 @@ export class DirectFetcher implements InputFetcher {
       highWatermark: undefined,
       bytesPerRecord: 0,
       epoch: (previous?.epoch ?? 0) + 1,
+      inFlight: false,
     }
     this.partitions.set(k, p)
     return p.held
@@ -131,9 +146,9 @@ export class DirectFetcher implements InputFetcher {
   }
 
   /**
-   * Stops fetching. A fetch in flight is waited for STOP_WAIT_MS at most (a broker that went silent holds
-   * it until its request times out): what it brings is dropped, since a partition's position is set
-   * again before fetching resumes, and once stopped a failed request ends its loop.
+   * Stops fetching. A request out is waited for STOP_WAIT_MS at most (a broker that went silent holds it
+   * until it times out): what it brings is dropped, since a partition's position is set again before
+   * fetching resumes, and once stopped a failed request ends its loop.
    */
   async stop(): Promise<void> {
     this.running = false
@@ -141,9 +156,9 @@ export class DirectFetcher implements InputFetcher {
     await this.polling
   }
 
-  /** Resolves once the fetches in flight have handed their records over. */
+  /** Resolves once the requests out now are answered (or failed), their records handed over. */
   async settled(): Promise<void> {
-    await Promise.all([...this.loops.values()])
+    await Promise.allSettled([...this.requests])
   }
 
   resumeDrained(): void {
@@ -155,7 +170,7 @@ export class DirectFetcher implements InputFetcher {
     }
   }
 
-  /** Starts a fetch loop for every broker leading a partition ready to fetch (the metadata looked up first where needed). */
+  /** Starts a fetch loop for every broker leading a partition ready to fetch (the leaders looked up first where needed). */
   private kick(): void {
     if (!this.running) return
     let needLeaders = false
@@ -163,28 +178,42 @@ export class DirectFetcher implements InputFetcher {
     for (const p of this.partitions.values()) {
       if (p.offset === undefined) continue
       if (p.leader === undefined) needLeaders = true
-      else if (!this.loops.has(p.leader.nodeId) && p.held.size < this.maxHeld) nodes.add(p.leader.nodeId)
+      else if (!this.loops.has(p.leader.nodeId) && !p.inFlight && p.held.size < this.maxHeld) nodes.add(p.leader.nodeId)
     }
     for (const node of nodes) this.runLoop(node)
     if (needLeaders) this.refreshLeaders()
   }
 
+  /**
+   * Looks up the partitions' leaders, one chain at a time, at most once per RETRY_MS, until every
+   * partition to fetch has one (a leader being elected is waited for), then starts the loops.
+   */
   private refreshLeaders(): void {
-    if (this.refreshing !== undefined) return
-    const topics = [...new Set([...this.partitions.values()].map((p) => p.ref.topic))]
-    this.refreshing = (async () => {
+    if (this.refreshing || !this.running) return
+    this.refreshing = true
+    void (async () => {
       try {
-        const { leaders } = await this.wire.metadata(topics)
-        this.retryMs = RETRY_MS
-        for (const [k, p] of this.partitions) p.leader = leaders.get(k)
-      } catch (err) {
-        this.logger.warn({ err }, `the cluster's metadata could not be read: asking again in ${this.retryMs} ms`)
-        await this.backOff()
+        for (;;) {
+          const wait = this.lastRefreshAt + RETRY_MS - Date.now()
+          if (wait > 0) await sleep(wait)
+          if (!this.running) return
+          this.lastRefreshAt = Date.now()
+          const topics = [...new Set([...this.partitions.values()].map((p) => p.ref.topic))]
+          try {
+            const { leaders } = await this.wire.metadata(topics)
+            for (const [k, p] of this.partitions) p.leader = leaders.get(k)
+          } catch (err) {
+            this.logger.warn({ err }, `the cluster's metadata could not be read (${(err as Error).message}): asking again in ${this.metadataRetryMs} ms`)
+            await this.metadataBackOff()
+            continue
+          }
+          if (![...this.partitions.values()].some((p) => p.offset !== undefined && p.leader === undefined)) break
+          await this.metadataBackOff()
+        }
+        this.metadataRetryMs = RETRY_MS
       } finally {
-        this.refreshing = undefined
+        this.refreshing = false
       }
-      // Partitions with no leader yet (one being elected) are looked up again after a pause.
-      if (this.running && [...this.partitions.values()].some((p) => p.offset !== undefined && p.leader === undefined)) await this.backOff()
       this.kick()
     })()
   }
@@ -206,49 +235,60 @@ export class DirectFetcher implements InputFetcher {
     this.loops.set(node, loop)
   }
 
-  /** One fetch from broker `node`; false when it leads nothing ready to fetch (or its link failed). */
+  /** One fetch from broker `node`; false when it leads nothing ready to fetch (or it could not be reached). */
   private async fetchOnce(node: number): Promise<boolean> {
     const ready: Fetched[] = []
     for (const p of this.partitions.values()) {
-      if (p.offset !== undefined && p.leader?.nodeId === node && p.held.size < this.maxHeld) ready.push(p)
+      if (p.offset !== undefined && p.leader?.nodeId === node && !p.inFlight && p.held.size < this.maxHeld) ready.push(p)
     }
     if (ready.length === 0) return false
+    const first = this.turn++ % ready.length
+    if (first > 0) ready.push(...ready.splice(0, first))
     let link: BrokerLink
     try {
       link = this.wire.link(node)
     } catch {
+      // A broker the metadata no longer names.
       for (const p of ready) p.leader = undefined
       return false
     }
+    for (const p of ready) p.inFlight = true
+    try {
+      return await this.fetchPartitions(node, link, ready)
+    } finally {
+      for (const p of ready) p.inFlight = false
+    }
+  }
+
+  private async fetchPartitions(node: number, link: BrokerLink, ready: Fetched[]): Promise<boolean> {
     const unknown = ready.filter((p) => p.offset === EARLIEST)
     if (unknown.length > 0) {
       const epochs = unknown.map((p) => p.epoch)
       const found = await this.unlessDown(node, link, ready, () => link.listOffsets(unknown.map((p) => ({ topic: p.ref.topic, partition: p.ref.partition, leaderEpoch: p.leader?.epoch ?? -1 })), EARLIEST, this.isolationLevel))
       if (found === undefined) return false
       unknown.forEach((p, i) => {
-        if (p.epoch === epochs[i]) this.startAt(p, found.get(key(p.ref.topic, p.ref.partition)))
+        if (p.epoch === epochs[i] && p.offset === EARLIEST) this.startAt(p, found.get(key(p.ref.topic, p.ref.partition)))
       })
     }
     const fetching = ready.filter((p) => p.offset !== undefined && p.offset >= 0 && p.leader?.nodeId === node)
     if (fetching.length === 0) return true
-    const offsets = fetching.map((p) => p.offset as number)
-    const epochs = fetching.map((p) => p.epoch)
+    const asked = new Map(fetching.map((p) => [key(p.ref.topic, p.ref.partition), { p, offset: p.offset as number, epoch: p.epoch }]))
     const response = await this.unlessDown(node, link, ready, () =>
       link.fetch({
         maxWaitMs: MAX_WAIT_MS,
         isolationLevel: this.isolationLevel,
         maxBytes: MAX_BYTES,
-        partitions: fetching.map((p, i) => ({ topic: p.ref.topic, partition: p.ref.partition, offset: offsets[i] as number, leaderEpoch: p.leader?.epoch ?? -1, maxBytes: this.roomOf(p) })),
+        partitions: fetching.map((p) => ({ topic: p.ref.topic, partition: p.ref.partition, offset: p.offset as number, leaderEpoch: p.leader?.epoch ?? -1, maxBytes: this.roomOf(p) })),
       }),
     )
     if (response === undefined) return false
     let appended = false
     for (const r of response) {
-      const i = fetching.findIndex((p) => p.ref.partition === r.partition && p.ref.topic === r.topic)
-      const p = fetching[i]
-      // Removed, or moved to another position, while the fetch was out.
-      if (p === undefined || p.epoch !== epochs[i] || this.partitions.get(key(r.topic, r.partition)) !== p) continue
-      if (this.take(p, r, offsets[i] as number)) appended = true
+      const k = key(r.topic, r.partition)
+      const a = asked.get(k)
+      // Removed, or set to another position, while the fetch was out: what it brings is not the partition's next records.
+      if (a === undefined || a.p.epoch !== a.epoch || a.p.offset !== a.offset || this.partitions.get(k) !== a.p) continue
+      if (this.take(a.p, r, a.offset)) appended = true
     }
     if (appended) this.onMessages()
     return true
@@ -266,27 +306,37 @@ export class DirectFetcher implements InputFetcher {
 
   /**
    * A request to broker `node`; undefined when the broker could not be reached (a restart, a network
-   * cut): its connection is closed, and the leaders of its partitions are looked up again after a pause.
+   * cut): its connection is closed, and after a pause (its own, doubling) the leaders of its partitions
+   * are looked up again.
    */
   private async unlessDown<T>(node: number, link: BrokerLink, partitions: readonly Fetched[], request: () => Promise<T>): Promise<T | undefined> {
+    const out = request()
+    this.requests.add(out)
     try {
-      const answer = await request()
-      this.retryMs = RETRY_MS
+      const answer = await out
+      this.brokerRetryMs.delete(node)
       return answer
     } catch (err) {
       link.close()
       if (!this.running) return undefined
-      this.logger.warn({ err, broker: node }, `fetching from broker ${node} failed (${(err as Error).message}): looking up the partitions' leaders again in ${this.retryMs} ms`)
+      const ms = this.brokerRetryMs.get(node) ?? RETRY_MS
+      this.brokerRetryMs.set(node, Math.min(MAX_RETRY_MS, ms * 2))
+      this.logger.warn({ err, broker: node }, `fetching from broker ${node} failed (${(err as Error).message}): looking up the partitions' leaders again in ${ms} ms`)
       for (const p of partitions) p.leader = undefined
-      await this.backOff()
+      await sleep(ms)
       return undefined
+    } finally {
+      this.requests.delete(out)
     }
   }
 
-  /** A partition's start found by ListOffsets: its offset, or the error code the broker answered for it. */
+  /**
+   * A partition's start found by ListOffsets: its offset, or the error code the broker answered for it.
+   * Records it already holds are not fetched again (a log truncated below them: the task has read past).
+   */
   private startAt(p: Fetched, found: number | { errorCode: number } | undefined): void {
-    if (typeof found === 'number') p.offset = found
-    else if (found === undefined || LEADER_MOVED.has(found.errorCode)) {
+    if (typeof found === 'number' && found >= 0) p.offset = Math.max(found, p.held.endOffset())
+    else if (found === undefined || typeof found === 'number' || LEADER_MOVED.has(found.errorCode)) {
       p.leader = undefined
       this.refreshLeaders()
     } else throw new Error(`looking up the start of ${p.ref.topic}-${p.ref.partition}: the broker answered error code ${found.errorCode}`)
@@ -317,23 +367,23 @@ export class DirectFetcher implements InputFetcher {
         p.held.append(out)
         appended = true
       }
+      out.length = 0
       p.offset = next
     }
     // At the partition's end (under read_committed, its last stable offset): the task need not wait for more.
     const end = this.isolationLevel === 1 ? r.lastStableOffset : r.highWatermark
     if ((p.offset as number) >= end && end >= 0) {
-      p.offset = Math.max(p.offset as number, end)
       const was = p.held.caughtUp()
-      p.held.reachedEnd(p.offset)
+      p.held.reachedEnd(p.offset as number)
       if (!was && !appended) this.onMessages()
     }
     return appended
   }
 
-  private async backOff(): Promise<void> {
-    const ms = this.retryMs
-    this.retryMs = Math.min(MAX_RETRY_MS, this.retryMs * 2)
-    await new Promise((resolve) => setTimeout(resolve, ms))
+  private async metadataBackOff(): Promise<void> {
+    const ms = this.metadataRetryMs
+    this.metadataRetryMs = Math.min(MAX_RETRY_MS, ms * 2)
+    await sleep(ms)
   }
 
   /**
@@ -362,4 +412,8 @@ const TIMED_OUT = -185
 
 function key(topic: string, partition: number): string {
   return `${topic}:${partition}`
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
 }

@@ -36,6 +36,7 @@ import { Fetcher } from './fetcher.js'
 import type { InputFetcher } from './fetcher.js'
 import { DirectFetcher } from './direct-fetcher.js'
 import { loadWire } from './broker-wire.js'
+import type { ClusterWire } from './broker-wire.js'
 import { readGlobalTopics } from './global-state.js'
 import type { GlobalState } from './global-state.js'
 import { GroupOffsets } from './group-offsets.js'
@@ -68,6 +69,8 @@ interface Started {
   readonly consumer: GroupConsumer
   readonly offsets: GroupOffsets
   readonly fetcher: InputFetcher
+  /** The direct fetch's connections (none when librdkafka fetches). */
+  readonly wire: ClusterWire | undefined
   readonly producer: StreamsProducer
   readonly restore: ChangelogRestore
   readonly committer: Committer
@@ -247,6 +250,7 @@ export class KafkaRuntime implements StreamsRuntime {
       })
       if (config.directFetch === true) await loadWire()
       const wire = config.directFetch === false ? undefined : await supplier.getFetchWire?.(config.bootstrapServers, clientId)
+      // Closed at stop with the other parts; here only if the start fails before they exist.
       if (wire !== undefined) made.push(async () => wire.close())
       const onFetchError = (err: { message: string }): void => this.fail(new PunctualError('ILLEGAL_STATE', `fetching: ${err.message}`, { cause: err }))
       const fetcher: InputFetcher =
@@ -298,7 +302,7 @@ export class KafkaRuntime implements StreamsRuntime {
         isRunning: () => this.currentState === 'RUNNING',
         fail: (err) => this.fail(err),
       })
-      this.parts = { plan, consumer, offsets, fetcher, producer, restore, committer, engine, manager, globals }
+      this.parts = { plan, consumer, offsets, fetcher, wire, producer, restore, committer, engine, manager, globals }
       await promised('connecting the consumer', (cb) => consumer.connect({}, cb), CALL_TIMEOUT_MS)
       this.setState('RUNNING')
       this.metricsServer.start(
@@ -455,6 +459,7 @@ export class KafkaRuntime implements StreamsRuntime {
   private async close(): Promise<void> {
     const parts = this.parts
     await parts?.fetcher.stop()
+    parts?.wire?.close()
     await parts?.globals.reader?.stop()
     parts?.globals.stores.close()
     await this.query.close()

@@ -67,7 +67,9 @@ const bytesSerde: Checked<Uint8Array> = {
   [TAKES]: (data) => (data instanceof Uint8Array ? undefined : 'a Uint8Array'),
   sizeOf: (data) => (data === null ? 0 : data.byteLength),
   serialize: (data) => data,
-  deserialize: (data) => data,
+  // Bytes read from Kafka are views of the whole fetched response: a value kept (in a store, a buffer)
+  // is copied, so that it does not hold the response in memory.
+  deserialize: (data) => (data === null || data.byteLength === data.buffer.byteLength ? data : Uint8Array.prototype.slice.call(data)),
 }
 
 /** IEEE-754 double, 8 bytes big-endian (Kafka's DoubleSerde layout). */

@@ -49,6 +49,8 @@ class FakeCluster implements ClusterWire {
 
   private async fetch(node: number, r: FetchRequest): Promise<PartitionFetched[]> {
     this.requests.push({ node, partitions: r.partitions.map((p) => [`${p.topic}:${p.partition}`, p.offset]), maxBytes: r.partitions.map((p) => p.maxBytes) })
+    // Who leads is decided when the request arrives: a leader that moves later still answers this one.
+    const leading = new Set(r.partitions.map((p) => `${p.topic}:${p.partition}`).filter((k) => this.leaders.get(k)?.nodeId === node))
     if (this.hold !== undefined) await this.hold
     const failure = this.failures.get(node)?.shift()
     if (failure === 'down') throw new Error('connection closed')
@@ -60,7 +62,7 @@ class FakeCluster implements ClusterWire {
       const end = log.start + log.values.length
       const base = { topic: p.topic, partition: p.partition, highWatermark: end, lastStableOffset: end, aborted: undefined }
       if (failure !== undefined && failure.partition === k) return { ...base, errorCode: failure.code, records: undefined }
-      if (this.leaders.get(k)?.nodeId !== node) return { ...base, errorCode: 6, records: undefined }
+      if (!leading.has(k)) return { ...base, errorCode: 6, records: undefined }
       if (p.offset < log.start || p.offset > end) return { ...base, errorCode: 1, records: undefined }
       const values = log.values.slice(p.offset - log.start, p.offset - log.start + this.perFetch)
       return { ...base, errorCode: 0, records: values.length === 0 ? undefined : batch(values.map((v) => ({ key: 'k', value: v })), { baseOffset: p.offset }) }
@@ -210,6 +212,55 @@ describe('the direct fetcher', () => {
     assert.deepEqual(drain(again, 0).values, values(5, 10))
     await fetcher.stop()
     assert.deepEqual(errors, [])
+  })
+
+  it('a partition whose leader moves while its fetch is out is not asked of the new leader until that fetch is answered: each record once', async () => {
+    // t:1 has no leader yet when the fetcher first looks.
+    const { cluster, fetcher, errors } = setUp({ 't:0': { start: 0, values: values(0, 9) }, 't:1': { start: 0, values: values(0, 3) } }, { 't:0': 1 })
+    let release!: () => void
+    cluster.hold = new Promise((resolve) => (release = resolve))
+    const p0 = fetcher.add('t', 0, 0)
+    const p1 = fetcher.add('t', 1, 0)
+    fetcher.start()
+    fetcher.fetchFrom([{ topic: 't', partition: 0, offset: 0 }])
+    await until('the fetch is out', () => cluster.requests.length === 1)
+    // t:0 moves to broker 2; a new partition has the leaders looked up while broker 1 still holds the fetch.
+    cluster.leaders.set('t:0', { nodeId: 2, epoch: 1 })
+    cluster.leaders.set('t:1', { nodeId: 2, epoch: 0 })
+    fetcher.fetchFrom([{ topic: 't', partition: 1, offset: 0 }])
+    await until('broker 2 is asked for t:1', () => cluster.requests.some((r) => r.node === 2))
+    assert.ok(cluster.requests.every((r) => r.node === 1 || !r.partitions.some(([k]) => k === 't:0')), 'not asked of broker 2 while broker 1 holds its fetch')
+    cluster.hold = undefined
+    release()
+    await until('both are fetched to their ends', () => p0.caughtUp() && p1.caughtUp())
+    assert.deepEqual(drain(p0, 0).values, values(0, 9))
+    assert.deepEqual(drain(p1, 0).values, values(0, 3))
+    await fetcher.stop()
+    assert.deepEqual(errors, [])
+  })
+
+  it('asks for every partition first in turn, so none waits behind another that always has records', async () => {
+    const { cluster, fetcher } = setUp({ 't:0': { start: 0, values: values(0, 30) }, 't:1': { start: 0, values: values(0, 30) }, 't:2': { start: 0, values: values(0, 30) } }, { 't:0': 1, 't:1': 1, 't:2': 1 })
+    for (let i = 0; i < 3; i++) fetcher.add('t', i, 0)
+    fetcher.start()
+    fetcher.fetchFrom([0, 1, 2].map((partition) => ({ topic: 't', partition, offset: 0 })))
+    await until('three fetches', () => cluster.requests.length >= 3)
+    await fetcher.stop()
+    assert.deepEqual(cluster.requests.slice(0, 3).map((r) => r.partitions[0]?.[0]), ['t:0', 't:1', 't:2'])
+  })
+
+  it('asks for the metadata at most once per 100 ms while a partition has no leader, however often it is woken', async () => {
+    const { cluster, fetcher } = setUp({ 't:0': { start: 0, values: values(0, 3) } }, {})
+    fetcher.add('t', 0, 0)
+    fetcher.start()
+    const started = Date.now()
+    for (let i = 0; i < 50; i++) {
+      fetcher.fetchFrom([{ topic: 't', partition: 0, offset: 0 }])
+      await new Promise((resolve) => setTimeout(resolve, 5))
+    }
+    const elapsed = Date.now() - started
+    await fetcher.stop()
+    assert.ok(cluster.metadataCalls <= Math.ceil(elapsed / 100) + 1, `${cluster.metadataCalls} metadata requests in ${elapsed} ms`)
   })
 
   it('reports an error the broker answers that no retry mends', async () => {

@@ -58,3 +58,14 @@ test('checkWritable refuses a key or value a built-in serde cannot write, naming
   checkWritable(Serdes.JSON() as Serde<unknown>, 'value', { a: [1] }, 'a', 'topic', 'words')
   checkWritable({ name: 'Custom', serialize: () => null, deserialize: () => null }, 'key', 42, 42, 'topic', 'words')
 })
+
+test('Bytes gives back a copy of bytes that are a view of a larger buffer (a fetched response), and whole buffers as they are', () => {
+  const response = Buffer.from('....the value....')
+  const view = response.subarray(4, 13)
+  const read = Serdes.Bytes().deserialize(view, 't') as Uint8Array
+  assert.deepEqual(Buffer.from(read), Buffer.from('the value'))
+  assert.notEqual(read.buffer, response.buffer, 'does not hold the response')
+  const whole = new Uint8Array([1, 2, 3])
+  assert.equal(Serdes.Bytes().deserialize(whole, 't'), whole)
+  assert.equal(Serdes.Bytes().deserialize(null, 't'), null)
+})
