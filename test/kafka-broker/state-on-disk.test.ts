@@ -13,7 +13,7 @@ const KEYS = Number(process.env.PUNCTUAL_KAFKA_DISK_KEYS ?? 600_000)
  * The heap the instance is given, in MB (`--max-old-space-size`); 8 MB of it hold the code of the
  * direct fetch's wire library (@platformatic/kafka).
  */
-const HEAP_MB = Number(process.env.PUNCTUAL_KAFKA_DISK_HEAP_MB ?? 72)
+const HEAP_MB = Number(process.env.PUNCTUAL_KAFKA_DISK_HEAP_MB ?? 70)
 
 describe('KafkaRuntime: state larger than the heap', () => {
   const broker = onSharedBroker('sd')
