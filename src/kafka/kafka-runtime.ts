@@ -181,6 +181,8 @@ export class KafkaRuntime implements StreamsRuntime {
     const made: Array<() => Promise<unknown>> = []
     try {
       const supplier = await this.suppliedBy
+      // Asked for and not installed: said before anything connects.
+      if (config.directFetch === true) await loadWire()
       const fingerprint = topologyFingerprint(this.topology)
       const topics = (this.topics = new InternalTopics(supplier, config, logger))
       const { plan, counts } = await topics.prepare(this.topology, fingerprint)
@@ -248,7 +250,6 @@ export class KafkaRuntime implements StreamsRuntime {
         await globals.reader?.stop()
         globals.stores.close()
       })
-      if (config.directFetch === true) await loadWire()
       const wire = config.directFetch === false ? undefined : await supplier.getFetchWire?.(config.bootstrapServers, clientId)
       // Closed at stop with the other parts; here only if the start fails before they exist.
       if (wire !== undefined) made.push(async () => wire.close())
