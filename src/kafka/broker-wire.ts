@@ -130,10 +130,7 @@ export async function wireAvailable(): Promise<boolean> {
 export async function connectWire(bootstrapServers: string, clientId: string): Promise<ClusterWire> {
   const lib = await loadWire()
   const fetchApi = lib.createAPI(1, 12, lib.fetchV12.createRequest, parseFetch)
-  const bootstrap = bootstrapServers.split(',').map((s) => {
-    const at = s.trim().lastIndexOf(':')
-    return { host: s.trim().slice(0, at), port: Number(s.trim().slice(at + 1)) }
-  })
+  const bootstrap = parseBootstrap(bootstrapServers)
   let brokers: ReadonlyMap<number, { host: string; port: number }> = new Map()
   const links = new Map<number, BrokerLink & { connection: WireConnection }>()
   let metadataLink: { connection: WireConnection; ready: Promise<void> } | undefined
@@ -246,6 +243,16 @@ export function unframeXerial(data: Buffer, block: (raw: Buffer) => Buffer): Buf
     pos += length
   }
   return parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts)
+}
+
+/** `host:port[,host:port...]`, an IPv6 host in brackets (`[::1]:9092`) as librdkafka takes it. */
+export function parseBootstrap(servers: string): Array<{ host: string; port: number }> {
+  return servers.split(',').map((entry) => {
+    const s = entry.trim()
+    const at = s.lastIndexOf(':')
+    const host = s.slice(0, at)
+    return { host: host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host, port: Number(s.slice(at + 1)) }
+  })
 }
 
 interface MetadataResponse {

@@ -38,6 +38,17 @@ const LEADER_MOVED = new Set([
 ])
 const OFFSET_OUT_OF_RANGE = 1
 
+/** The fetcher's waits between retries, and the time they are measured by (tests give a virtual one). */
+export interface RetryTimer {
+  now(): number
+  sleep(ms: number): Promise<void>
+}
+
+const REAL_TIME: RetryTimer = {
+  now: () => Date.now(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+}
+
 /** One input partition as the direct fetcher reads it. */
 interface Fetched {
   readonly ref: TopicPartitionRef
@@ -92,6 +103,7 @@ export class DirectFetcher implements InputFetcher {
     private readonly onError: (err: { message: string; code: number }) => void,
     private readonly logger: Logger,
     private readonly maxHeld = 50_000,
+    private readonly time: RetryTimer = REAL_TIME,
   ) {}
 
   add(topic: string, partition: number, position: number): FetchedPartition {
@@ -194,10 +206,10 @@ export class DirectFetcher implements InputFetcher {
     void (async () => {
       try {
         for (;;) {
-          const wait = this.lastRefreshAt + RETRY_MS - Date.now()
-          if (wait > 0) await sleep(wait)
+          const wait = this.lastRefreshAt + RETRY_MS - this.time.now()
+          if (wait > 0) await this.time.sleep(wait)
           if (!this.running) return
-          this.lastRefreshAt = Date.now()
+          this.lastRefreshAt = this.time.now()
           const topics = [...new Set([...this.partitions.values()].map((p) => p.ref.topic))]
           try {
             const { leaders } = await this.wire.metadata(topics)
@@ -323,7 +335,7 @@ export class DirectFetcher implements InputFetcher {
       this.brokerRetryMs.set(node, Math.min(MAX_RETRY_MS, ms * 2))
       this.logger.warn({ err, broker: node }, `fetching from broker ${node} failed (${(err as Error).message}): looking up the partitions' leaders again in ${ms} ms`)
       for (const p of partitions) p.leader = undefined
-      await sleep(ms)
+      await this.time.sleep(ms)
       return undefined
     } finally {
       this.requests.delete(out)
@@ -383,7 +395,7 @@ export class DirectFetcher implements InputFetcher {
   private async metadataBackOff(): Promise<void> {
     const ms = this.metadataRetryMs
     this.metadataRetryMs = Math.min(MAX_RETRY_MS, ms * 2)
-    await sleep(ms)
+    await this.time.sleep(ms)
   }
 
   /**
@@ -412,8 +424,4 @@ const TIMED_OUT = -185
 
 function key(topic: string, partition: number): string {
   return `${topic}:${partition}`
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { compressionsAlgorithms } from '@platformatic/kafka'
-import { connectWire, isXerialFramed } from '../../src/kafka/broker-wire.js'
+import { connectWire, isXerialFramed, parseBootstrap } from '../../src/kafka/broker-wire.js'
 
 /** Snappy data as Kafka's Java producer writes it: snappy-java's framing around raw snappy blocks. */
 function xerialFramed(blocks: Buffer[]): Buffer {
@@ -32,5 +32,13 @@ describe("the direct fetch's wire", () => {
     assert.deepEqual(wire.decompress(2, raw), one)
     assert.throws(() => wire.decompress(2, framed.subarray(0, framed.length - 3)), /corrupt snappy framing/)
     wire.close()
+  })
+
+  it('reads the bootstrap servers as librdkafka does, an IPv6 host in brackets', () => {
+    assert.deepEqual(parseBootstrap('a.example:9092, 10.0.0.1:9093,[::1]:9094'), [
+      { host: 'a.example', port: 9092 },
+      { host: '10.0.0.1', port: 9093 },
+      { host: '::1', port: 9094 },
+    ])
   })
 })

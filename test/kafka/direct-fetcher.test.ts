@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { DirectFetcher } from '../../src/kafka/direct-fetcher.js'
+import type { RetryTimer } from '../../src/kafka/direct-fetcher.js'
 import type { BrokerLink, ClusterMetadata, ClusterWire, FetchRequest, PartitionFetched, PartitionLeader } from '../../src/kafka/broker-wire.js'
 import type { FetchingConsumer, TopicPartitionRef } from '../../src/kafka/fetcher.js'
 import type { FetchedPartition } from '../../src/kafka/fetched-partition.js'
@@ -32,9 +33,13 @@ class FakeCluster implements ClusterWire {
     throw new Error('no compression here')
   }
 
+  /** What the metadata names as leaders, when it is stale (the brokers answer by `leaders`). */
+  staleLeaders: Map<string, PartitionLeader> | undefined
+
   metadata(): Promise<ClusterMetadata> {
     this.metadataCalls++
-    return Promise.resolve({ leaders: new Map(this.leaders), brokers: new Map([...new Set([...this.leaders.values()].map((l) => l.nodeId))].map((n) => [n, { host: 'h', port: n }])) })
+    const named = this.staleLeaders ?? this.leaders
+    return Promise.resolve({ leaders: new Map(named), brokers: new Map([...new Set([...named.values()].map((l) => l.nodeId))].map((n) => [n, { host: 'h', port: n }])) })
   }
 
   link(node: number): BrokerLink {
@@ -88,6 +93,18 @@ class FakeConsumer implements FetchingConsumer {
 const warnings: string[] = []
 const logger: Logger = { debug: () => {}, info: () => {}, warn: (_f: unknown, m?: string) => void warnings.push(m ?? ''), error: () => {} }
 
+/** Virtual time for the fetcher's retry waits: a wait moves it on at once (on the next turn of the event loop). */
+class VirtualTime implements RetryTimer {
+  ms = 0
+  now(): number {
+    return this.ms
+  }
+  sleep(ms: number): Promise<void> {
+    this.ms += ms
+    return new Promise((resolve) => setImmediate(resolve))
+  }
+}
+
 function setUp(logs: Record<string, FakeLog>, leaders: Record<string, number>, maxHeld = 1000) {
   const cluster = new FakeCluster()
   for (const [k, log] of Object.entries(logs)) cluster.logs.set(k, log)
@@ -95,8 +112,9 @@ function setUp(logs: Record<string, FakeLog>, leaders: Record<string, number>, m
   const consumer = new FakeConsumer()
   const errors: string[] = []
   let appended = 0
-  const fetcher = new DirectFetcher(consumer, cluster, 1, () => void appended++, (err) => void errors.push(err.message), logger, maxHeld)
-  return { cluster, consumer, fetcher, errors, appended: () => appended }
+  const time = new VirtualTime()
+  const fetcher = new DirectFetcher(consumer, cluster, 1, () => void appended++, (err) => void errors.push(err.message), logger, maxHeld, time)
+  return { cluster, consumer, fetcher, errors, time, appended: () => appended }
 }
 
 /** Reads what a partition holds from `from` to its end: the values read, in order. */
@@ -108,7 +126,7 @@ function drain(p: FetchedPartition, from: number): { values: string[]; next: num
   return { values, next: offset }
 }
 
-/** Waits until `condition` (the fetcher's retries wait 100 ms and more): fails after 10 s. */
+/** Waits until `condition`: fails after 10 s (the fetcher's own waits are virtual; the fake cluster answers at once). */
 async function until(what: string, condition: () => boolean): Promise<void> {
   const deadline = Date.now() + 10_000
   while (!condition() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 1))
@@ -250,17 +268,33 @@ describe('the direct fetcher', () => {
   })
 
   it('asks for the metadata at most once per 100 ms while a partition has no leader, however often it is woken', async () => {
-    const { cluster, fetcher } = setUp({ 't:0': { start: 0, values: values(0, 3) } }, {})
+    const { cluster, fetcher, time } = setUp({ 't:0': { start: 0, values: values(0, 3) } }, {})
     fetcher.add('t', 0, 0)
     fetcher.start()
-    const started = Date.now()
-    for (let i = 0; i < 50; i++) {
+    for (let i = 0; i < 200; i++) {
       fetcher.fetchFrom([{ topic: 't', partition: 0, offset: 0 }])
-      await new Promise((resolve) => setTimeout(resolve, 5))
+      await new Promise((resolve) => setImmediate(resolve))
     }
-    const elapsed = Date.now() - started
     await fetcher.stop()
-    assert.ok(cluster.metadataCalls <= Math.ceil(elapsed / 100) + 1, `${cluster.metadataCalls} metadata requests in ${elapsed} ms`)
+    assert.ok(cluster.metadataCalls >= 2, 'asked again while there is no leader')
+    assert.ok(cluster.metadataCalls <= Math.floor(time.ms / 100) + 1, `${cluster.metadataCalls} metadata requests in ${time.ms} ms`)
+  })
+
+  it('asks again at most once per 100 ms while the metadata names a broker that is not the leader', async () => {
+    const { cluster, fetcher, time, errors } = setUp({ 't:0': { start: 0, values: values(0, 3) } }, { 't:0': 2 })
+    cluster.staleLeaders = new Map([['t:0', { nodeId: 1, epoch: 0 }]])
+    const p = fetcher.add('t', 0, 0)
+    fetcher.start()
+    fetcher.fetchFrom([{ topic: 't', partition: 0, offset: 0 }])
+    for (let i = 0; i < 200; i++) await new Promise((resolve) => setImmediate(resolve))
+    assert.ok(cluster.metadataCalls >= 2)
+    assert.ok(cluster.metadataCalls <= Math.floor(time.ms / 100) + 1, `${cluster.metadataCalls} metadata requests in ${time.ms} ms`)
+    // Once the metadata is right, the partition is read.
+    cluster.staleLeaders = undefined
+    await until('fetched to the end', () => p.caughtUp())
+    assert.deepEqual(drain(p, 0).values, values(0, 3))
+    await fetcher.stop()
+    assert.deepEqual(errors, [])
   })
 
   it('reports an error the broker answers that no retry mends', async () => {
