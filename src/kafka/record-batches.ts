@@ -95,6 +95,8 @@ export function decodeRecordBatches(
     count += decodeRecords(records, codec === 0 ? batchStart + BATCH_HEADER : 0, data.readInt32BE(batchStart + 57), baseOffset, readInt64(data, batchStart + 27), appendTime, from, out)
     next = lastOffset + 1
   }
+  // The reader lets go of the response (its records hold views of what they need).
+  reader.buf = EMPTY
   return { next: Math.max(next, from), count }
 }
 
@@ -147,9 +149,11 @@ function readInt64(buf: Buffer, at: number): number {
   return buf.readInt32BE(at) * 4_294_967_296 + buf.readUInt32BE(at + 4)
 }
 
+const EMPTY: Buffer = Buffer.alloc(0)
+
 /** Zig-zag varints read in place (one reader: decoding is synchronous). */
 const reader = {
-  buf: Buffer.alloc(0) as Buffer,
+  buf: EMPTY,
   pos: 0,
   varint(): number {
     const buf = this.buf
