@@ -68,7 +68,7 @@ interface Fetched {
 /**
  * Fetches the tasks' input partitions itself, with Kafka's Fetch request, from each partition's leader
  * (as Kafka's Java consumer does on its network thread), rather than through librdkafka: librdkafka's
- * client made a JavaScript object of every message on the event loop, about 3 µs each, which capped an
+ * client makes a JavaScript object of every message on the event loop, about 3 µs each, which holds an
  * instance below one Kafka Streams thread. A response's records stay one buffer; keys and values are
  * views of it. The group consumer still holds the group membership, the assignment and the offsets:
  * its partitions stay paused so that it never fetches, and it is polled only for its group events.
