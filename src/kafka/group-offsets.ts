@@ -22,12 +22,21 @@ export const TASK_TIMEOUT_MS = 300_000
 export const PENDING_OFFSETS_HINT =
   "a transaction holding offsets of the group is still pending on the broker (its markers not written, or a hanging transaction left by an offsets request that arrived after its transaction ended); find and abort hanging transactions with the broker's kafka-transactions.sh (find-hanging, abort), then start the application again"
 
-/** The member is no longer in the group as the commit's generation: the group refused the commit for good. */
+/**
+ * The member is no longer in the group as the commit's generation: the group refused the commit for
+ * good. A transaction's offsets refused so come back from librdkafka as abortable errors.
+ */
 const FENCED_COMMIT = new Set([
   22, // ILLEGAL_GENERATION
   25, // UNKNOWN_MEMBER_ID
   110, // FENCED_MEMBER_EPOCH
 ])
+
+/** Whether `err` is the group refusing offsets of a member it no longer has (not a fatal error of the client). */
+export function isMemberFenced(err: unknown): boolean {
+  const e = err as { code?: unknown; isFatal?: boolean } | undefined
+  return e !== undefined && e !== null && e.isFatal !== true && typeof e.code === 'number' && FENCED_COMMIT.has(e.code)
+}
 /**
  * Why an offset commit may not go through for a while without the member having lost its partitions:
  * the coordinator moved or is loading, a rebalance is under way, the broker is away.

@@ -9,7 +9,7 @@ import type { GroupConsumer } from './client-supplier.js'
 import { claimMark, formatCommitMark, NO_COMMIT, parseCommitMark } from './commit-numbers.js'
 import type { CommitMark } from './commit-numbers.js'
 import type { InputFetcher, TopicPartitionRef } from './fetcher.js'
-import { AssignmentLost, OffsetsUnanswered, PENDING_OFFSETS_HINT, TASK_TIMEOUT_MS } from './group-offsets.js'
+import { AssignmentLost, isMemberFenced, OffsetsUnanswered, PENDING_OFFSETS_HINT, TASK_TIMEOUT_MS } from './group-offsets.js'
 import type { GroupOffsets } from './group-offsets.js'
 import type { KafkaCommitBackend, PartitionOffset } from './kafka-commit-backend.js'
 import type { StreamsProducer } from './streams-producer.js'
@@ -109,7 +109,8 @@ export class KafkaTaskManager {
   async handleRevocation(partitions: TopicPartitionRef[]): Promise<void> {
     const { tasks, loop, restore } = this.parts
     const ids = this.leaving(partitions)
-    if (ids.length > 0) {
+    try {
+      if (ids.length === 0) return
       this.parts.logger.info({ tasks: ids.join(',') }, 'tasks revoked')
       restore.stop(ids)
       if (this.parts.isRunning() && !this.recovering) await loop.settled().catch((err: unknown) => this.unlessRecovering(err))
@@ -121,8 +122,11 @@ export class KafkaTaskManager {
         tasks.revoke(ids, () => loop.commitNow())
         await loop.settled().catch((err: unknown) => this.unlessRecovering(err))
       }
+    } finally {
+      // Whatever happened, the consumer is told: until it is, librdkafka holds the rebalance open and
+      // its member sends no heartbeat.
+      this.unassign(partitions)
     }
-    this.unassign(partitions)
   }
 
   /**
@@ -326,9 +330,17 @@ export class KafkaTaskManager {
     return 'stable'
   }
 
-  /** Handled after the events before it; a failure stops the runtime. */
+  /**
+   * Handled after the events before it. A failure stops the runtime, except, under exactly-once, the
+   * group refusing offsets of a member it no longer has: whichever step meets that error (a commit of
+   * revoked tasks, one that failed earlier and is met again here), the answer is the same as when the
+   * task loop meets it, the tasks are lost and the consumer joins again.
+   */
   private enqueue(step: () => Promise<void> | void): void {
-    this.rebalancing = this.rebalancing.then(step).catch((err: unknown) => this.parts.fail(err))
+    this.rebalancing = this.rebalancing.then(step).catch((err: unknown) => {
+      if (this.parts.exactlyOnce && !this.recovering && this.parts.isRunning() && isMemberFenced(err)) this.handleMemberFenced(err as Error)
+      else this.parts.fail(err)
+    })
   }
 
   /** A commit failure while tasks are revoked: nothing when a recovery is under way (its tasks are lost), else it stops the runtime. */
