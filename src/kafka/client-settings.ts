@@ -1,5 +1,6 @@
 import type { ValidKafkaRuntimeConfig } from './config.js'
 import type { ClientSettings } from './client-supplier.js'
+import { STATS_INTERVAL_MS } from './coordinator-watch.js'
 
 /**
  * The librdkafka settings of each client the runtime makes, in one place: punctual's defaults, then the
@@ -48,10 +49,14 @@ export function producerSettings(config: ValidKafkaRuntimeConfig, transactionalI
   }
 }
 
-/** The group consumer: KIP-848's protocol, offsets committed by the runtime, partition EOF events on. */
+/**
+ * The group consumer: KIP-848's protocol, offsets committed by the runtime, partition EOF events on, and
+ * statistics, from which the runtime sees whether it reaches its group coordinator (CoordinatorWatch).
+ */
 export function groupConsumerSettings(config: ValidKafkaRuntimeConfig, clientId: string, onRebalance: (err: { code: number }, partitions: Array<{ topic: string; partition: number }>) => void): ClientSettings {
   return {
     ...CONSUMER_DEFAULTS,
+    'statistics.interval.ms': STATS_INTERVAL_MS,
     ...config.client,
     ...config.consumer,
     'bootstrap.servers': config.bootstrapServers,

@@ -59,6 +59,8 @@ export interface CommittedOffset extends TopicPartitionRef {
 export interface ClientEventListeners {
   /** librdkafka's log lines. */
   'event.log': (line: LibrdkafkaLogLine) => void
+  /** librdkafka's statistics, a JSON document every `statistics.interval.ms`. */
+  'event.stats': (stats: { message: string }) => void
   /** librdkafka's errors (a fatal one ends the client). */
   'event.error': (err: ClientError) => void
   /** A fetch found nothing past the partition's position (`enable.partition.eof`). */

@@ -25,7 +25,8 @@ import { StateDirectory } from '../state/state-directory.js'
 import type { Logger } from '../util/logger.js'
 import { ChangelogRestore } from './changelog-restore.js'
 import type { ChangelogTopics } from './changelog-topics.js'
-import { CALL_TIMEOUT_MS, disconnected, promised, within } from './client-calls.js'
+import { CALL_TIMEOUT_MS, disconnected, promised, UNREACHABLE_TIMEOUT_MS, within } from './client-calls.js'
+import { CoordinatorWatch } from './coordinator-watch.js'
 import { watchReports } from './client-reports.js'
 import { baseClientId, groupConsumerSettings } from './client-settings.js'
 import { clientSupplierOf } from './client-supplier.js'
@@ -39,7 +40,7 @@ import { loadWire } from './broker-wire.js'
 import type { ClusterWire } from './broker-wire.js'
 import { readGlobalTopics } from './global-state.js'
 import type { GlobalState } from './global-state.js'
-import { GroupOffsets } from './group-offsets.js'
+import { GroupOffsets, isMemberFenced } from './group-offsets.js'
 import { clientIdWithServer } from './instance-metadata.js'
 import type { KeyQueryMetadata, StreamsMetadata } from './instance-metadata.js'
 import { InternalTopics } from './internal-topics.js'
@@ -55,11 +56,6 @@ import type { TopicPlan } from './topics.js'
 
 /** How long a stop waits for the rebalance handling under way, and then for its last commit, before it closes without it. */
 const STOP_WAIT_MS = 30_000
-/**
- * What the group answers a transaction's offsets from a member it no longer has (or of an older epoch):
- * ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (librdkafka makes them abortable errors).
- */
-const MEMBER_FENCED = new Set([22, 25, 110])
 /** How long closing waits for the group consumer to leave the group and disconnect. */
 const CONSUMER_DISCONNECT_WAIT_MS = 15_000
 
@@ -206,6 +202,8 @@ export class KafkaRuntime implements StreamsRuntime {
       consumer.setDefaultConsumeTimeout(500)
       consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
       watchReports(consumer, 'consumer', logger, (err) => this.fail(err))
+      const coordinator = new CoordinatorWatch(config.clock, UNREACHABLE_TIMEOUT_MS, config.bootstrapServers, logger, (err) => this.fail(err))
+      consumer.on('event.stats', (stats) => coordinator.observe(stats.message))
       const offsets = new GroupOffsets(consumer, logger)
       // Task state on local disk: each commit leaves it there, a restore goes on from it.
       const checkpoints = CheckpointStore.open(config.stateDir)
@@ -341,7 +339,7 @@ export class KafkaRuntime implements StreamsRuntime {
           // The consumer keeps polling meanwhile: librdkafka reports an offset commit's result through it.
           await this.loop.commitAndWait()
         })()
-        if (await within(committed, STOP_WAIT_MS)) await committed
+        if (await within(committed, STOP_WAIT_MS)) await committed.catch((err: unknown) => this.withoutLastTransaction(err))
         else this.logger.warn({ waitedMs: STOP_WAIT_MS }, 'stopping without the last commit: the cluster did not answer in time; its records are processed again after a restart')
         await parts.fetcher.stop()
         this.logger.info({ processedRecords: this.metrics().processedRecords }, 'stopping: committed')
@@ -435,9 +433,22 @@ export class KafkaRuntime implements StreamsRuntime {
   private onFailure(err: unknown): void {
     const e = err as { isTxnRequiresAbort?: boolean; isFatal?: boolean; code?: number }
     const manager = this.parts?.manager
-    if (manager !== undefined && this.config.processingGuarantee === 'exactly_once_v2' && e.isFatal !== true && MEMBER_FENCED.has(e.code ?? 0)) manager.handleMemberFenced(err as Error)
+    if (manager !== undefined && this.config.processingGuarantee === 'exactly_once_v2' && isMemberFenced(err)) manager.handleMemberFenced(err as Error)
     else if (manager !== undefined && this.config.processingGuarantee === 'exactly_once_v2' && (e.isTxnRequiresAbort === true || e.isFatal === true)) manager.handleCorruption(err as Error)
     else this.fail(err)
+  }
+
+  /**
+   * The last commit of a stop failed. Under exactly-once, a transaction that must be aborted (the group
+   * no longer has this member, as after a broker away longer than the session timeout; a record not
+   * delivered) loses nothing: it is aborted, and the tasks' next owner processes its records again from
+   * the last commit. Anything else stops the runtime with the error.
+   */
+  private async withoutLastTransaction(err: unknown): Promise<void> {
+    const abortable = this.config.processingGuarantee === 'exactly_once_v2' && (isMemberFenced(err) || (err as { isTxnRequiresAbort?: boolean }).isTxnRequiresAbort === true)
+    if (!abortable || this.parts === undefined) throw err
+    this.logger.warn({ err }, `stopping without the last commit: its transaction failed (${(err as Error).message}); it is aborted, and its records are processed again from the last commit`)
+    await this.parts.producer.abortAtStop()
   }
 
   /** Stops on a failure while running: tells the `'error'` listeners, or logs it when there are none. */
@@ -472,10 +483,14 @@ export class KafkaRuntime implements StreamsRuntime {
       }
     }
     await parts?.restore.close()
-    // Leaving the group revokes what is assigned: the rebalance callback still needs the consumer.
-    if (parts !== undefined && !(await disconnected(parts.consumer, CONSUMER_DISCONNECT_WAIT_MS))) this.logger.warn({}, 'the consumer did not leave the group in time')
-    parts?.offsets.close()
-    await parts?.producer.close()
+    // Leaving the group revokes what is assigned: the rebalance callback still needs the consumer (not
+    // the producer: nothing commits now). Both disconnect at once, so that a cluster that does not
+    // answer costs one wait, not two.
+    const leaving = async (): Promise<void> => {
+      if (parts !== undefined && !(await disconnected(parts.consumer, CONSUMER_DISCONNECT_WAIT_MS))) this.logger.warn({}, 'the consumer did not leave the group in time')
+      parts?.offsets.close()
+    }
+    await Promise.all([leaving(), parts?.producer.close()])
     await this.topics?.close()
     await parts?.committer.close()
     await this.metricsServer.close()

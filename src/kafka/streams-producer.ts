@@ -149,6 +149,21 @@ export class StreamsProducer {
     await this.connect(true)
   }
 
+  /**
+   * At a stop whose last transaction failed: aborts it if the producer can, so that read-committed
+   * readers need not wait out its timeout; a producer that cannot leaves it to that timeout, or to the
+   * next producer of its id.
+   */
+  async abortAtStop(): Promise<void> {
+    this.sink.discard()
+    const client = this.current()
+    try {
+      await promised('aborting the transaction', (cb) => client.abortTransaction(ABORT_TIMEOUT_MS, cb), ABORT_TIMEOUT_MS)
+    } catch (err) {
+      this.logger.warn({ code: (err as { code?: number }).code }, `the last transaction could not be aborted (${(err as Error).message}); it ends at its timeout`)
+    }
+  }
+
   /** Disconnects the producer (an open transaction is left to its timeout, or to the next producer of the id). */
   async close(): Promise<void> {
     const client = this.client

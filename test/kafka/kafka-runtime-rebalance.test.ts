@@ -280,6 +280,28 @@ describe('KafkaRuntime on mock clients: rebalance and recovery', () => {
     assertExactlyOnce(c, keyCounts([[0, 8], [1, 4]]))
   })
 
+  it('exactly-once, a stop whose last commit the group refuses because it dropped this member: the transaction is aborted, the stop ends cleanly, and the output stays exactly once', async () => {
+    const c = cluster()
+    const { rt, consumer } = await started(c, 'exactly_once_v2', { commitIntervalMs: 3_600_000 })
+    consumer.groupAssigns(BOTH)
+    feed(c, 0, 8)
+    feed(c, 1, 4)
+    await until('the records are processed', () => rt.metrics().processedRecords === 12)
+    assert.ok(c.openRecords(OUT) > 0, 'their output waits in the open transaction')
+    // A broker away past the session timeout: the group dropped the member, and the stop's commit is refused.
+    consumer.fenced = true
+    await rt.stop()
+    assert.equal(rt.state, 'NOT_RUNNING')
+    assert.equal(c.openRecords(OUT), 0, "the refused transaction's output is aborted")
+    assert.equal(committedOffset(c, 0), undefined)
+    // The next owner processes every record from the last commit: exactly once.
+    const next = await started(c, 'exactly_once_v2')
+    next.consumer.groupAssigns(BOTH)
+    await until('every record is committed', () => committedOffset(c, 0) === 8 && committedOffset(c, 1) === 4)
+    await next.rt.stop()
+    assertExactlyOnce(c, keyCounts([[0, 8], [1, 4]]))
+  })
+
   it('a fenced producer is replaced: its transaction is aborted, the tasks go back to their last commit, and the output stays exactly once', async () => {
     const c = cluster()
     feed(c, 0, 10)
