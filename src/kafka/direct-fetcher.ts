@@ -204,6 +204,7 @@ export class DirectFetcher implements InputFetcher {
     if (this.refreshing || !this.running) return
     this.refreshing = true
     void (async () => {
+      let failures = 0
       try {
         for (;;) {
           const wait = this.lastRefreshAt + RETRY_MS - this.time.now()
@@ -214,8 +215,11 @@ export class DirectFetcher implements InputFetcher {
           try {
             const { leaders } = await this.wire.metadata(topics)
             for (const [k, p] of this.partitions) p.leader = leaders.get(k)
+            if (failures > 0) this.logger.info({ failures }, `the cluster's metadata is read again, after ${failures} failed attempts`)
+            failures = 0
           } catch (err) {
-            this.logger.warn({ err }, `the cluster's metadata could not be read (${(err as Error).message}): asking again in ${this.metadataRetryMs} ms`)
+            // One warning while the cluster is away; the attempts after it are debug lines.
+            this.logger[failures++ === 0 ? 'warn' : 'debug']({ err }, `the cluster's metadata could not be read (${(err as Error).message}): asking again in ${this.metadataRetryMs} ms`)
             await this.metadataBackOff()
             continue
           }
@@ -333,7 +337,8 @@ export class DirectFetcher implements InputFetcher {
       if (!this.running) return undefined
       const ms = this.brokerRetryMs.get(node) ?? RETRY_MS
       this.brokerRetryMs.set(node, Math.min(MAX_RETRY_MS, ms * 2))
-      this.logger.warn({ err, broker: node }, `fetching from broker ${node} failed (${(err as Error).message}): looking up the partitions' leaders again in ${ms} ms`)
+      // A warning at the first failure; while the broker stays away, debug lines.
+      this.logger[ms === RETRY_MS ? 'warn' : 'debug']({ err, broker: node }, `fetching from broker ${node} failed (${(err as Error).message}): looking up the partitions' leaders again in ${ms} ms`)
       for (const p of partitions) p.leader = undefined
       await this.time.sleep(ms)
       return undefined
