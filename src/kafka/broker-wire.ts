@@ -72,27 +72,29 @@ export interface ClusterWire {
 }
 
 /** What the wire needs of `@platformatic/kafka` (the names it exports). */
-interface WireLibrary {
+export interface WireLibrary {
   Connection: new (clientId: string, options?: object) => WireConnection
   createAPI(apiKey: number, apiVersion: number, createRequest: (...args: never[]) => unknown, parse: (correlationId: number, apiKey: number, apiVersion: number, reader: WireReader) => unknown): WireApi
+  Writer: { create(): unknown }
   fetchV12: { createRequest: (...args: never[]) => unknown }
   metadataV12: { api: WireApi }
   listOffsetsV9: { api: WireApi }
+  findCoordinatorV6: { api: WireApi }
   compressionsAlgorithmsByBitmask: Record<number, { decompressSync(data: Buffer): Buffer; available?: boolean } | undefined>
 }
 
-interface WireConnection {
+export interface WireConnection {
   readonly status: string
   connect(host: string, port: number): Promise<void>
   close(): Promise<void>
   on(event: 'error', listener: (err: Error) => void): unknown
 }
 
-interface WireApi {
+export interface WireApi {
   async(connection: WireConnection, ...args: unknown[]): Promise<unknown>
 }
 
-interface WireReader {
+export interface WireReader {
   position: number
   buffer: { slice(start: number, end: number): Buffer }
   readInt8(): number
@@ -126,6 +128,24 @@ export async function wireAvailable(): Promise<boolean> {
   }
 }
 
+/** A connection being made, and when it is ready. */
+export interface WireLink {
+  readonly connection: WireConnection
+  readonly ready: Promise<void>
+}
+
+/** A connection to `host:port`, named `clientId`. */
+export function openLink(lib: WireLibrary, clientId: string, host: string, port: number): WireLink {
+  // A request unanswered for 10 s fails (a fetch waits 100 ms at most on the broker): its broker is looked up again.
+  const connection = new lib.Connection(clientId, { requestTimeout: 10_000 })
+  // A socket error also fails the requests out on it, which is how their callers hear of it; unheard,
+  // the connection's 'error' event would end the process.
+  connection.on('error', () => {})
+  const ready = connection.connect(host, port)
+  ready.catch(() => {})
+  return { connection, ready }
+}
+
 /** The cluster at `bootstrapServers` (`host:port,...`), plaintext, connections named `clientId`. */
 export async function connectWire(bootstrapServers: string, clientId: string): Promise<ClusterWire> {
   const lib = await loadWire()
@@ -133,19 +153,10 @@ export async function connectWire(bootstrapServers: string, clientId: string): P
   const bootstrap = parseBootstrap(bootstrapServers)
   let brokers: ReadonlyMap<number, { host: string; port: number }> = new Map()
   const links = new Map<number, BrokerLink & { connection: WireConnection }>()
-  let metadataLink: { connection: WireConnection; ready: Promise<void> } | undefined
+  let metadataLink: WireLink | undefined
   let next = 0
 
-  const open = (host: string, port: number): { connection: WireConnection; ready: Promise<void> } => {
-    // A request unanswered for 10 s fails (a fetch waits 100 ms at most on the broker): its broker is looked up again.
-    const connection = new lib.Connection(clientId, { requestTimeout: 10_000 })
-    // A socket error also fails the requests out on it, which is how the fetcher hears of it; unheard,
-    // the connection's 'error' event would end the process.
-    connection.on('error', () => {})
-    const ready = connection.connect(host, port)
-    ready.catch(() => {})
-    return { connection, ready }
-  }
+  const open = (host: string, port: number): WireLink => openLink(lib, clientId, host, port)
   /** A connection the broker closed (idle too long, restarted) is made again rather than failing the next request. */
   const gone = (connection: WireConnection): boolean => connection.status === 'closed' || connection.status === 'error'
 
@@ -265,7 +276,7 @@ interface ListOffsetsResponse {
 }
 
 /** The library throws a response holding an error code, with the response attached: partition errors are read from it. */
-function responseOf(err: unknown): unknown {
+export function responseOf(err: unknown): unknown {
   const response = (err as { response?: unknown }).response
   if (response !== undefined) return response
   throw err

@@ -1,0 +1,209 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import type { PunctualError } from '../../src/errors.js'
+import { StreamsGroupMember } from '../../src/kafka/streams-group/member.js'
+import type { StreamsAssignment } from '../../src/kafka/streams-group/member.js'
+import type { GroupStatus, HeartbeatRequest, HeartbeatResponse, TaskIds } from '../../src/kafka/streams-group/protocol.js'
+import { ManualClock } from '../../src/time/clock.js'
+import { silentLogger } from '../../src/util/logger.js'
+
+const TOPOLOGY = [{ id: '0', sourceTopics: ['in'], repartitionSinkTopics: [], stateChangelogTopics: [], repartitionSourceTopics: [], copartitionGroups: [] }]
+const INTERVAL = 5_000
+
+/** A coordinator the test answers by hand: each heartbeat waits for `answer`. */
+function coordinator() {
+  const requests: HeartbeatRequest[] = []
+  const waiting: Array<{ resolve: (r: HeartbeatResponse) => void; reject: (e: Error) => void }> = []
+  return {
+    requests,
+    send: (r: HeartbeatRequest): Promise<HeartbeatResponse> => {
+      requests.push(r)
+      return new Promise((resolve, reject) => waiting.push({ resolve, reject }))
+    },
+    pending: (): number => waiting.length,
+    answer(r: Partial<HeartbeatResponse> & { epoch?: number; active?: string[]; standby?: string[] }): void {
+      const w = waiting.shift()
+      if (w === undefined) throw new Error('no heartbeat is waiting for an answer')
+      const lists = (ids: string[]): TaskIds[] => [...new Set(ids.map((i) => i.split('_')[0] as string))].map((s) => ({ subtopologyId: s, partitions: ids.filter((i) => i.startsWith(`${s}_`)).map((i) => Number(i.split('_')[1])) }))
+      w.resolve({
+        errorCode: 0,
+        errorMessage: null,
+        memberId: 'm1',
+        memberEpoch: r.epoch ?? 1,
+        heartbeatIntervalMs: INTERVAL,
+        acceptableRecoveryLag: 10_000,
+        taskOffsetIntervalMs: 60_000,
+        status: [],
+        assigned: r.active === undefined ? undefined : { active: lists(r.active), standby: lists(r.standby ?? []), warmup: [] },
+        endpointInformationEpoch: 0,
+        partitionsByUserEndpoint: undefined,
+        ...r,
+      })
+    },
+    fail(err: Error): void {
+      waiting.shift()?.reject(err)
+    },
+  }
+}
+
+function member() {
+  const clock = new ManualClock(1_000)
+  const c = coordinator()
+  const calls: string[] = []
+  const statuses: Array<readonly GroupStatus[]> = []
+  const fatal: PunctualError[] = []
+  let release: (() => void) | undefined
+  const m = new StreamsGroupMember(
+    { groupId: 'app', memberId: 'm1', processId: 'p1', topology: TOPOLOGY, rebalanceTimeoutMs: 300_000 },
+    c.send,
+    {
+      revoke: async (tasks) => {
+        calls.push(`revoke ${tasks.join(',')}`)
+        await new Promise<void>((resolve) => (release = resolve))
+      },
+      assign: async (a: StreamsAssignment) => {
+        calls.push(`assign active ${[...a.active].sort().join(',')} standby ${[...a.standby].sort().join(',')}`)
+      },
+      lost: () => calls.push('lost'),
+      status: (s) => statuses.push(s),
+      fatal: (e) => fatal.push(e),
+    },
+    clock,
+    clock,
+    silentLogger,
+  )
+  /** Lets promise callbacks run (the member's reactions to an answer). */
+  const settle = async (): Promise<void> => {
+    for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r))
+  }
+  return { m, c, clock, calls, statuses, fatal, settle, releaseRevoke: () => release?.() }
+}
+
+const owned = (r: HeartbeatRequest | undefined): string | undefined => (r?.owned === undefined ? undefined : `${r.owned.active.map((t) => `${t.subtopologyId}:${t.partitions.join('.')}`).join(' ')} | ${r.owned.standby.map((t) => `${t.subtopologyId}:${t.partitions.join('.')}`).join(' ')}`)
+
+describe('StreamsGroupMember', () => {
+  it('joins with its topology at epoch 0, takes its assignment, acknowledges it at once, then heartbeats at the interval without the unchanged task lists', async () => {
+    const { m, c, clock, calls, settle } = member()
+    m.start()
+    const join = c.requests[0] as HeartbeatRequest
+    assert.equal(join.memberEpoch, 0)
+    assert.equal(join.memberId, 'm1')
+    assert.equal(join.processId, 'p1')
+    assert.equal(join.rebalanceTimeoutMs, 300_000)
+    assert.deepEqual(join.topology, { epoch: 0, subtopologies: TOPOLOGY })
+    assert.equal(owned(join), ' | ')
+    c.answer({ epoch: 3, active: ['0_0', '0_1'], standby: ['0_2'] })
+    await settle()
+    assert.deepEqual(calls, ['assign active 0_0,0_1 standby 0_2'])
+    // The acknowledgement goes at once: it reports what is owned now.
+    clock.advance(0)
+    assert.equal(c.requests.length, 2)
+    const ack = c.requests[1] as HeartbeatRequest
+    assert.equal(ack.memberEpoch, 3)
+    assert.equal(ack.topology, undefined)
+    assert.equal(ack.rebalanceTimeoutMs, -1)
+    assert.equal(owned(ack), '0:0.1 | 0:2')
+    c.answer({ epoch: 3 })
+    await settle()
+    clock.advance(INTERVAL - 1)
+    assert.equal(c.requests.length, 2, 'the next heartbeat waits for the interval')
+    clock.advance(1)
+    assert.equal(c.requests.length, 3)
+    assert.equal(owned(c.requests[2]), undefined, 'unchanged task lists are not sent')
+    assert.equal(m.memberEpoch, 3)
+  })
+
+  it('revokes the active tasks the group takes away before it takes the new assignment, and acknowledges only once the revocation is done', async () => {
+    const { c, clock, calls, settle, releaseRevoke, m } = member()
+    m.start()
+    c.answer({ epoch: 1, active: ['0_0', '0_1'] })
+    await settle()
+    clock.advance(0)
+    c.answer({ epoch: 1 })
+    await settle()
+    clock.advance(INTERVAL)
+    // A second member joined: the group takes 0_1 away.
+    c.answer({ epoch: 2, active: ['0_0'] })
+    await settle()
+    assert.deepEqual(calls, ['assign active 0_0,0_1 standby ', 'revoke 0_1'])
+    clock.advance(INTERVAL)
+    const whileRevoking = c.requests.at(-1) as HeartbeatRequest
+    assert.equal(owned(whileRevoking), undefined, 'while it revokes, the member still owns 0_1 and says nothing new')
+    c.answer({ epoch: 2 })
+    await settle()
+    releaseRevoke()
+    await settle()
+    assert.deepEqual(calls, ['assign active 0_0,0_1 standby ', 'revoke 0_1', 'assign active 0_0 standby '])
+    clock.advance(0)
+    assert.equal(owned(c.requests.at(-1)), '0:0 | ', 'the acknowledgement reports 0_0 alone')
+    assert.deepEqual([...m.assignment.active], ['0_0'])
+  })
+
+  it('fenced (FENCED_MEMBER_EPOCH): every task is lost, and it joins again at epoch 0 with the same member id and its topology', async () => {
+    const { c, clock, calls, settle, m } = member()
+    m.start()
+    c.answer({ epoch: 4, active: ['0_0'] })
+    await settle()
+    clock.advance(0)
+    c.answer({ epoch: 4 })
+    await settle()
+    clock.advance(INTERVAL)
+    c.answer({ errorCode: 110, errorMessage: 'The member epoch is fenced', epoch: 0 })
+    await settle()
+    assert.deepEqual(calls, ['assign active 0_0 standby ', 'lost'])
+    assert.equal(m.assignment.active.size, 0)
+    clock.advance(0)
+    const rejoin = c.requests.at(-1) as HeartbeatRequest
+    assert.equal(rejoin.memberEpoch, 0)
+    assert.equal(rejoin.memberId, 'm1')
+    assert.deepEqual(rejoin.topology?.subtopologies, TOPOLOGY)
+  })
+
+  it('a refusal for good (STREAMS_INVALID_TOPOLOGY) is fatal, naming the error; a coordinator away is asked again with growing pauses', async () => {
+    const a = member()
+    a.m.start()
+    a.c.answer({ errorCode: 130, errorMessage: 'Changelog topic x must have an undefined partition count' })
+    await a.settle()
+    assert.equal(a.fatal.length, 1)
+    assert.match((a.fatal[0] as PunctualError).message, /STREAMS_INVALID_TOPOLOGY: Changelog topic x/)
+    a.clock.advance(60_000)
+    assert.equal(a.c.requests.length, 1, 'nothing more is sent')
+
+    const b = member()
+    b.m.start()
+    b.c.fail(new Error('connect ECONNREFUSED'))
+    await b.settle()
+    b.clock.advance(499)
+    assert.equal(b.c.requests.length, 1)
+    b.clock.advance(1)
+    assert.equal(b.c.requests.length, 2)
+    b.c.answer({ errorCode: 16, errorMessage: 'not coordinator' })
+    await b.settle()
+    b.clock.advance(999)
+    assert.equal(b.c.requests.length, 2)
+    b.clock.advance(1)
+    assert.equal(b.c.requests.length, 3, 'the pause doubled')
+    assert.equal((b.c.requests[2] as HeartbeatRequest).memberEpoch, 0)
+  })
+
+  it("tells the group's statuses when they change, and leaves with epoch -1", async () => {
+    const { c, clock, statuses, settle, m } = member()
+    m.start()
+    c.answer({ epoch: 1, status: [{ code: 3, detail: 'Internal topics are missing: [app-x-changelog]' }] })
+    await settle()
+    clock.advance(INTERVAL)
+    c.answer({ epoch: 1, status: [{ code: 3, detail: 'Internal topics are missing: [app-x-changelog]' }] })
+    await settle()
+    clock.advance(INTERVAL)
+    c.answer({ epoch: 1, status: [] })
+    await settle()
+    assert.deepEqual(statuses, [[{ code: 3, detail: 'Internal topics are missing: [app-x-changelog]' }], []])
+    const leaving = m.leave()
+    await settle()
+    assert.equal((c.requests.at(-1) as HeartbeatRequest).memberEpoch, -1)
+    c.answer({ epoch: -1 })
+    await leaving
+    clock.advance(60_000)
+    assert.equal(c.pending(), 0)
+  })
+})
