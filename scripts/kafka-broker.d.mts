@@ -8,3 +8,4 @@ export function provision(): string
 export function startBroker(): Promise<StartedBroker>
 export function restartBroker(dir: string): Promise<StartedBroker>
 export function stopBroker(dir: string, options?: { keep?: boolean }): Promise<void>
+export function kafkaTool(mainClass: string, args: readonly string[]): { status: number | null; stdout: string; stderr: string }

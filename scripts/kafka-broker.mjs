@@ -32,7 +32,8 @@ function cacheDir() {
 /** Resolves the broker's jars into the cache (once per machine); returns their directory. */
 export function provision() {
   const libs = join(cacheDir(), 'libs')
-  if (existsSync(libs) && readdirSync(libs).some((f) => f.startsWith('kafka_2.13-'))) return libs
+  // The broker and the command-line tools (a cache resolved before the tools were added is resolved again).
+  if (existsSync(libs) && readdirSync(libs).some((f) => f.startsWith('kafka_2.13-')) && readdirSync(libs).includes(`kafka-tools-${KAFKA_VERSION}.jar`)) return libs
   const work = mkdtempSync(join(tmpdir(), 'punctual-kafka-provision-'))
   const partial = `${libs}.partial-${process.pid}`
   try {
@@ -84,6 +85,16 @@ function accepts(port) {
 
 function java(libs, args, options) {
   return spawnSync('java', ['-cp', join(libs, '*'), ...args], options)
+}
+
+/**
+ * Runs one of Kafka's command-line tools by its class (kafka-streams-groups.sh is
+ * `org.apache.kafka.tools.streams.StreamsGroupCommand`, kafka-configs.sh `org.apache.kafka.tools.ConfigCommand`);
+ * returns its exit status and output.
+ */
+export function kafkaTool(mainClass, args) {
+  const r = java(provision(), [LOG4J, mainClass, ...args], { encoding: 'utf8' })
+  return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' }
 }
 
 /**

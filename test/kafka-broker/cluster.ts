@@ -50,6 +50,11 @@ export class TestCluster {
     throw new Error(`topic ${topic} did not appear`)
   }
 
+  /** The names of the topics on the cluster. */
+  async topics(): Promise<string[]> {
+    return this.admin.listTopics()
+  }
+
   /** Deletes every topic whose name starts with `prefix`. */
   async deleteTopics(prefix: string): Promise<void> {
     const ours = (await this.admin.listTopics()).filter((t) => t.startsWith(prefix))

@@ -1,0 +1,145 @@
+import assert from 'node:assert/strict'
+import { afterEach, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { kafkaTool } from '../../scripts/kafka-broker.mjs'
+import { StreamsBuilder } from '../../src/index.js'
+import { connectStreamsGroup } from '../../src/kafka/streams-group/group-wire.js'
+import type { StreamsGroupWire } from '../../src/kafka/streams-group/group-wire.js'
+import { StreamsGroupMember } from '../../src/kafka/streams-group/member.js'
+import type { StreamsAssignment } from '../../src/kafka/streams-group/member.js'
+import type { HeartbeatRequest, HeartbeatResponse } from '../../src/kafka/streams-group/protocol.js'
+import { describeTopology } from '../../src/kafka/streams-group/topology-description.js'
+import { planTopics } from '../../src/kafka/topics.js'
+import { systemClock } from '../../src/time/clock.js'
+import { timerScheduler } from '../../src/time/scheduler.js'
+import { silentLogger } from '../../src/util/logger.js'
+import { bootstrapServers } from './cluster.js'
+import { onSharedBroker } from './shared-broker.js'
+import { until } from './workload.js'
+
+// Members of a Kafka streams group (KIP-1071), speaking StreamsGroupHeartbeat to the broker's group
+// coordinator: the broker places the tasks, active and standby, and creates the internal topics from
+// the topology the members send. Not yet the runtime's group protocol: these members run no tasks.
+
+const PARTITIONS = 4
+const scheduler = timerScheduler(systemClock)
+
+interface Joined {
+  readonly name: string
+  readonly member: StreamsGroupMember
+  readonly wire: StreamsGroupWire
+  readonly events: string[]
+  /** While set, heartbeats wait (a paused process). */
+  paused?: Promise<void>
+}
+
+describe('a streams group (KIP-1071) on the broker', () => {
+  const broker = onSharedBroker('sg')
+  const { run } = broker
+  const joined: Joined[] = []
+
+  afterEach(async () => {
+    for (const j of joined.splice(0)) {
+      await j.member.leave().catch(() => {})
+      j.wire.close()
+    }
+  })
+
+  /** A count per key of `${app}-in`, described for the coordinator. */
+  function topologyOf(app: string) {
+    const b = new StreamsBuilder()
+    b.stream<string, string>(`${app}-in`).groupByKey().count().toStream().to(`${app}-out`)
+    const topology = b.build()
+    return describeTopology(topology, app, planTopics(topology, app, new Map([[`${app}-in`, PARTITIONS], [`${app}-out`, PARTITIONS]])))
+  }
+
+  async function join(app: string, name: string): Promise<Joined> {
+    const wire = await connectStreamsGroup(bootstrapServers(), `${app}-${name}`, app)
+    const events: string[] = []
+    const j: Joined = { name, wire, events, member: undefined as unknown as StreamsGroupMember }
+    const send = async (r: HeartbeatRequest): Promise<HeartbeatResponse> => {
+      await j.paused
+      return wire.send(r)
+    }
+    const member = new StreamsGroupMember(
+      { groupId: app, memberId: `${app}-member-${name}`, processId: `${app}-process-${name}`, topology: topologyOf(app), rebalanceTimeoutMs: 10_000 },
+      send,
+      {
+        revoke: async (tasks) => void events.push(`revoke ${[...tasks].sort().join(',')}`),
+        assign: async (a: StreamsAssignment) => void events.push(`assign ${[...a.active].sort().join(',')} / ${[...a.standby].sort().join(',')}`),
+        lost: () => void events.push('lost'),
+        status: () => {},
+        fatal: (err) => void events.push(`fatal ${err.message}`),
+      },
+      systemClock,
+      scheduler,
+      silentLogger,
+    )
+    Object.assign(j, { member })
+    member.start()
+    joined.push(j)
+    return j
+  }
+
+  const actives = (js: readonly Joined[]): string[] => js.flatMap((j) => [...j.member.assignment.active]).sort()
+  const describeMembers = (app: string): string => {
+    const r = kafkaTool('org.apache.kafka.tools.streams.StreamsGroupCommand', ['--bootstrap-server', bootstrapServers(), '--describe', '--group', app, '--members'])
+    assert.equal(r.status, 0, r.stderr)
+    return r.stdout
+  }
+
+  it('three members with one standby replica: the broker creates the internal topics, gives each task one active owner and a standby on another process, and kafka-streams-groups.sh lists the members and their tasks', async () => {
+    const app = `${run}-three`
+    await broker.cluster.createTopic(`${app}-in`, PARTITIONS)
+    await broker.cluster.createTopic(`${app}-out`, PARTITIONS)
+    const set = kafkaTool('org.apache.kafka.tools.ConfigCommand', ['--bootstrap-server', bootstrapServers(), '--entity-type', 'groups', '--entity-name', app, '--alter', '--add-config', 'streams.num.standby.replicas=1'])
+    assert.equal(set.status, 0, set.stderr)
+    const members = [await join(app, 'a'), await join(app, 'b'), await join(app, 'c')]
+    const all = ['0_0', '0_1', '0_2', '0_3']
+    await until('every task has one active owner and one standby, on another member', async () => {
+      const standbys = members.flatMap((j) => [...j.member.assignment.standby]).sort()
+      return JSON.stringify(actives(members)) === JSON.stringify(all) && JSON.stringify(standbys) === JSON.stringify(all)
+    }, 60_000, () => members.map((j) => `${j.name}: ${j.events.join('; ')}`).join(' | '))
+    for (const j of members) for (const t of j.member.assignment.standby) assert.ok(!j.member.assignment.active.has(t), `${j.name} holds ${t} both active and standby`)
+    // The coordinator created the changelog topics from the topology.
+    const topics = await broker.cluster.topics()
+    assert.ok(topics.includes(`${app}-punctual-0-changelog`), 'the task changelog topic exists')
+    // Kafka's own tool sees the group as the members hold it.
+    await until('the tool shows every member', async () => describeMembers(app).split('\n').filter((l) => l.startsWith(app)).length === 3, 30_000)
+    const lines = describeMembers(app).split('\n').filter((l) => l.startsWith(app))
+    for (const j of members) {
+      const line = lines.find((l) => l.includes(`${app}-member-${j.name}`))
+      assert.ok(line !== undefined, `the tool lists member ${j.name}`)
+      assert.ok(line.includes(`${app}-process-${j.name}`))
+      const active = [...j.member.assignment.active].map((t) => t.split('_')[1]).sort().join(',')
+      assert.ok(line.includes(`ACTIVE: 0:[${active}]`), `${line} shows ACTIVE: 0:[${active}]`)
+      assert.ok(line.includes('STANDBY: 0:['), `${line} shows standby tasks`)
+    }
+  })
+
+  it('a member that leaves: its tasks move to the others; a member whose heartbeats stop past the session timeout is fenced, loses its tasks and joins again', async () => {
+    const app = `${run}-moves`
+    await broker.cluster.createTopic(`${app}-in`, PARTITIONS)
+    await broker.cluster.createTopic(`${app}-out`, PARTITIONS)
+    const a = await join(app, 'a')
+    const b = await join(app, 'b')
+    await until('the tasks are split between the two', async () => a.member.assignment.active.size === 2 && b.member.assignment.active.size === 2, 60_000)
+    const c = await join(app, 'c')
+    await until('three members share the tasks', async () => actives([a, b, c]).length === PARTITIONS && [a, b, c].every((j) => j.member.assignment.active.size > 0), 60_000)
+    assert.ok([a, b].some((j) => j.events.some((e) => e.startsWith('revoke'))), 'a task moved to the third member only after its owner revoked it')
+    // c leaves: the others take its tasks.
+    await c.member.leave()
+    joined.splice(joined.indexOf(c), 1)
+    c.wire.close()
+    await until('two members hold every task again', async () => actives([a, b]).length === PARTITIONS, 30_000)
+    // b's heartbeats stop for longer than the session timeout (6 s here).
+    let resume: () => void = () => {}
+    b.paused = new Promise((resolve) => (resume = resolve))
+    await until('a holds every task', async () => a.member.assignment.active.size === PARTITIONS, 30_000)
+    resume()
+    b.paused = undefined
+    await until('b was fenced, and joined again', async () => b.events.includes('lost') && b.member.assignment.active.size > 0, 30_000, () => b.events.join('; '))
+    await until('the tasks are shared again', async () => actives([a, b]).length === PARTITIONS && a.member.assignment.active.size < PARTITIONS, 30_000)
+    await sleep(0)
+  })
+})
