@@ -80,6 +80,8 @@ export interface WireLibrary {
   metadataV12: { api: WireApi }
   listOffsetsV9: { api: WireApi }
   findCoordinatorV6: { api: WireApi }
+  offsetCommitV9: { api: WireApi }
+  offsetFetchV9: { api: WireApi }
   compressionsAlgorithmsByBitmask: Record<number, { decompressSync(data: Buffer): Buffer; available?: boolean } | undefined>
 }
 

@@ -142,4 +142,31 @@ describe('a streams group (KIP-1071) on the broker', () => {
     await until('the tasks are shared again', async () => actives([a, b]).length === PARTITIONS && a.member.assignment.active.size < PARTITIONS, 30_000)
     await sleep(0)
   })
+
+  it("offsets committed as a member: taken at the member's epoch for its tasks' partitions, refused at an epoch ahead of it (STALE_MEMBER_EPOCH) and once the group dropped the member (UNKNOWN_MEMBER_ID)", async () => {
+    const app = `${run}-offsets`
+    await broker.cluster.createTopic(`${app}-in`, PARTITIONS)
+    await broker.cluster.createTopic(`${app}-out`, PARTITIONS)
+    const a = await join(app, 'a')
+    await until('a holds every task', async () => a.member.assignment.active.size === PARTITIONS, 60_000)
+    const offsets = [...a.member.assignment.active].map((t) => ({ topic: `${app}-in`, partition: Number(t.split('_')[1]), offset: 10 + Number(t.split('_')[1]), metadata: 'punctual.commit=1' }))
+    const memberId = `${app}-member-a`
+    const epoch = a.member.memberEpoch
+    assert.ok(epoch > 0)
+    const taken = await a.wire.commit(memberId, epoch, offsets)
+    assert.deepEqual([...taken.values()], [0, 0, 0, 0])
+    const read = await a.wire.committed(offsets, true)
+    assert.deepEqual(
+      offsets.map((o) => read.get(`${o.topic}:${o.partition}`)),
+      offsets.map((o) => ({ offset: o.offset, metadata: 'punctual.commit=1' })),
+    )
+    const ahead = await a.wire.commit(memberId, epoch + 1, offsets)
+    assert.deepEqual([...ahead.values()], [113, 113, 113, 113], 'an epoch the member does not have yet')
+    // The member leaves: a zombie's commit under its id is refused, and the offsets stay.
+    await a.member.leave()
+    const zombie = await a.wire.commit(memberId, epoch, offsets.map((o) => ({ ...o, offset: o.offset + 100 })))
+    assert.deepEqual([...zombie.values()], [25, 25, 25, 25])
+    const after = await a.wire.committed(offsets, true)
+    assert.deepEqual(offsets.map((o) => (after.get(`${o.topic}:${o.partition}`) as { offset: number }).offset), offsets.map((o) => o.offset))
+  })
 })

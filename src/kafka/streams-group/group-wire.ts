@@ -2,16 +2,25 @@ import { loadWire, openLink, parseBootstrap, responseOf } from '../broker-wire.j
 import type { WireLink } from '../broker-wire.js'
 import type { HeartbeatTransport } from './member.js'
 import { HEARTBEAT_VERSION, readHeartbeat, STREAMS_GROUP_HEARTBEAT, writeHeartbeat } from './protocol.js'
-import type { HeartbeatRequest, ProtocolReader, ProtocolWriter } from './protocol.js'
+import type { HeartbeatRequest, HeartbeatResponse, ProtocolReader, ProtocolWriter } from './protocol.js'
 
 /** FindCoordinator's key type of a group. */
 const GROUP_KEY = 0
 /** Errors after which the coordinator is looked up again. */
 const MOVED = new Set([14, 15, 16])
 
-/** The heartbeats of a streams group member, sent to the group's coordinator over `@platformatic/kafka`'s connections. */
+/** A streams group member's requests to the group's coordinator, over `@platformatic/kafka`'s connections. */
 export interface StreamsGroupWire {
   readonly send: HeartbeatTransport
+  /**
+   * Commits offsets as member `memberId` at `memberEpoch` (OffsetCommit v9): the coordinator takes them
+   * at the member's current epoch, or an older one for partitions of active tasks the member still
+   * holds. The error code per `topic:partition` (0: committed; 113 STALE_MEMBER_EPOCH, 25
+   * UNKNOWN_MEMBER_ID: the member no longer owns them).
+   */
+  commit(memberId: string, memberEpoch: number, offsets: ReadonlyArray<{ readonly topic: string; readonly partition: number; readonly offset: number; readonly metadata?: string }>): Promise<Map<string, number>>
+  /** The group's committed offsets (OffsetFetch v9), stable ones with `requireStable`; per `topic:partition`, or its error code. */
+  committed(partitions: ReadonlyArray<{ readonly topic: string; readonly partition: number }>, requireStable: boolean): Promise<Map<string, { offset: number; metadata: string | null } | { errorCode: number }>>
   close(): void
 }
 
@@ -45,31 +54,66 @@ export async function connectStreamsGroup(bootstrapServers: string, clientId: st
     }
   }
 
-  return {
-    send: async (request) => {
-      try {
-        if (coordinator === undefined || coordinator.connection.status === 'closed' || coordinator.connection.status === 'error') {
-          drop(coordinator)
-          const at = await find()
-          coordinator = open(at.host, at.port)
-        }
-        await coordinator.ready
-        const response = await heartbeatApi.async(coordinator.connection, request)
-        const r = response as ReturnType<typeof readHeartbeat>
-        if (MOVED.has(r.errorCode)) {
-          drop(coordinator)
-          coordinator = undefined
-        }
-        return r
-      } catch (err) {
+  /** Runs `call` on the coordinator's connection (found first when there is none); a failure drops it, to be found again. */
+  const onCoordinator = async <T>(call: (link: WireLink) => Promise<T>, moved: (result: T) => boolean): Promise<T> => {
+    try {
+      if (coordinator === undefined || coordinator.connection.status === 'closed' || coordinator.connection.status === 'error') {
+        drop(coordinator)
+        const at = await find()
+        coordinator = open(at.host, at.port)
+      }
+      await coordinator.ready
+      const result = await call(coordinator)
+      if (moved(result)) {
         drop(coordinator)
         coordinator = undefined
-        throw err
       }
-    },
+      return result
+    } catch (err) {
+      drop(coordinator)
+      coordinator = undefined
+      throw err
+    }
+  }
+
+  return {
+    send: (request) => onCoordinator(async (link) => (await heartbeatApi.async(link.connection, request)) as HeartbeatResponse, (r) => MOVED.has(r.errorCode)),
+    commit: (memberId, memberEpoch, offsets) =>
+      onCoordinator(
+        async (link) => {
+          const topics = byTopic(offsets).map(([name, parts]) => ({ name, partitions: parts.map((p) => ({ partitionIndex: p.partition, committedOffset: BigInt(p.offset), committedLeaderEpoch: -1, committedMetadata: p.metadata ?? null })) }))
+          const response = (await lib.offsetCommitV9.api.async(link.connection, groupId, memberEpoch, memberId, null, topics).catch(responseOf)) as { topics: Array<{ name: string; partitions: Array<{ partitionIndex: number; errorCode: number }> }> }
+          const out = new Map<string, number>()
+          for (const t of response.topics) for (const p of t.partitions) out.set(`${t.name}:${p.partitionIndex}`, p.errorCode)
+          return out
+        },
+        (codes) => [...codes.values()].some((c) => MOVED.has(c)),
+      ),
+    committed: (partitions, requireStable) =>
+      onCoordinator(
+        async (link) => {
+          // No member id and epoch -1: read as the group's offsets, not as a member's (the coordinator checks no epoch).
+          const topics = byTopic(partitions).map(([name, parts]) => ({ name, partitionIndexes: parts.map((p) => p.partition) }))
+          const response = (await lib.offsetFetchV9.api.async(link.connection, [{ groupId, memberId: null, memberEpoch: -1, topics }], requireStable).catch(responseOf)) as {
+            groups: Array<{ errorCode: number; topics: Array<{ name: string; partitions: Array<{ partitionIndex: number; committedOffset: bigint; metadata: string | null; errorCode: number }> }> }>
+          }
+          const out = new Map<string, { offset: number; metadata: string | null } | { errorCode: number }>()
+          for (const g of response.groups) {
+            for (const t of g.topics) for (const p of t.partitions) out.set(`${t.name}:${p.partitionIndex}`, p.errorCode !== 0 ? { errorCode: p.errorCode } : { offset: Number(p.committedOffset), metadata: p.metadata })
+          }
+          return out
+        },
+        () => false,
+      ),
     close: () => {
       drop(coordinator)
       coordinator = undefined
     },
   }
+}
+
+function byTopic<P extends { topic: string }>(partitions: readonly P[]): Array<[string, P[]]> {
+  const out = new Map<string, P[]>()
+  for (const p of partitions) out.set(p.topic, [...(out.get(p.topic) ?? []), p])
+  return [...out]
 }
