@@ -52,14 +52,14 @@ function member() {
   const calls: string[] = []
   const statuses: Array<readonly GroupStatus[]> = []
   const fatal: PunctualError[] = []
-  let release: (() => void) | undefined
+  let release: ((err?: Error) => void) | undefined
   const m = new StreamsGroupMember(
     { groupId: 'app', memberId: 'm1', processId: 'p1', topology: TOPOLOGY, rebalanceTimeoutMs: 300_000 },
     c.send,
     {
       revoke: async (tasks) => {
         calls.push(`revoke ${tasks.join(',')}`)
-        await new Promise<void>((resolve) => (release = resolve))
+        await new Promise<void>((resolve, reject) => (release = (err?: Error) => (err === undefined ? resolve() : reject(err))))
       },
       assign: async (a: StreamsAssignment) => {
         calls.push(`assign active ${[...a.active].sort().join(',')} standby ${[...a.standby].sort().join(',')}`)
@@ -76,7 +76,7 @@ function member() {
   const settle = async (): Promise<void> => {
     for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r))
   }
-  return { m, c, clock, calls, statuses, fatal, settle, releaseRevoke: () => release?.() }
+  return { m, c, clock, calls, statuses, fatal, settle, releaseRevoke: (err?: Error) => release?.(err) }
 }
 
 const owned = (r: HeartbeatRequest | undefined): string | undefined => (r?.owned === undefined ? undefined : `${r.owned.active.map((t) => `${t.subtopologyId}:${t.partitions.join('.')}`).join(' ')} | ${r.owned.standby.map((t) => `${t.subtopologyId}:${t.partitions.join('.')}`).join(' ')}`)
@@ -157,6 +157,59 @@ describe('StreamsGroupMember', () => {
     assert.equal(rejoin.memberEpoch, 0)
     assert.equal(rejoin.memberId, 'm1')
     assert.deepEqual(rejoin.topology?.subtopologies, TOPOLOGY)
+  })
+
+  it('fenced while it revokes: the revocation that then fails is not fatal, `lost` comes once it settled, never before, and the member joins again', async () => {
+    const { c, clock, calls, settle, releaseRevoke, m, fatal } = member()
+    m.start()
+    c.answer({ epoch: 1, active: ['0_0', '0_1'] })
+    await settle()
+    clock.advance(0)
+    c.answer({ epoch: 1 })
+    await settle()
+    clock.advance(INTERVAL)
+    c.answer({ epoch: 2, active: ['0_0'] })
+    await settle()
+    assert.deepEqual(calls.slice(1), ['revoke 0_1'])
+    // The revocation's commit takes long: the member is fenced meanwhile.
+    clock.advance(INTERVAL)
+    c.answer({ errorCode: 25, errorMessage: 'unknown member' })
+    await settle()
+    assert.deepEqual(calls.slice(1), ['revoke 0_1'], 'lost waits for the revocation under way')
+    releaseRevoke(new Error('the group refused the commit: UNKNOWN_MEMBER_ID'))
+    await settle()
+    assert.deepEqual(calls.slice(1), ['revoke 0_1', 'lost'], 'no assign of the old target after the fencing')
+    assert.deepEqual(fatal, [])
+    clock.advance(0)
+    assert.equal((c.requests.at(-1) as HeartbeatRequest).memberEpoch, 0, 'it joins again')
+  })
+
+  it('leave during a revocation: heartbeats go on until it ends, nothing is assigned after, then the leave heartbeat goes', async () => {
+    const { c, clock, calls, settle, releaseRevoke, m } = member()
+    m.start()
+    c.answer({ epoch: 1, active: ['0_0', '0_1'] })
+    await settle()
+    clock.advance(0)
+    c.answer({ epoch: 1 })
+    await settle()
+    clock.advance(INTERVAL)
+    c.answer({ epoch: 2, active: ['0_0'] })
+    await settle()
+    const leaving = m.leave()
+    clock.advance(INTERVAL)
+    assert.equal((c.requests.at(-1) as HeartbeatRequest).memberEpoch, 2, 'a heartbeat while the revocation runs')
+    c.answer({ epoch: 2 })
+    await settle()
+    releaseRevoke()
+    await settle()
+    // The revocation done, its acknowledgement goes (0_1 given up), then the leave.
+    assert.equal(owned(c.requests.at(-1)), '0:0 | ')
+    c.answer({ epoch: 2 })
+    await settle()
+    assert.equal((c.requests.at(-1) as HeartbeatRequest).memberEpoch, -1)
+    c.answer({ epoch: -1 })
+    await leaving
+    assert.deepEqual(calls, ['assign active 0_0,0_1 standby ', 'revoke 0_1'], 'nothing assigned once leaving')
   })
 
   it('a refusal for good (STREAMS_INVALID_TOPOLOGY) is fatal, naming the error; a coordinator away is asked again with growing pauses', async () => {

@@ -34,12 +34,13 @@ export async function connectStreamsGroup(bootstrapServers: string, clientId: st
   const heartbeatApi = lib.createAPI(STREAMS_GROUP_HEARTBEAT, HEARTBEAT_VERSION, ((r: HeartbeatRequest) => writeHeartbeat(lib.Writer.create() as ProtocolWriter, r)) as never, (_c, _k, _v, reader) => readHeartbeat(reader as unknown as ProtocolReader))
   const bootstrap = parseBootstrap(bootstrapServers)
   let next = 0
-  let coordinator: WireLink | undefined
+  let closed = false
 
   const open = (host: string, port: number): WireLink => openLink(lib, clientId, host, port)
   const drop = (link: WireLink | undefined): void => {
     if (link !== undefined) void link.connection.close().catch(() => {})
   }
+  const gone = (connection: WireLink['connection']): boolean => connection.status === 'closed' || connection.status === 'error'
   const find = async (): Promise<{ host: string; port: number }> => {
     const address = bootstrap[next++ % bootstrap.length] as { host: string; port: number }
     const link = open(address.host, address.port)
@@ -54,24 +55,46 @@ export async function connectStreamsGroup(bootstrapServers: string, clientId: st
     }
   }
 
-  /** Runs `call` on the coordinator's connection (found first when there is none); a failure drops it, to be found again. */
-  const onCoordinator = async <T>(call: (link: WireLink) => Promise<T>, moved: (result: T) => boolean): Promise<T> => {
-    try {
-      if (coordinator === undefined || coordinator.connection.status === 'closed' || coordinator.connection.status === 'error') {
-        drop(coordinator)
+  /** The coordinator's connection, found once for every caller waiting meanwhile. */
+  let current: Promise<WireLink> | undefined
+  const linked = (): Promise<WireLink> => {
+    if (current === undefined) {
+      const made = (async () => {
         const at = await find()
-        coordinator = open(at.host, at.port)
-      }
-      await coordinator.ready
-      const result = await call(coordinator)
-      if (moved(result)) {
-        drop(coordinator)
-        coordinator = undefined
-      }
+        const link = open(at.host, at.port)
+        try {
+          await link.ready
+        } catch (err) {
+          drop(link)
+          throw err
+        }
+        return link
+      })()
+      current = made
+      made.catch(() => forget(made))
+    }
+    return current
+  }
+  /** Drops the connection `link` is (if it is still the current one): the next call finds the coordinator again. */
+  const forget = (link: Promise<WireLink>): void => {
+    if (current !== link) return
+    current = undefined
+    link.then(drop, () => {})
+  }
+  /** Runs `call` on the coordinator's connection; a failure, or an answer that it moved, makes the next call find it again. */
+  const onCoordinator = async <T>(call: (link: WireLink) => Promise<T>, moved: (result: T) => boolean): Promise<T> => {
+    if (closed) throw new Error(`the streams group connection of ${groupId} is closed`)
+    let link = linked()
+    if (gone((await link).connection)) {
+      forget(link)
+      link = linked()
+    }
+    try {
+      const result = await call(await link)
+      if (moved(result)) forget(link)
       return result
     } catch (err) {
-      drop(coordinator)
-      coordinator = undefined
+      forget(link)
       throw err
     }
   }
@@ -99,6 +122,7 @@ export async function connectStreamsGroup(bootstrapServers: string, clientId: st
           }
           const out = new Map<string, { offset: number; metadata: string | null } | { errorCode: number }>()
           for (const g of response.groups) {
+            if (g.errorCode !== 0) throw Object.assign(new Error(`reading the offsets of group ${groupId}: error ${g.errorCode}`), { code: g.errorCode })
             for (const t of g.topics) for (const p of t.partitions) out.set(`${t.name}:${p.partitionIndex}`, p.errorCode !== 0 ? { errorCode: p.errorCode } : { offset: Number(p.committedOffset), metadata: p.metadata })
           }
           return out
@@ -106,8 +130,8 @@ export async function connectStreamsGroup(bootstrapServers: string, clientId: st
         () => false,
       ),
     close: () => {
-      drop(coordinator)
-      coordinator = undefined
+      closed = true
+      if (current !== undefined) forget(current)
     },
   }
 }

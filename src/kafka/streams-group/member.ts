@@ -84,6 +84,10 @@ export class StreamsGroupMember {
   private retryMs = RETRY_MS
   /** Counts the times the member was fenced: a reconciliation begun before one is dropped. */
   private fencings = 0
+  /** Fenced while a reconciliation ran: `lost` is told once it settled (the callbacks run one after the other). */
+  private losePending = false
+  /** `leave()` was called: no reconciliation starts or assigns any more. */
+  private stopping = false
   private state: 'created' | 'joining' | 'stable' | 'leaving' | 'left' | 'failed' = 'created'
 
   constructor(
@@ -118,10 +122,12 @@ export class StreamsGroupMember {
    */
   async leave(): Promise<void> {
     if (this.state === 'left' || this.state === 'created') return
+    // Heartbeats go on while a revocation under way ends; nothing new is taken.
+    this.stopping = true
+    await this.reconciling
     this.state = 'leaving'
     this.cancelTimer?.()
     await this.inFlight
-    await this.reconciling
     try {
       await this.send({ groupId: this.options.groupId, memberId: this.options.memberId, memberEpoch: LEAVE_EPOCH, endpointInformationEpoch: this.endpointEpoch, rebalanceTimeoutMs: -1 })
     } catch (err) {
@@ -136,10 +142,13 @@ export class StreamsGroupMember {
     this.cancelTimer = undefined
     if (this.inFlight !== undefined || (this.state !== 'joining' && this.state !== 'stable')) return
     const request = this.request()
-    this.inFlight = this.send(request).then(
-      (response) => this.answered(request, response),
-      (err: unknown) => this.unanswered(err),
-    )
+    this.inFlight = this.send(request)
+      .then(
+        (response) => this.answered(request, response),
+        (err: unknown) => this.unanswered(err),
+      )
+      // A callback that threw while the answer was handled (lost, status) ends the member, named.
+      .catch((err: unknown) => this.fail(failure('handling the streams group\'s answer', err)))
     void this.inFlight.finally(() => {
       this.inFlight = undefined
       this.schedule()
@@ -161,7 +170,8 @@ export class StreamsGroupMember {
         clientTags: this.options.clientTags ?? [],
       }
     }
-    const owned = { active: taskIds(this.owned.active), standby: taskIds(this.owned.standby), warmup: taskIds(this.owned.warmup) }
+    // Warm-up tasks are not run here (nor reported: brokers before 4.4 refuse them at version 0).
+    const owned = { active: taskIds(this.owned.active), standby: taskIds(this.owned.standby), warmup: [] }
     const text = JSON.stringify(owned)
     return text === this.sent ? { ...base, rebalanceTimeoutMs: -1 } : { ...base, rebalanceTimeoutMs: -1, owned }
   }
@@ -195,7 +205,7 @@ export class StreamsGroupMember {
 
   /** Revokes the active tasks the target leaves out, then takes the target; the next heartbeat (sent at once) acknowledges it. */
   private reconcile(): void {
-    if (this.reconciling !== undefined) return
+    if (this.reconciling !== undefined || this.stopping || this.state === 'failed') return
     const target = this.target
     if (target === undefined || same(target, this.owned)) return
     const fencings = this.fencings
@@ -206,13 +216,22 @@ export class StreamsGroupMember {
         if (fencings !== this.fencings) return
         this.owned = { ...this.owned, active: new Set([...this.owned.active].filter((t) => target.active.has(t))) }
       }
-      if (fencings !== this.fencings) return
+      if (fencings !== this.fencings || this.stopping || this.state === 'failed') return
       await this.callbacks.assign(target)
       if (fencings === this.fencings) this.owned = target
     })()
-      .catch((err: unknown) => this.fail(err instanceof PunctualError ? err : new PunctualError('ILLEGAL_STATE', `taking the streams group's assignment: ${(err as Error).message}`, { cause: err })))
+      .catch((err: unknown) => {
+        // A revocation that failed because the member was fenced meanwhile (its commit refused) is
+        // what fencing does anyway; so is one failing while the member leaves.
+        if (fencings === this.fencings && !this.stopping) this.fail(failure("taking the streams group's assignment", err))
+        else this.logger.debug({ err }, 'a reconciliation the member no longer needs failed')
+      })
       .finally(() => {
         this.reconciling = undefined
+        if (this.losePending) {
+          this.losePending = false
+          this.callbacks.lost()
+        }
         // A newer target that came meanwhile is taken next; the acknowledgement goes now.
         if (this.target !== undefined && !same(this.target, this.owned) && this.state === 'stable') this.reconcile()
         else this.beat()
@@ -223,7 +242,9 @@ export class StreamsGroupMember {
   private fenced(r: HeartbeatResponse): void {
     this.logger.warn({ code: r.errorCode }, `the streams group dropped this member (${r.errorMessage ?? `error ${r.errorCode}`}): its tasks are lost, and it joins again`)
     this.fencings++
-    this.callbacks.lost()
+    // Told now, or once the reconciliation under way settled (an assign in progress would start tasks after it).
+    if (this.reconciling === undefined) this.callbacks.lost()
+    else this.losePending = true
     this.owned = EMPTY
     this.target = undefined
     this.epoch = JOIN_EPOCH
@@ -253,7 +274,7 @@ export class StreamsGroupMember {
 
   /** Whether the tasks owned differ from the ones last sent (an acknowledgement is due). */
   private owedAcknowledgement(): boolean {
-    return this.reconciling === undefined && this.sent !== JSON.stringify({ active: taskIds(this.owned.active), standby: taskIds(this.owned.standby), warmup: taskIds(this.owned.warmup) })
+    return this.reconciling === undefined && this.sent !== JSON.stringify({ active: taskIds(this.owned.active), standby: taskIds(this.owned.standby), warmup: [] })
   }
 
   private fail(err: PunctualError): void {
@@ -262,6 +283,10 @@ export class StreamsGroupMember {
     this.cancelTimer?.()
     this.callbacks.fatal(err)
   }
+}
+
+function failure(what: string, err: unknown): PunctualError {
+  return err instanceof PunctualError ? err : new PunctualError('ILLEGAL_STATE', `${what}: ${(err as Error).message}`, { cause: err })
 }
 
 /** `<subtopology>_<partition>` ids of the protocol's task lists. */
