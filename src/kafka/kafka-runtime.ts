@@ -202,8 +202,6 @@ export class KafkaRuntime implements StreamsRuntime {
       consumer.setDefaultConsumeTimeout(500)
       consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
       watchReports(consumer, 'consumer', logger, (err) => this.fail(err))
-      const coordinator = new CoordinatorWatch(config.clock, UNREACHABLE_TIMEOUT_MS, config.bootstrapServers, logger, (err) => this.fail(err))
-      consumer.on('event.stats', (stats) => coordinator.observe(stats.message))
       const offsets = new GroupOffsets(consumer, logger)
       // Task state on local disk: each commit leaves it there, a restore goes on from it.
       const checkpoints = CheckpointStore.open(config.stateDir)
@@ -299,10 +297,14 @@ export class KafkaRuntime implements StreamsRuntime {
           consumer.subscribe(sources)
         },
         isRunning: () => this.currentState === 'RUNNING',
+        isStopped: () => this.currentState === 'NOT_RUNNING' || this.currentState === 'ERROR',
         fail: (err) => this.fail(err),
       })
       this.parts = { plan, consumer, offsets, fetcher, wire, producer, restore, committer, engine, manager, globals }
       await promised('connecting the consumer', (cb) => consumer.connect({}, cb), CALL_TIMEOUT_MS)
+      // Counted from here: the time the start took before (topics, global stores) is not the coordinator's.
+      const coordinator = new CoordinatorWatch(config.clock, UNREACHABLE_TIMEOUT_MS, config.bootstrapServers, logger, (err) => this.fail(err))
+      consumer.on('event.stats', (stats) => coordinator.observe(stats.message))
       this.setState('RUNNING')
       this.metricsServer.start(
         { metrics: () => this.metrics(), topologySvg: topologySvg(this.topology) },

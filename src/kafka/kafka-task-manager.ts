@@ -43,6 +43,8 @@ export interface KafkaTaskParts {
   rejoin(): void
   /** Whether the runtime runs (not stopping or failed). */
   isRunning(): boolean
+  /** Whether the runtime stopped or failed (false while it runs or stops). */
+  isStopped(): boolean
   fail(err: unknown): void
 }
 
@@ -338,7 +340,10 @@ export class KafkaTaskManager {
    */
   private enqueue(step: () => Promise<void> | void): void {
     this.rebalancing = this.rebalancing.then(step).catch((err: unknown) => {
-      if (this.parts.exactlyOnce && !this.recovering && this.parts.isRunning() && isMemberFenced(err)) this.handleMemberFenced(err as Error)
+      const fenced = this.parts.exactlyOnce && !this.recovering && isMemberFenced(err)
+      if (fenced && this.parts.isRunning()) this.handleMemberFenced(err as Error)
+      // While the runtime stops: its last commit meets the same refusal, and aborts its transaction.
+      else if (fenced && !this.parts.isStopped()) this.parts.logger.warn({ err }, `a revoked task's commit was refused while stopping (${(err as Error).message}); its records are processed again by the tasks' next owner`)
       else this.parts.fail(err)
     })
   }

@@ -35,6 +35,8 @@ export interface ProducerEvents {
 export class StreamsProducer {
   readonly sink: ProducerSink
   private client: ProducerClient | undefined
+  /** Closed: a replacement under way makes no new producer (nothing would close it, and it would keep the process alive). */
+  private closed = false
   /** A record of the open transaction was not delivered (told once per transaction). */
   private undelivered = false
   /**
@@ -146,6 +148,7 @@ export class StreamsProducer {
     this.client = undefined
     this.uncertain = undefined
     await disconnected(old, DISCONNECT_WAIT_MS)
+    if (this.closed) throw new PunctualError('ILLEGAL_STATE', 'the producer was closed while it was being replaced')
     await this.connect(true)
   }
 
@@ -166,6 +169,7 @@ export class StreamsProducer {
 
   /** Disconnects the producer (an open transaction is left to its timeout, or to the next producer of the id). */
   async close(): Promise<void> {
+    this.closed = true
     const client = this.client
     this.client = undefined
     if (client !== undefined && !(await disconnected(client, DISCONNECT_WAIT_MS))) this.logger.warn({}, 'the producer did not disconnect in time')

@@ -19,6 +19,7 @@ const unknownMember = (): Error => Object.assign(new Error('Failed to commit off
 function manager(commitError: () => Error) {
   const did: string[] = []
   const failures: unknown[] = []
+  const runtime = { running: true }
   const parts = {
     exactlyOnce: true,
     logger: silentLogger,
@@ -70,10 +71,11 @@ function manager(commitError: () => Error) {
     restore: { stop() {}, load: async () => undefined, source: () => undefined },
     backend: { assigned() {} },
     rejoin: () => did.push('rejoin'),
-    isRunning: () => true,
+    isRunning: () => runtime.running,
+    isStopped: () => false,
     fail: (err: unknown) => failures.push(err),
   }
-  return { m: new KafkaTaskManager(parts as unknown as KafkaTaskParts), did, failures, parts }
+  return { m: new KafkaTaskManager(parts as unknown as KafkaTaskParts), did, failures, parts, runtime }
 }
 
 describe('KafkaTaskManager: a rebalance step that meets an error', () => {
@@ -91,6 +93,22 @@ describe('KafkaTaskManager: a rebalance step that meets an error', () => {
     assert.deepEqual(failures, [], 'the runtime is not stopped')
     assert.deepEqual(did, ['tasks revoked 0_0', 'unassign in-0', 'tasks lost ', 'failed commit discarded', 'transaction aborted', 'tasks lost 0_0', 'rejoin'])
     assert.equal(m.recovering, false)
+  })
+
+  it('exactly-once, a member-fenced error met in a revocation while the runtime stops: not a failure (the stop aborts its last transaction), and the consumer is told', async () => {
+    const { m, did, failures, parts, runtime } = manager(unknownMember)
+    m.onRebalance(ASSIGN, [P0])
+    await m.settled()
+    did.length = 0
+    // The commit in flight fails as the stop begins.
+    parts.loop.settled = function () {
+      runtime.running = false
+      return Promise.reject(unknownMember())
+    }
+    m.onRebalance(REVOKE, [P0])
+    await m.settled()
+    assert.deepEqual(failures, [])
+    assert.deepEqual(did, ['unassign in-0'])
   })
 
   it('a revocation that fails otherwise stops the runtime, and the consumer is told of the revocation all the same', async () => {
