@@ -9,78 +9,41 @@ import type { Topology } from '../processor/topology.js'
 import { topologySvg } from '../processor/topology-svg.js'
 import { localStores, queryableStore } from '../query/queryable-stores.js'
 import type { QueryableStoreType } from '../query/queryable-stores.js'
-import { Committer, NO_COMMITS } from '../runtime/committer.js'
+import { NO_COMMITS } from '../runtime/committer.js'
 import type { CommitStats } from '../runtime/committer.js'
 import { RuntimeEvents } from '../runtime/runtime-events.js'
 import { runtimeMetrics } from '../runtime/runtime-metrics.js'
 import type { RuntimeState, StreamsRuntime } from '../runtime/runtime.js'
 import { warnOfSerdeFallbacks } from '../runtime/serde-fallbacks.js'
-import { checkDeadLetterTopicOf, tasksOf } from '../runtime/task-factory.js'
-import type { TaskDefinition } from '../runtime/task-factory.js'
+import { checkDeadLetterTopicOf } from '../runtime/task-factory.js'
 import { TaskLoop } from '../runtime/task-loop.js'
-import { TaskManager } from '../runtime/task-manager.js'
 import type { RestoreProgress } from '../runtime/task-manager.js'
-import { CheckpointStore } from '../state/checkpoint-store.js'
 import { StateDirectory } from '../state/state-directory.js'
 import type { Logger } from '../util/logger.js'
-import { ChangelogRestore } from './changelog-restore.js'
-import type { ChangelogTopics } from './changelog-topics.js'
 import { CALL_TIMEOUT_MS, disconnected, promised, UNREACHABLE_TIMEOUT_MS, within } from './client-calls.js'
 import { CoordinatorWatch } from './coordinator-watch.js'
-import { watchReports } from './client-reports.js'
-import { baseClientId, groupConsumerSettings } from './client-settings.js'
 import { clientSupplierOf } from './client-supplier.js'
-import type { GroupConsumer, KafkaClientSupplier } from './client-supplier.js'
+import type { KafkaClientSupplier } from './client-supplier.js'
 import { validateKafkaRuntimeConfig } from './config.js'
 import type { KafkaRuntimeConfig, ValidKafkaRuntimeConfig } from './config.js'
-import { Fetcher } from './fetcher.js'
-import type { InputFetcher } from './fetcher.js'
-import { DirectFetcher } from './direct-fetcher.js'
 import { loadWire } from './broker-wire.js'
-import type { ClusterWire } from './broker-wire.js'
-import { readGlobalTopics } from './global-state.js'
-import type { GlobalState } from './global-state.js'
-import { GroupOffsets, isMemberFenced } from './group-offsets.js'
-import { clientIdWithServer } from './instance-metadata.js'
+import { isMemberFenced } from './group-offsets.js'
 import type { KeyQueryMetadata, StreamsMetadata } from './instance-metadata.js'
 import { InternalTopics } from './internal-topics.js'
-import { KafkaCommitBackend } from './kafka-commit-backend.js'
-import { KafkaTaskManager } from './kafka-task-manager.js'
-import { LocalCommitBackend } from './local-commit-backend.js'
-import { LocalTaskRecords } from './local-task-records.js'
+import { assembleParts, CONSUMER_DISCONNECT_WAIT_MS } from './kafka-parts.js'
+import type { KafkaParts } from './kafka-parts.js'
 import { QueryMetadata } from './query-metadata.js'
-import { KafkaRecordCollector } from './record-collector.js'
-import { StreamsProducer } from './streams-producer.js'
-import { clientIdWithTopology, topologyFingerprint } from './topology-check.js'
-import type { TopicPlan } from './topics.js'
 
 /** How long a stop waits for the rebalance handling under way, and then for its last commit, before it closes without it. */
 const STOP_WAIT_MS = 30_000
-/** How long closing waits for the group consumer to leave the group and disconnect. */
-const CONSUMER_DISCONNECT_WAIT_MS = 15_000
 
-/** What `start()` builds: the clients and the parts that use them. */
-interface Started {
-  readonly plan: TopicPlan
-  readonly consumer: GroupConsumer
-  readonly offsets: GroupOffsets
-  readonly fetcher: InputFetcher
-  /** The direct fetch's connections (none when librdkafka fetches). */
-  readonly wire: ClusterWire | undefined
-  readonly producer: StreamsProducer
-  readonly restore: ChangelogRestore
-  readonly committer: Committer
-  readonly engine: TaskManager
-  readonly manager: KafkaTaskManager
-  readonly globals: GlobalState
-}
 
 /**
  * Runs a topology on Apache Kafka, as Kafka Streams' `KafkaStreams` does: the instances of one
  * application share its input partitions through a consumer group (KIP-848's protocol with the broker's
  * range assignor, which keeps co-partitioned partitions together), one task per partition of each
  * sub-topology's inputs. This class is the facade: the lifecycle, the state and its events, metrics and
- * queries. The parts (docs/architecture.md): `InternalTopics` (topics, the group's topology),
+ * queries; `assembleParts` (kafka-parts.ts) builds the parts at start. The parts (docs/architecture.md): `InternalTopics` (topics, the group's topology),
  * `StreamsProducer` (transactions), `KafkaTaskManager` (assignment, revocation, lost tasks, recovery),
  * `ChangelogRestore` (restores, from local state and the changelogs), `LocalCommitBackend` over `KafkaCommitBackend` (commits on Kafka, then locally), `Fetcher` (input),
  * `QueryMetadata` (which instance holds what). The same task loop as the embedded runtime processes in
@@ -97,7 +60,7 @@ export class KafkaRuntime implements StreamsRuntime {
   private readonly query: QueryMetadata
   private readonly suppliedBy: Promise<KafkaClientSupplier>
   private failure: Error | undefined
-  private parts: Started | undefined
+  private parts: KafkaParts | undefined
   private topics: InternalTopics | undefined
   private shuttingDown: Promise<void> | undefined
   private stateDirectory: StateDirectory | undefined
@@ -179,128 +142,27 @@ export class KafkaRuntime implements StreamsRuntime {
       const supplier = await this.suppliedBy
       // Asked for and not installed: said before anything connects.
       if (config.directFetch === true) await loadWire()
-      const fingerprint = topologyFingerprint(this.topology)
       const topics = (this.topics = new InternalTopics(supplier, config, logger))
-      const { plan, counts } = await topics.prepare(this.topology, fingerprint)
-      const definitions = tasksOf(this.topology, (sub) => plan.partitions.get(sub.id) ?? 0)
-      const exactlyOnce = config.processingGuarantee === 'exactly_once_v2'
-      // The same transactional id at each start on this state directory, as Kafka Streams' process id:
-      // a restart after a crash fences the dead instance's producer at once and aborts its open
-      // transaction, rather than waiting out its timeout before the tasks' offsets are stable.
-      const producer = new StreamsProducer(supplier, config, `${config.applicationId}-${stateDirectory.processId}`, logger, {
-        transactionFailed: (err) => this.onFailure(err),
-        failed: (err) => this.fail(err),
-      })
-      made.push(() => producer.close())
-      await producer.connect()
-      const collector = new KafkaRecordCollector(plan.names, counts, producer.sink.send)
-      let clientId = clientIdWithTopology(baseClientId(config), fingerprint)
-      if (config.applicationServer !== undefined) clientId = clientIdWithServer(clientId, config.applicationServer)
-      const sources = [...new Set(this.topology.subtopologies().flatMap((s) => s.sourceTopics))].map((t) => plan.names.get(t) ?? t)
-      const consumer = supplier.getConsumer(groupConsumerSettings(config, clientId, (err, partitions) => this.parts?.manager.onRebalance(err.code, partitions)))
-      made.push(() => disconnected(consumer, CONSUMER_DISCONNECT_WAIT_MS))
-      consumer.setDefaultConsumeTimeout(500)
-      consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
-      watchReports(consumer, 'consumer', logger, (err) => this.fail(err))
-      const offsets = new GroupOffsets(consumer, logger)
-      // Task state on local disk: each commit leaves it there, a restore goes on from it.
-      const checkpoints = CheckpointStore.open(config.stateDir)
-      made.push(async () => checkpoints.close())
-      const purger = await topics.purger(plan)
-      const kafkaBackend = new KafkaCommitBackend(
-        exactlyOnce,
+      const parts = await assembleParts(
         {
-          sendOffsetsToTransaction: (o) => producer.sendOffsetsToTransaction(o, consumer),
-          commitTransaction: () => producer.commitTransaction(),
-          beginTransaction: () => producer.beginTransaction(),
-          flush: () => producer.flush(),
-          commitOffsets: async (o) => {
-            const result = await offsets.commit(o)
-            if (result === 'fenced') logger.warn({}, "the group refused this member's offsets (it was fenced): its tasks are lost, and taken over by another member")
-            return result === 'committed'
-          },
-        },
-        producer.sink,
-        (sub) => changelogTopicsOf(sub),
-        (t) => plan.names.get(t) ?? t,
-        config.clock,
-        (o) => purger?.committed(o),
-      )
-      const backend = new LocalCommitBackend(kafkaBackend, checkpoints, exactlyOnce)
-      const committer = new Committer(backend)
-      const localRecords = new LocalTaskRecords(checkpoints, logger)
-      const restore = new ChangelogRestore(
-        this.topology,
-        definitions,
-        supplier,
-        config,
-        logger,
-        localRecords,
-        (t, p) => offsets.watermarks(t, p),
-        (taskId, readTo) => backend.restored(taskId, readTo),
-        (err) => this.fail(err),
-      )
-      const changelogTopicsOf = (sub: number): ChangelogTopics => restore.topicsOf(sub)
-      const globals = await readGlobalTopics(this.topology, counts, supplier, config, logger, this.loop.onAppend, (err) => this.fail(err))
-      made.push(async () => {
-        await globals.reader?.stop()
-        globals.stores.close()
-      })
-      const wire = config.directFetch === false ? undefined : await supplier.getFetchWire?.(config.bootstrapServers, clientId)
-      // Closed at stop with the other parts; here only if the start fails before they exist.
-      if (wire !== undefined) made.push(async () => wire.close())
-      const onFetchError = (err: { message: string }): void => this.fail(new PunctualError('ILLEGAL_STATE', `fetching: ${err.message}`, { cause: err }))
-      const fetcher: InputFetcher =
-        wire === undefined
-          ? new Fetcher(consumer, this.loop.onAppend, onFetchError, config.bufferedRecordsPerPartition)
-          : new DirectFetcher(consumer, wire, exactlyOnce ? 1 : 0, this.loop.onAppend, onFetchError, logger, config.bufferedRecordsPerPartition)
-      logger.info({ fetch: wire === undefined ? 'librdkafka' : 'direct' }, wire === undefined ? 'input fetched by librdkafka' : "input fetched with punctual's own Fetch requests")
-      const engine = new TaskManager(
-        definitions,
-        {
-          io: { inputs: (topic, partition) => fetcher.get(plan.names.get(topic) ?? topic, partition), collector },
-          globalStores: (name) => globals.stores.get(name),
-          clock: config.clock,
-          maxTaskIdleMs: config.maxTaskIdleMs,
-          defaultTimestampExtractor: config.defaultTimestampExtractor,
-          errorHandler: config.errorHandler,
-          deadLetterTopic: config.deadLetterTopic,
-          stateDir: config.stateDir,
-          committer,
-          // Persistent stores read their entries from the local records.
-          localState: localRecords.asLocalState((taskId, store) => {
-            const sub = (definitions.find((d) => d.id === taskId) as TaskDefinition).subtopology
-            return committer.codecFor(sub.id, sub.stores).codec(store)
-          }),
-          onWallClockChange: this.loop.onWallClockChange,
+          topology: this.topology,
+          config,
+          logger,
+          supplier,
+          topics,
+          stateDirectory,
+          loop: this.loop,
+          tasks: this.tasks,
           onTaskEvent: this.events.task,
-          onRestored: ({ taskId, count, ms }) => manager.restored(taskId, count, ms),
+          onFailure: (err) => this.onFailure(err),
+          fail: (err) => this.fail(err),
+          isRunning: () => this.currentState === 'RUNNING',
+          isStopped: () => this.currentState === 'NOT_RUNNING' || this.currentState === 'ERROR',
         },
-        this.tasks,
+        made,
       )
-      const manager: KafkaTaskManager = new KafkaTaskManager({
-        exactlyOnce,
-        logger,
-        definitions,
-        plan,
-        consumer,
-        offsets,
-        fetcher,
-        tasks: engine,
-        active: this.tasks,
-        loop: this.loop,
-        producer,
-        restore,
-        backend: kafkaBackend,
-        rejoin: () => {
-          consumer.unsubscribe()
-          consumer.subscribe(sources)
-        },
-        isRunning: () => this.currentState === 'RUNNING',
-        isStopped: () => this.currentState === 'NOT_RUNNING' || this.currentState === 'ERROR',
-        fail: (err) => this.fail(err),
-      })
-      this.parts = { plan, consumer, offsets, fetcher, wire, producer, restore, committer, engine, manager, globals }
+      const { consumer, fetcher, sources } = parts
+      this.parts = parts
       await promised('connecting the consumer', (cb) => consumer.connect({}, cb), CALL_TIMEOUT_MS)
       // Counted from here: the time the start took before (topics, global stores) is not the coordinator's.
       const coordinator = new CoordinatorWatch(config.clock, UNREACHABLE_TIMEOUT_MS, config.bootstrapServers, logger, (err) => this.fail(err))
@@ -311,7 +173,7 @@ export class KafkaRuntime implements StreamsRuntime {
         (address) => logger.info({ url: address.url, page: address.pageUrl }, `metrics at ${address.url}, live page at ${address.pageUrl}`),
         (err) => this.fail(err),
       )
-      consumer.subscribe(sources)
+      consumer.subscribe([...sources])
       fetcher.start()
       this.loop.rearm()
       logger.info({ bootstrapServers: config.bootstrapServers, processingGuarantee: config.processingGuarantee, topics: sources.join(',') }, 'started: joining the group')

@@ -1,0 +1,209 @@
+import { PunctualError } from '../errors.js'
+import type { TaskEvent } from '../metrics.js'
+import type { StreamTask } from '../processor/internal/task.js'
+import type { Topology } from '../processor/topology.js'
+import { Committer } from '../runtime/committer.js'
+import { tasksOf } from '../runtime/task-factory.js'
+import type { TaskDefinition } from '../runtime/task-factory.js'
+import type { TaskLoop } from '../runtime/task-loop.js'
+import { TaskManager } from '../runtime/task-manager.js'
+import { CheckpointStore } from '../state/checkpoint-store.js'
+import type { StateDirectory } from '../state/state-directory.js'
+import type { Logger } from '../util/logger.js'
+import type { ClusterWire } from './broker-wire.js'
+import { ChangelogRestore } from './changelog-restore.js'
+import type { ChangelogTopics } from './changelog-topics.js'
+import { disconnected } from './client-calls.js'
+import { watchReports } from './client-reports.js'
+import { baseClientId, groupConsumerSettings } from './client-settings.js'
+import type { GroupConsumer, KafkaClientSupplier } from './client-supplier.js'
+import type { ValidKafkaRuntimeConfig } from './config.js'
+import { DirectFetcher } from './direct-fetcher.js'
+import { Fetcher } from './fetcher.js'
+import type { InputFetcher } from './fetcher.js'
+import { readGlobalTopics } from './global-state.js'
+import type { GlobalState } from './global-state.js'
+import { GroupOffsets } from './group-offsets.js'
+import { clientIdWithServer } from './instance-metadata.js'
+import type { InternalTopics } from './internal-topics.js'
+import { KafkaCommitBackend } from './kafka-commit-backend.js'
+import { KafkaTaskManager } from './kafka-task-manager.js'
+import { LocalCommitBackend } from './local-commit-backend.js'
+import { LocalTaskRecords } from './local-task-records.js'
+import { KafkaRecordCollector } from './record-collector.js'
+import { StreamsProducer } from './streams-producer.js'
+import { clientIdWithTopology, topologyFingerprint } from './topology-check.js'
+import type { TopicPlan } from './topics.js'
+
+/** How long closing waits for the group consumer to leave the group and disconnect. */
+export const CONSUMER_DISCONNECT_WAIT_MS = 15_000
+
+/** The clients of a started Kafka runtime and the parts that use them. */
+export interface KafkaParts {
+  readonly plan: TopicPlan
+  readonly consumer: GroupConsumer
+  readonly offsets: GroupOffsets
+  readonly fetcher: InputFetcher
+  /** The direct fetch's connections (none when librdkafka fetches). */
+  readonly wire: ClusterWire | undefined
+  readonly producer: StreamsProducer
+  readonly restore: ChangelogRestore
+  readonly committer: Committer
+  readonly engine: TaskManager
+  readonly manager: KafkaTaskManager
+  readonly globals: GlobalState
+  /** The input topics the consumer subscribes to, by their names on the cluster. */
+  readonly sources: readonly string[]
+}
+
+/** What the parts need of the runtime that starts them. */
+export interface PartsHost {
+  readonly topology: Topology
+  readonly config: ValidKafkaRuntimeConfig
+  readonly logger: Logger
+  readonly supplier: KafkaClientSupplier
+  readonly topics: InternalTopics
+  readonly stateDirectory: StateDirectory
+  readonly loop: TaskLoop
+  /** The runtime's active tasks, which the engine keeps. */
+  readonly tasks: StreamTask[]
+  onTaskEvent(event: TaskEvent): void
+  /** A failure of the task loop or the producer: recovered from where it can be, else the runtime stops. */
+  onFailure(err: unknown): void
+  /** Stops the runtime on an error. */
+  fail(err: unknown): void
+  isRunning(): boolean
+  isStopped(): boolean
+}
+
+/**
+ * Makes the clients and the parts of a Kafka runtime, in the order they depend on each other: the
+ * internal topics, the producer (connected, its transactions initialized), the group consumer (not yet
+ * connected), the commit backends, restores, global stores, the fetcher, the engine and the task
+ * manager. `made` collects what to close should the start fail before the parts are whole.
+ */
+export async function assembleParts(host: PartsHost, made: Array<() => Promise<unknown>>): Promise<KafkaParts> {
+  const { config, logger, supplier, stateDirectory } = host
+  const fingerprint = topologyFingerprint(host.topology)
+  const topics = host.topics
+  const { plan, counts } = await topics.prepare(host.topology, fingerprint)
+  const definitions = tasksOf(host.topology, (sub) => plan.partitions.get(sub.id) ?? 0)
+  const exactlyOnce = config.processingGuarantee === 'exactly_once_v2'
+  // The same transactional id at each start on this state directory, as Kafka Streams' process id:
+  // a restart after a crash fences the dead instance's producer at once and aborts its open
+  // transaction, rather than waiting out its timeout before the tasks' offsets are stable.
+  const producer = new StreamsProducer(supplier, config, `${config.applicationId}-${stateDirectory.processId}`, logger, {
+    transactionFailed: (err) => host.onFailure(err),
+    failed: (err) => host.fail(err),
+  })
+  made.push(() => producer.close())
+  await producer.connect()
+  const collector = new KafkaRecordCollector(plan.names, counts, producer.sink.send)
+  let clientId = clientIdWithTopology(baseClientId(config), fingerprint)
+  if (config.applicationServer !== undefined) clientId = clientIdWithServer(clientId, config.applicationServer)
+  const sources = [...new Set(host.topology.subtopologies().flatMap((s) => s.sourceTopics))].map((t) => plan.names.get(t) ?? t)
+  const consumer = supplier.getConsumer(groupConsumerSettings(config, clientId, (err, partitions) => manager.onRebalance(err.code, partitions)))
+  made.push(() => disconnected(consumer, CONSUMER_DISCONNECT_WAIT_MS))
+  consumer.setDefaultConsumeTimeout(500)
+  consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
+  watchReports(consumer, 'consumer', logger, (err) => host.fail(err))
+  const offsets = new GroupOffsets(consumer, logger)
+  // Task state on local disk: each commit leaves it there, a restore goes on from it.
+  const checkpoints = CheckpointStore.open(config.stateDir)
+  made.push(async () => checkpoints.close())
+  const purger = await topics.purger(plan)
+  const kafkaBackend = new KafkaCommitBackend(
+    exactlyOnce,
+    {
+      sendOffsetsToTransaction: (o) => producer.sendOffsetsToTransaction(o, consumer),
+      commitTransaction: () => producer.commitTransaction(),
+      beginTransaction: () => producer.beginTransaction(),
+      flush: () => producer.flush(),
+      commitOffsets: async (o) => {
+        const result = await offsets.commit(o)
+        if (result === 'fenced') logger.warn({}, "the group refused this member's offsets (it was fenced): its tasks are lost, and taken over by another member")
+        return result === 'committed'
+      },
+    },
+    producer.sink,
+    (sub) => changelogTopicsOf(sub),
+    (t) => plan.names.get(t) ?? t,
+    config.clock,
+    (o) => purger?.committed(o),
+  )
+  const backend = new LocalCommitBackend(kafkaBackend, checkpoints, exactlyOnce)
+  const committer = new Committer(backend)
+  const localRecords = new LocalTaskRecords(checkpoints, logger)
+  const restore = new ChangelogRestore(
+    host.topology,
+    definitions,
+    supplier,
+    config,
+    logger,
+    localRecords,
+    (t, p) => offsets.watermarks(t, p),
+    (taskId, readTo) => backend.restored(taskId, readTo),
+    (err) => host.fail(err),
+  )
+  const changelogTopicsOf = (sub: number): ChangelogTopics => restore.topicsOf(sub)
+  const globals = await readGlobalTopics(host.topology, counts, supplier, config, logger, host.loop.onAppend, (err) => host.fail(err))
+  made.push(async () => {
+    await globals.reader?.stop()
+    globals.stores.close()
+  })
+  const wire = config.directFetch === false ? undefined : await supplier.getFetchWire?.(config.bootstrapServers, clientId)
+  // Closed at stop with the other parts; here only if the start fails before they exist.
+  if (wire !== undefined) made.push(async () => wire.close())
+  const onFetchError = (err: { message: string }): void => host.fail(new PunctualError('ILLEGAL_STATE', `fetching: ${err.message}`, { cause: err }))
+  const fetcher: InputFetcher =
+    wire === undefined
+      ? new Fetcher(consumer, host.loop.onAppend, onFetchError, config.bufferedRecordsPerPartition)
+      : new DirectFetcher(consumer, wire, exactlyOnce ? 1 : 0, host.loop.onAppend, onFetchError, logger, config.bufferedRecordsPerPartition)
+  logger.info({ fetch: wire === undefined ? 'librdkafka' : 'direct' }, wire === undefined ? 'input fetched by librdkafka' : "input fetched with punctual's own Fetch requests")
+  const engine = new TaskManager(
+    definitions,
+    {
+      io: { inputs: (topic, partition) => fetcher.get(plan.names.get(topic) ?? topic, partition), collector },
+      globalStores: (name) => globals.stores.get(name),
+      clock: config.clock,
+      maxTaskIdleMs: config.maxTaskIdleMs,
+      defaultTimestampExtractor: config.defaultTimestampExtractor,
+      errorHandler: config.errorHandler,
+      deadLetterTopic: config.deadLetterTopic,
+      stateDir: config.stateDir,
+      committer,
+      // Persistent stores read their entries from the local records.
+      localState: localRecords.asLocalState((taskId, store) => {
+        const sub = (definitions.find((d) => d.id === taskId) as TaskDefinition).subtopology
+        return committer.codecFor(sub.id, sub.stores).codec(store)
+      }),
+      onWallClockChange: host.loop.onWallClockChange,
+      onTaskEvent: host.onTaskEvent,
+      onRestored: ({ taskId, count, ms }) => manager.restored(taskId, count, ms),
+    },
+    host.tasks,
+  )
+  const manager: KafkaTaskManager = new KafkaTaskManager({
+    exactlyOnce,
+    logger,
+    definitions,
+    plan,
+    consumer,
+    offsets,
+    fetcher,
+    tasks: engine,
+    active: host.tasks,
+    loop: host.loop,
+    producer,
+    restore,
+    backend: kafkaBackend,
+    rejoin: () => {
+      consumer.unsubscribe()
+      consumer.subscribe(sources)
+    },
+    isRunning: host.isRunning,
+    isStopped: host.isStopped,
+    fail: (err) => host.fail(err),
+  })
+  return { plan, consumer, offsets, fetcher, wire, producer, restore, committer, engine, manager, globals, sources }
+}
