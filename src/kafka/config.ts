@@ -57,6 +57,14 @@ export interface KafkaRuntimeConfig {
    */
   directFetch?: boolean
   /**
+   * How the instances share the tasks. `'consumer'`: a consumer group of KIP-848's protocol, the
+   * broker's range assignor placing partitions. `'streams'`: a Kafka streams group (KIP-1071, Kafka 4.2
+   * and later), whose coordinator places tasks, sticky, and creates the internal topics from the
+   * topology each member sends; for now at least once only, with the direct fetch, without standby
+   * tasks run or `queryMetadataForKey` (see docs/kafka.md). @default 'consumer'
+   */
+  groupProtocol?: 'consumer' | 'streams'
+  /**
    * How long a task of several input partitions waits for an empty one that is fetched to its end before
    * processing the others (Kafka Streams' `max.task.idle.ms`). An empty partition with records on the
    * broker not yet fetched is waited for in any case, unless this is -1, which never waits. @default 0
@@ -157,6 +165,16 @@ export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKaf
   if (config.directFetch === true && secured !== undefined) {
     throw invalidConfig(where, `directFetch: true reaches the cluster in plaintext only, but the settings have "${secured}"; leave directFetch unset (librdkafka then fetches the input)`)
   }
+  const groupProtocol = config.groupProtocol ?? 'consumer'
+  if (groupProtocol !== 'consumer' && groupProtocol !== 'streams') throw invalidConfig(where, `groupProtocol must be 'consumer' or 'streams', got ${JSON.stringify(config.groupProtocol)}`)
+  if (groupProtocol === 'streams') {
+    if (guarantee !== 'at_least_once') {
+      throw invalidConfig(where, "groupProtocol 'streams' runs at_least_once only for now: under exactly_once_v2 a transaction's offsets must carry the streams member's id and epoch, and librdkafka's producer takes them only from its own consumer; use groupProtocol 'consumer'")
+    }
+    if (secured !== undefined || config.directFetch === false) {
+      throw invalidConfig(where, `groupProtocol 'streams' speaks to the group coordinator over punctual's own connections, which are plaintext and the direct fetch's (${secured === undefined ? 'directFetch is false' : `the settings have "${secured}"`}); use groupProtocol 'consumer'`)
+    }
+  }
   const logger = config.logger ?? consoleLogger
   const deadLetterTopic = checkDeadLetterTopic(where, config.deadLetterTopic)
   const clock = config.clock ?? systemClock
@@ -173,6 +191,7 @@ export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKaf
     repartitionPurgeIntervalMs: int('repartitionPurgeIntervalMs', config.repartitionPurgeIntervalMs, 30_000, 0),
     stateDir: config.stateDir ?? temporaryStateDir(config.applicationId),
     directFetch: secured === undefined ? config.directFetch : false,
+    groupProtocol,
     client,
     consumer,
     producer: settings('producer'),

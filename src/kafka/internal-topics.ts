@@ -46,7 +46,8 @@ export class InternalTopics {
       if (dlt !== undefined && !counts.has(dlt)) {
         throw new PunctualError('INVALID_CONFIG', `KafkaRuntime config: deadLetterTopic "${dlt}" does not exist on the cluster; create it first (punctual does not choose its partitions or retention)`)
       }
-      await checkGroupTopology(admin, this.config.applicationId, fingerprint)
+      // A streams group's coordinator refuses a member whose topology differs from the group's itself.
+      if (this.config.groupProtocol === 'consumer') await checkGroupTopology(admin, this.config.applicationId, fingerprint)
       return { plan, counts }
     } catch (err) {
       throw unreachable(err, this.config.bootstrapServers, log.lastFailure()) ?? err

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { PunctualError } from '../errors.js'
 import type { TaskEvent } from '../metrics.js'
 import type { StreamTask } from '../processor/internal/task.js'
@@ -10,13 +11,14 @@ import { TaskManager } from '../runtime/task-manager.js'
 import { CheckpointStore } from '../state/checkpoint-store.js'
 import type { StateDirectory } from '../state/state-directory.js'
 import type { Logger } from '../util/logger.js'
+import { loadWire } from './broker-wire.js'
 import type { ClusterWire } from './broker-wire.js'
 import { ChangelogRestore } from './changelog-restore.js'
 import type { ChangelogTopics } from './changelog-topics.js'
 import { disconnected } from './client-calls.js'
 import { watchReports } from './client-reports.js'
 import { baseClientId, groupConsumerSettings } from './client-settings.js'
-import type { GroupConsumer, KafkaClientSupplier } from './client-supplier.js'
+import type { ClientSettings, GroupConsumer, KafkaClientSupplier } from './client-supplier.js'
 import type { ValidKafkaRuntimeConfig } from './config.js'
 import { DirectFetcher } from './direct-fetcher.js'
 import { Fetcher } from './fetcher.js'
@@ -34,6 +36,9 @@ import { KafkaRecordCollector } from './record-collector.js'
 import { StreamsProducer } from './streams-producer.js'
 import { clientIdWithTopology, topologyFingerprint } from './topology-check.js'
 import type { TopicPlan } from './topics.js'
+import { StreamsGroupConsumer } from './streams-group/group-consumer.js'
+import { connectStreamsGroup } from './streams-group/group-wire.js'
+import { describeTopology } from './streams-group/topology-description.js'
 
 /** How long closing waits for the group consumer to leave the group and disconnect. */
 export const CONSUMER_DISCONNECT_WAIT_MS = 15_000
@@ -102,7 +107,11 @@ export async function assembleParts(host: PartsHost, made: Array<() => Promise<u
   let clientId = clientIdWithTopology(baseClientId(config), fingerprint)
   if (config.applicationServer !== undefined) clientId = clientIdWithServer(clientId, config.applicationServer)
   const sources = [...new Set(host.topology.subtopologies().flatMap((s) => s.sourceTopics))].map((t) => plan.names.get(t) ?? t)
-  const consumer = supplier.getConsumer(groupConsumerSettings(config, clientId, (err, partitions) => manager.onRebalance(err.code, partitions)))
+  const wire = config.directFetch === false ? undefined : await supplier.getFetchWire?.(config.bootstrapServers, clientId)
+  // Closed at stop with the other parts; here only if the start fails before they exist.
+  if (wire !== undefined) made.push(async () => wire.close())
+  const settings = groupConsumerSettings(config, clientId, (err, partitions) => manager.onRebalance(err.code, partitions))
+  const consumer: GroupConsumer = config.groupProtocol === 'streams' ? await streamsGroupConsumer(host, settings, clientId, plan, wire) : supplier.getConsumer(settings)
   made.push(() => disconnected(consumer, CONSUMER_DISCONNECT_WAIT_MS))
   consumer.setDefaultConsumeTimeout(500)
   consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
@@ -151,9 +160,6 @@ export async function assembleParts(host: PartsHost, made: Array<() => Promise<u
     await globals.reader?.stop()
     globals.stores.close()
   })
-  const wire = config.directFetch === false ? undefined : await supplier.getFetchWire?.(config.bootstrapServers, clientId)
-  // Closed at stop with the other parts; here only if the start fails before they exist.
-  if (wire !== undefined) made.push(async () => wire.close())
   const onFetchError = (err: { message: string }): void => host.fail(new PunctualError('ILLEGAL_STATE', `fetching: ${err.message}`, { cause: err }))
   const fetcher: InputFetcher =
     wire === undefined
@@ -206,4 +212,26 @@ export async function assembleParts(host: PartsHost, made: Array<() => Promise<u
     fail: (err) => host.fail(err),
   })
   return { plan, consumer, offsets, fetcher, wire, producer, restore, committer, engine, manager, globals, sources }
+}
+
+/**
+ * The group consumer of `groupProtocol: 'streams'`: a member of the application's streams group, with
+ * a member id of its own and the state directory's process id, over the direct fetch's connections.
+ */
+async function streamsGroupConsumer(host: PartsHost, settings: ClientSettings, clientId: string, plan: TopicPlan, wire: ClusterWire | undefined): Promise<GroupConsumer> {
+  const { config, logger } = host
+  // The direct fetch's wire library is the streams group's too.
+  await loadWire()
+  if (wire === undefined) throw new PunctualError('DEPENDENCY_MISSING', "groupProtocol 'streams' needs the direct fetch's connections, which the client supplier does not give")
+  const group = await connectStreamsGroup(config.bootstrapServers, clientId, config.applicationId)
+  const options = {
+    groupId: config.applicationId,
+    memberId: randomUUID(),
+    processId: host.stateDirectory.processId,
+    topology: describeTopology(host.topology, config.applicationId, plan),
+    // Kafka Streams' max.poll.interval.ms default: how long the coordinator waits for a revocation.
+    rebalanceTimeoutMs: 300_000,
+    ...(config.applicationServer === undefined ? {} : { userEndpoint: { host: config.applicationServer.host, port: config.applicationServer.port } }),
+  }
+  return new StreamsGroupConsumer(settings, options, group, wire, config.clock, config.scheduler, logger)
 }

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { kafkaTool } from '../../scripts/kafka-broker.mjs'
-import { StreamsBuilder } from '../../src/index.js'
+import { silentLogger as quiet, StreamsBuilder } from '../../src/index.js'
+import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import { connectStreamsGroup } from '../../src/kafka/streams-group/group-wire.js'
 import type { StreamsGroupWire } from '../../src/kafka/streams-group/group-wire.js'
 import { StreamsGroupMember } from '../../src/kafka/streams-group/member.js'
@@ -15,11 +16,12 @@ import { timerScheduler } from '../../src/time/scheduler.js'
 import { silentLogger } from '../../src/util/logger.js'
 import { bootstrapServers } from './cluster.js'
 import { onSharedBroker } from './shared-broker.js'
-import { until } from './workload.js'
+import { embedded, lines, PARTITIONS as INPUT_PARTITIONS, records, until, windowedFinal } from './workload.js'
 
 // Members of a Kafka streams group (KIP-1071), speaking StreamsGroupHeartbeat to the broker's group
 // coordinator: the broker places the tasks, active and standby, and creates the internal topics from
-// the topology the members send. Not yet the runtime's group protocol: these members run no tasks.
+// the topology the members send. The first cases drive members alone (they run no tasks); one runs the
+// runtime with groupProtocol 'streams'.
 
 const PARTITIONS = 4
 const scheduler = timerScheduler(systemClock)
@@ -141,6 +143,35 @@ describe('a streams group (KIP-1071) on the broker', () => {
     await until('b was fenced, and joined again', async () => b.events.includes('lost') && b.member.assignment.active.size > 0, 30_000, () => b.events.join('; '))
     await until('the tasks are shared again', async () => actives([a, b]).length === PARTITIONS && a.member.assignment.active.size < PARTITIONS, 30_000)
     await sleep(0)
+  })
+
+  it("the runtime with groupProtocol 'streams', at least once: two instances share the tasks the coordinator places, every final window of a single embedded run is written, and one stopping hands its tasks to the other", async () => {
+    const app = `${run}-runtime`
+    await broker.cluster.createTopic(`${app}-in`, INPUT_PARTITIONS)
+    await broker.cluster.createTopic(`${app}-out`, INPUT_PARTITIONS)
+    const input = records(6000)
+    const expected = await embedded(input, windowedFinal)
+    const runtime = (): KafkaRuntime => broker.track(new KafkaRuntime(windowedFinal(`${app}-in`, `${app}-out`), { applicationId: `${app}-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'at_least_once', groupProtocol: 'streams', commitIntervalMs: 100, logger: quiet }))
+    const a = runtime()
+    const b = runtime()
+    await a.start()
+    await b.start()
+    await until('the two instances share the tasks', async () => a.taskIds().length > 0 && b.taskIds().length > 0 && a.taskIds().length + b.taskIds().length === INPUT_PARTITIONS, 60_000, () => `a: ${a.taskIds().join(',')} b: ${b.taskIds().join(',')}`)
+    await broker.cluster.produce(`${app}-in`, INPUT_PARTITIONS, input.slice(0, 3000))
+    await until('the first half is processed', async () => a.metrics().processedRecords + b.metrics().processedRecords >= 3000, 60_000)
+    const members = describeMembers(`${app}-app`).split('\n').filter((l) => l.startsWith(`${app}-app`))
+    assert.equal(members.length, 2, 'kafka-streams-groups.sh lists the two instances')
+    await b.stop()
+    await until('a runs every task', async () => a.taskIds().length === INPUT_PARTITIONS, 60_000, () => a.taskIds().join(','))
+    await broker.cluster.produce(`${app}-in`, INPUT_PARTITIONS, input.slice(3000))
+    await until('every final window is written', async () => {
+      const have = new Set(lines(await broker.cluster.readAll(`${app}-out`, INPUT_PARTITIONS)))
+      return expected.every((l) => have.has(l))
+    }, 90_000)
+    await a.stop()
+    // Its last commit went to the group as the member's: the group's offsets are the input's ends.
+    const ends = (await broker.cluster.offsets(`${app}-in`)).map((e) => e.high)
+    assert.deepEqual(await broker.cluster.committed(`${app}-app`, `${app}-in`), ends)
   })
 
   it("offsets committed as a member: taken at the member's epoch for its tasks' partitions, refused at an epoch ahead of it (STALE_MEMBER_EPOCH) and once the group dropped the member (UNKNOWN_MEMBER_ID)", async () => {
