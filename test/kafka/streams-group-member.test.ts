@@ -76,7 +76,17 @@ function member() {
   const settle = async (): Promise<void> => {
     for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r))
   }
-  return { m, c, clock, calls, statuses, fatal, settle, releaseRevoke: (err?: Error) => release?.(err) }
+  /** Joins, takes `active`, has the acknowledgement answered, and lets the interval pass: the next heartbeat waits for its answer. */
+  const joinedWith = async (epoch: number, active: string[]): Promise<void> => {
+    m.start()
+    c.answer({ epoch, active })
+    await settle()
+    clock.advance(0)
+    c.answer({ epoch })
+    await settle()
+    clock.advance(INTERVAL)
+  }
+  return { m, c, clock, calls, statuses, fatal, settle, joinedWith, releaseRevoke: (err?: Error) => release?.(err) }
 }
 
 const owned = (r: HeartbeatRequest | undefined): string | undefined => (r?.owned === undefined ? undefined : `${r.owned.active.map((t) => `${t.subtopologyId}:${t.partitions.join('.')}`).join(' ')} | ${r.owned.standby.map((t) => `${t.subtopologyId}:${t.partitions.join('.')}`).join(' ')}`)
@@ -114,14 +124,8 @@ describe('StreamsGroupMember', () => {
   })
 
   it('revokes the active tasks the group takes away before it takes the new assignment, and acknowledges only once the revocation is done', async () => {
-    const { c, clock, calls, settle, releaseRevoke, m } = member()
-    m.start()
-    c.answer({ epoch: 1, active: ['0_0', '0_1'] })
-    await settle()
-    clock.advance(0)
-    c.answer({ epoch: 1 })
-    await settle()
-    clock.advance(INTERVAL)
+    const { c, clock, calls, settle, releaseRevoke, m, joinedWith } = member()
+    await joinedWith(1, ['0_0', '0_1'])
     // A second member joined: the group takes 0_1 away.
     c.answer({ epoch: 2, active: ['0_0'] })
     await settle()
@@ -140,14 +144,8 @@ describe('StreamsGroupMember', () => {
   })
 
   it('fenced (FENCED_MEMBER_EPOCH): every task is lost, and it joins again at epoch 0 with the same member id and its topology', async () => {
-    const { c, clock, calls, settle, m } = member()
-    m.start()
-    c.answer({ epoch: 4, active: ['0_0'] })
-    await settle()
-    clock.advance(0)
-    c.answer({ epoch: 4 })
-    await settle()
-    clock.advance(INTERVAL)
+    const { c, clock, calls, settle, m, joinedWith } = member()
+    await joinedWith(4, ['0_0'])
     c.answer({ errorCode: 110, errorMessage: 'The member epoch is fenced', epoch: 0 })
     await settle()
     assert.deepEqual(calls, ['assign active 0_0 standby ', 'lost'])
@@ -160,14 +158,8 @@ describe('StreamsGroupMember', () => {
   })
 
   it('fenced while it revokes: the revocation that then fails is not fatal, `lost` comes once it settled, never before, and the member joins again', async () => {
-    const { c, clock, calls, settle, releaseRevoke, m, fatal } = member()
-    m.start()
-    c.answer({ epoch: 1, active: ['0_0', '0_1'] })
-    await settle()
-    clock.advance(0)
-    c.answer({ epoch: 1 })
-    await settle()
-    clock.advance(INTERVAL)
+    const { c, clock, calls, settle, releaseRevoke, fatal, joinedWith } = member()
+    await joinedWith(1, ['0_0', '0_1'])
     c.answer({ epoch: 2, active: ['0_0'] })
     await settle()
     assert.deepEqual(calls.slice(1), ['revoke 0_1'])
@@ -185,14 +177,8 @@ describe('StreamsGroupMember', () => {
   })
 
   it('leave during a revocation: heartbeats go on until it ends, nothing is assigned after, then the leave heartbeat goes', async () => {
-    const { c, clock, calls, settle, releaseRevoke, m } = member()
-    m.start()
-    c.answer({ epoch: 1, active: ['0_0', '0_1'] })
-    await settle()
-    clock.advance(0)
-    c.answer({ epoch: 1 })
-    await settle()
-    clock.advance(INTERVAL)
+    const { c, clock, calls, settle, releaseRevoke, m, joinedWith } = member()
+    await joinedWith(1, ['0_0', '0_1'])
     c.answer({ epoch: 2, active: ['0_0'] })
     await settle()
     const leaving = m.leave()
