@@ -188,6 +188,14 @@ export interface RestoreProgress {
   readonly remaining: number | undefined
 }
 
+/** A standby task this instance keeps (the Kafka runtime in a streams group): its local state follows the task's changelog. */
+export interface StandbyProgress {
+  /** The task's id, `<subtopology>_<partition>`. */
+  readonly taskId: string
+  /** Changelog records applied to its local state since it started here. */
+  readonly applied: number
+}
+
 /**
  * A task's lifecycle on a runtime: assigned, restoring (with progress, at most once a second per task,
  * and once when it starts), running once restored (or at once with nothing to restore), then revoked

@@ -40,6 +40,12 @@ const BATCH = 2000
  * leaves such a record out anyway; this holds once that range is trimmed from the mark too. Read from a
  * local state's offsets, it knows only the epochs from there on.
  *
+ * A standby's reader follows (`following`): it never ends, and reads what the owner writes as it comes.
+ * At least once it holds the records whose commit its mark does not cover yet (the owner writes a
+ * commit's records before the group takes its offsets) until a later mark (`follow`) covers or voids
+ * them; `readTo` stops at the first one held, so that local records never hold a commit the group may
+ * still void.
+ *
  * The reader owns its consumer from connect to disconnect, and never disconnects it while a connect or a
  * consume call is under way: the client can crash the process when a disconnect overlaps either
  * (confluent-kafka-javascript issue 34). A close during one disconnects when it returns.
@@ -65,6 +71,12 @@ export class ChangelogReader implements ChangelogSource {
   stale = 0
   /** At least once, per topic: the highest owner epoch of a numbered record read. */
   private readonly epochs = new Map<string, number>()
+  /**
+   * Following at least once, per topic in offset order: records read but not applied yet, from the
+   * first one whose commit the mark does not cover yet (a commit under way, whose offsets the group has
+   * not taken) on. A later mark (`follow`) releases them, or leaves out those it voids.
+   */
+  private readonly held = new Map<string, Array<{ readonly offset: number; readonly n: number; readonly record: ChangelogRecord }>>()
   private waiter: (() => void) | undefined
   private closed = false
   private failure: Error | undefined
@@ -82,7 +94,9 @@ export class ChangelogReader implements ChangelogSource {
     /** Per topic, the offset to read from (where the task's local state reaches); the beginning for the others. */
     private readonly from: Readonly<Record<string, number>> = {},
     /** At least once: records of commits it does not cover are left out. */
-    private readonly mark?: CommitMark,
+    private mark?: CommitMark,
+    /** A standby's reader: it reads on past the end, and holds records its mark does not cover yet (`follow`). */
+    private readonly following = false,
   ) {
     for (const [topic, offset] of Object.entries(from)) this.positions.set(topic, offset)
   }
@@ -142,8 +156,37 @@ export class ChangelogReader implements ChangelogSource {
    */
   readTo(): Record<string, number> {
     const out: Record<string, number> = {}
-    for (const topic of this.topics.topics()) out[topic] = Math.max(this.endOffsets.get(topic) ?? 0, this.positions.get(topic) ?? 0)
+    for (const topic of this.topics.topics()) out[topic] = this.held.get(topic)?.[0]?.offset ?? Math.max(this.endOffsets.get(topic) ?? 0, this.positions.get(topic) ?? 0)
     return out
+  }
+
+  /** Whether it holds records its mark does not cover yet (following, at least once). */
+  holding(): boolean {
+    return this.held.size > 0
+  }
+
+  /**
+   * A following reader's new mark (the group's, read again): the records held that it covers become
+   * readable, those it voids (a commit a crash cut short, a fenced owner's) are left out, and the rest
+   * stay held. Once its buffer is read, `readTo` gives where its records are applied up to.
+   */
+  follow(mark: CommitMark): void {
+    this.mark = mark
+    let released = false
+    for (const [topic, list] of this.held) {
+      let i = 0
+      for (; i < list.length; i++) {
+        const h = list[i] as { readonly n: number; readonly record: ChangelogRecord }
+        if (covers(mark, h.n)) {
+          this.buffer.push(h.record)
+          released = true
+        } else if (h.n <= mark.n) this.skipped++
+        else break
+      }
+      if (i === list.length) this.held.delete(topic)
+      else list.splice(0, i)
+    }
+    if (released) this.wake()
   }
 
   whenReadable(): Promise<void> {
@@ -171,7 +214,7 @@ export class ChangelogReader implements ChangelogSource {
   }
 
   private done(): boolean {
-    return this.atEnd.size === this.topics.topics().length
+    return !this.following && this.atEnd.size === this.topics.topics().length
   }
 
   private fetch(): void {
@@ -194,6 +237,10 @@ export class ChangelogReader implements ChangelogSource {
             const epoch = epochOf(n)
             const highest = this.epochs.get(m.topic) ?? 0
             if (epoch > highest) this.epochs.set(m.topic, epoch)
+            if (this.following && epoch >= highest && (n > this.mark.n || this.held.has(m.topic))) {
+              this.hold(m, n)
+              continue
+            }
             if (!covers(this.mark, n)) {
               this.skipped++
               if (n > this.highestSkipped) this.highestSkipped = n
@@ -205,12 +252,22 @@ export class ChangelogReader implements ChangelogSource {
             }
           }
         }
-        const key = typeof m.key === 'string' ? Buffer.from(m.key) : (m.key ?? Buffer.alloc(0))
-        this.buffer.push(this.topics.fromMessage(m.topic, key, m.value))
+        this.buffer.push(this.recordOf(m))
       }
       if ((messages?.length ?? 0) > 0) this.wake()
       setImmediate(() => this.fetch())
     })
+  }
+
+  private recordOf(m: ConsumedMessage): ChangelogRecord {
+    const key = typeof m.key === 'string' ? Buffer.from(m.key) : (m.key ?? Buffer.alloc(0))
+    return this.topics.fromMessage(m.topic, key, m.value)
+  }
+
+  private hold(m: ConsumedMessage, n: number): void {
+    let list = this.held.get(m.topic)
+    if (list === undefined) this.held.set(m.topic, (list = []))
+    list.push({ offset: m.offset, n, record: this.recordOf(m) })
   }
 
   private wake(): void {

@@ -119,6 +119,16 @@ export function parseCommitMark(metadata: string | undefined): CommitMark | unde
   return { n, voids }
 }
 
+/** A task's mark from its input partitions' offset metadata: the one with the highest number (none: `NO_COMMIT`). */
+export function taskMark(metadata: ReadonlyArray<string | undefined>): CommitMark {
+  let mark = NO_COMMIT
+  for (const text of metadata) {
+    const m = parseCommitMark(text)
+    if (m !== undefined && m.n > mark.n) mark = m
+  }
+  return mark
+}
+
 /** Whether the record of commit `n` belongs to a complete commit by this mark. */
 export function covers(mark: CommitMark, n: number): boolean {
   if (n > mark.n) return false

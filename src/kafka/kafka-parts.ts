@@ -33,6 +33,7 @@ import { KafkaTaskManager } from './kafka-task-manager.js'
 import { LocalCommitBackend } from './local-commit-backend.js'
 import { LocalTaskRecords } from './local-task-records.js'
 import { KafkaRecordCollector } from './record-collector.js'
+import { StandbyTasks } from './standby-tasks.js'
 import { StreamsProducer } from './streams-producer.js'
 import { clientIdWithTopology, topologyFingerprint } from './topology-check.js'
 import type { TopicPlan } from './topics.js'
@@ -59,6 +60,8 @@ export interface KafkaParts {
   readonly globals: GlobalState
   /** The input topics the consumer subscribes to, by their names on the cluster. */
   readonly sources: readonly string[]
+  /** A streams group member's standby tasks. */
+  readonly standby: StandbyTasks | undefined
 }
 
 /** What the parts need of the runtime that starts them. */
@@ -211,7 +214,28 @@ export async function assembleParts(host: PartsHost, made: Array<() => Promise<u
     isStopped: host.isStopped,
     fail: (err) => host.fail(err),
   })
-  return { plan, consumer, offsets, fetcher, wire, producer, restore, committer, engine, manager, globals, sources }
+  const standby = consumer instanceof StreamsGroupConsumer ? standbyTasks(host, consumer, restore, localRecords, offsets, manager, exactlyOnce) : undefined
+  return { plan, consumer, offsets, fetcher, wire, producer, restore, committer, engine, manager, globals, sources, standby }
+}
+
+/** The standby tasks of a streams group member, told of each assignment it takes. */
+function standbyTasks(host: PartsHost, consumer: StreamsGroupConsumer, restore: ChangelogRestore, local: LocalTaskRecords, offsets: GroupOffsets, manager: KafkaTaskManager, exactlyOnce: boolean): StandbyTasks {
+  const { config, logger } = host
+  const standby = new StandbyTasks({
+    local,
+    logger,
+    clock: config.clock,
+    scheduler: config.scheduler,
+    checkpointIntervalMs: config.commitIntervalMs,
+    partitionsOf: (id) => restore.partitionsOf(id),
+    topicsOf: (id) => restore.topicsOfTask(id),
+    channel: () => restore.channel(),
+    watermarks: (t, p) => offsets.watermarks(t, p),
+    ...(exactlyOnce ? {} : { marks: (ids: readonly string[]) => manager.marks(ids) }),
+    fail: (err) => host.fail(err),
+  })
+  consumer.standbys = (tasks) => standby.update(tasks)
+  return standby
 }
 
 /**

@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs'
 import { PunctualError } from '../errors.js'
-import type { RuntimeMetrics, TaskEvent } from '../metrics.js'
+import type { RuntimeMetrics, StandbyProgress, TaskEvent } from '../metrics.js'
 import { RuntimeMetricsServer } from '../monitoring/metrics-server.js'
 import type { MetricsAddress } from '../monitoring/metrics-server.js'
 import type { StreamTask } from '../processor/internal/task.js'
@@ -283,6 +283,15 @@ export class KafkaRuntime implements StreamsRuntime {
     return this.tasks.map((t) => t.taskId.toString())
   }
 
+  /**
+   * The standby tasks this instance keeps, in a streams group (`groupProtocol: 'streams'`) whose
+   * `streams.num.standby.replicas` is above 0: each keeps its task's local state up with the task's
+   * changelog, so that the task, moved here, restores only the changelog's tail. Empty otherwise.
+   */
+  standbyProgress(): StandbyProgress[] {
+    return this.parts?.standby?.progress() ?? []
+  }
+
   /** The tasks restoring here, and how far each has come. */
   restoreProgress(): RestoreProgress[] {
     return this.parts?.engine.restoreProgress() ?? []
@@ -346,6 +355,8 @@ export class KafkaRuntime implements StreamsRuntime {
         // Close errors after a failure add nothing.
       }
     }
+    // Standbys leave their local state checkpointed, before the restore consumer they read through goes.
+    await parts?.standby?.stop()
     await parts?.restore.close()
     // Leaving the group revokes what is assigned: the rebalance callback still needs the consumer (not
     // the producer: nothing commits now). Both disconnect at once, so that a cluster that does not

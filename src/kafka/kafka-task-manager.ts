@@ -6,7 +6,7 @@ import type { TaskManager } from '../runtime/task-manager.js'
 import type { Logger } from '../util/logger.js'
 import type { ChangelogRestore } from './changelog-restore.js'
 import type { GroupConsumer } from './client-supplier.js'
-import { claimMark, formatCommitMark, NO_COMMIT, parseCommitMark } from './commit-numbers.js'
+import { claimMark, formatCommitMark, taskMark } from './commit-numbers.js'
 import type { CommitMark } from './commit-numbers.js'
 import type { InputFetcher, TopicPartitionRef } from './fetcher.js'
 import { AssignmentLost, isMemberFenced, OffsetsUnanswered, PENDING_OFFSETS_HINT, TASK_TIMEOUT_MS } from './group-offsets.js'
@@ -306,13 +306,8 @@ export class KafkaTaskManager {
     const offsets: PartitionOffset[] = []
     const claims = new Map<string, CommitMark>()
     for (const def of this.parts.definitions.filter((d) => ids.includes(d.id))) {
-      let previous = NO_COMMIT
       const inputs = this.inputsOf(def).map((p) => committed.get(`${p.topic}:${p.partition}`) ?? { ...p, offset: -1 })
-      for (const c of inputs) {
-        const m = parseCommitMark(c.metadata)
-        if (m !== undefined && m.n > previous.n) previous = m
-      }
-      const claim = claimMark(previous)
+      const claim = claimMark(taskMark(inputs.map((c) => c.metadata)))
       claims.set(def.id, claim)
       for (const c of inputs) {
         const offset = c.offset >= 0 ? c.offset : (await this.parts.offsets.watermarks(c.topic, c.partition)).lowOffset
@@ -370,6 +365,15 @@ export class KafkaTaskManager {
   /** The input partitions of these tasks, by their topics' names on the cluster. */
   private inputPartitions(ids: readonly string[]): TopicPartitionRef[] {
     return this.parts.definitions.filter((d) => ids.includes(d.id)).flatMap((d) => this.inputsOf(d))
+  }
+
+  /** At least once: the marks of these tasks, from the group's offsets of their inputs (a standby's records follow them). */
+  async marks(ids: readonly string[]): Promise<ReadonlyMap<string, CommitMark>> {
+    const committed = await this.parts.offsets.committed(this.inputPartitions(ids), STABLE_ROUND_MS)
+    const metadata = new Map(committed.map((c) => [`${c.topic}:${c.partition}`, c.metadata]))
+    const out = new Map<string, CommitMark>()
+    for (const def of this.parts.definitions.filter((d) => ids.includes(d.id))) out.set(def.id, taskMark(this.inputsOf(def).map((p) => metadata.get(`${p.topic}:${p.partition}`))))
+    return out
   }
 
   private inputsOf(def: TaskDefinition): TopicPartitionRef[] {

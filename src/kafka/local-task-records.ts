@@ -99,6 +99,13 @@ export class LocalTaskRecords {
     return { offsets: found.offsets, source: this.recordsSource(taskId, onDisk) }
   }
 
+  /** Where a task's usable local records found by `load` reach, once (a standby goes on from there). */
+  takeOffsets(taskId: string): Readonly<Record<string, number>> | undefined {
+    const found = this.usable.get(taskId)
+    this.usable.delete(taskId)
+    return found?.offsets
+  }
+
   /**
    * These records as the task manager's `LocalTaskState`: a persistent store reads its committed entries
    * here, decoded with `codecOf` (the codec of its changelog records), and so does a keyed state, a key
@@ -120,6 +127,15 @@ export class LocalTaskRecords {
    */
   tailWriter(taskId: string): RecordWriter {
     return this.store.records.writer(taskId)
+  }
+
+  /**
+   * A standby's records, written by its `tailWriter` (settled), reach `offsets` of its changelog topics;
+   * at least once, they hold the commits mark `n` covers (the group took its offsets).
+   */
+  savePosition(taskId: string, offsets: Readonly<Record<string, number>>, n: number | undefined): Promise<void> {
+    const changelog = n === undefined ? { offsets, writtenAt: this.now() } : { offsets, writtenAt: this.now(), n, confirmed: true }
+    return this.store.saveTaskRecord(taskId, { streamTime: undefined, lastFires: {}, positions: {}, changelog })
   }
 
   private async unusable(task: TaskChangelogPartitions, state: DurableTaskState, watermarks: (topic: string, partition: number) => Promise<Watermarks>, mark: CommitMark | undefined): Promise<string | undefined> {

@@ -326,6 +326,14 @@ export class CheckpointStore {
   }
 
   /**
+   * Writes a task's record alone, outside any commit: a standby's, whose changelog records a `writer`
+   * wrote (and which settled) up to the offsets of `state.changelog`.
+   */
+  async saveTaskRecord(taskId: string, state: DurableTaskState): Promise<void> {
+    await this.tasks.put(taskId, state)
+  }
+
+  /**
    * Removes a task's record and its changelog records (a state that cannot be used: the task restores
    * from the beginning of its changelog). The record goes first: a process that stops part-way leaves
    * records without a task record, which the next restore removes again.

@@ -4,7 +4,7 @@
 // WORKLOAD is `windowed` (windowedFinal from INPUT to OUTPUT, the default), `counts` (counts per key from
 // INPUT to OUTPUT, in the store "counts"), `padded` (values joined per key, workload.ts) or `flights` (the flights demo on topics named INPUT + its
 // topic names; OUTPUT unused). COMMIT_INTERVAL_MS is 100 by default.
-// It prints a JSON line every 200 ms ({ processed, tasks, restoring, state, positions: each task's next
+// It prints a JSON line every 200 ms ({ processed, tasks, restoring, standbys, state, positions: each task's next
 // offset of each input partition, with `counts` the store's entries, up to 10,000, once none of its tasks restores, and the heap used in bytes }), and stops cleanly (rt.stop()) on SIGTERM or SIGINT. Its log
 // goes to stderr: the runtime's info log, or its debug log with PUNCTUAL_KAFKA_TEST_DEBUG=1.
 import { createConsoleLogger, QueryableStoreTypes } from '../../src/index.js'
@@ -72,7 +72,7 @@ const report = (): void => {
   const metrics = rt.metrics()
   const positions = Object.fromEntries(metrics.tasks.flatMap((t) => t.inputs.map((i) => [`${i.topic}-${i.partition}`, i.position])))
   const restoring = rt.restoreProgress().map((r) => `${r.taskId}:${r.restored}/${r.remaining ?? '?'}`)
-  process.stdout.write(`${JSON.stringify({ processed: metrics.processedRecords, tasks: rt.taskIds(), restoring, state: rt.state, positions, store: store(), heapUsed: process.memoryUsage().heapUsed })}\n`)
+  process.stdout.write(`${JSON.stringify({ processed: metrics.processedRecords, tasks: rt.taskIds(), restoring, standbys: rt.standbyProgress(), state: rt.state, positions, store: store(), heapUsed: process.memoryUsage().heapUsed })}\n`)
 }
 // Installed before the start, so that a signal while the instance joins its group stops it cleanly too.
 // The reports go on while it stops: a stop that hangs shows as PENDING_SHUTDOWN.

@@ -25,6 +25,8 @@ export interface InstanceOptions {
   readonly commitMaxRecords?: number
   /** The heap the process may use (`--max-old-space-size`, in MB). */
   readonly heapMb?: number
+  /** 'streams': the instance joins a streams group (PUNCTUAL_KAFKA_TEST_GROUP_PROTOCOL, which the test run may set for all). */
+  readonly groupProtocol?: 'streams'
 }
 
 /**
@@ -36,6 +38,8 @@ export class Instance {
   processed = 0
   tasks: string[] = []
   restoring: string[] = []
+  /** Its standby tasks (in a streams group), with the changelog records each applied. */
+  standbys: Array<{ taskId: string; applied: number }> = []
   /** The runtime's state: RUNNING, PENDING_SHUTDOWN, ... */
   state = 'CREATED'
   /** Each input partition of its tasks (`topic-partition`): the offset of the next record it processes. */
@@ -61,15 +65,16 @@ export class Instance {
     workload: string,
     options: InstanceOptions = {},
   ) {
-    const env = { ...process.env, ...(options.bootstrap === undefined ? {} : { PUNCTUAL_KAFKA_BOOTSTRAP: options.bootstrap }), ...(options.stateDir === undefined ? {} : { PUNCTUAL_KAFKA_TEST_STATE_DIR: options.stateDir }), ...(options.killAfterCommit === undefined ? {} : { PUNCTUAL_KAFKA_TEST_KILL_AFTER_COMMIT: String(options.killAfterCommit) }), ...(options.bufferedRecordsPerPartition === undefined ? {} : { PUNCTUAL_KAFKA_TEST_BUFFERED: String(options.bufferedRecordsPerPartition) }), ...(options.commitMaxRecords === undefined ? {} : { PUNCTUAL_KAFKA_TEST_COMMIT_MAX_RECORDS: String(options.commitMaxRecords) }) }
+    const env = { ...process.env, ...(options.bootstrap === undefined ? {} : { PUNCTUAL_KAFKA_BOOTSTRAP: options.bootstrap }), ...(options.stateDir === undefined ? {} : { PUNCTUAL_KAFKA_TEST_STATE_DIR: options.stateDir }), ...(options.killAfterCommit === undefined ? {} : { PUNCTUAL_KAFKA_TEST_KILL_AFTER_COMMIT: String(options.killAfterCommit) }), ...(options.bufferedRecordsPerPartition === undefined ? {} : { PUNCTUAL_KAFKA_TEST_BUFFERED: String(options.bufferedRecordsPerPartition) }), ...(options.commitMaxRecords === undefined ? {} : { PUNCTUAL_KAFKA_TEST_COMMIT_MAX_RECORDS: String(options.commitMaxRecords) }), ...(options.groupProtocol === undefined ? {} : { PUNCTUAL_KAFKA_TEST_GROUP_PROTOCOL: options.groupProtocol }) }
     const extra = options.commitIntervalMs === undefined ? [] : [String(options.commitIntervalMs)]
     const heap = options.heapMb === undefined ? [] : [`--max-old-space-size=${options.heapMb}`]
     this.child = spawn(process.execPath, [...heap, '--import', 'tsx', INSTANCE, ...args, name, workload, ...extra], { stdio: ['ignore', 'pipe', 'pipe'], env })
     createInterface({ input: this.child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-      const report = JSON.parse(line) as { processed: number; tasks: string[]; restoring: string[]; state: string; positions: Record<string, number>; store?: Record<string, number>; heapUsed: number }
+      const report = JSON.parse(line) as { processed: number; tasks: string[]; restoring: string[]; standbys: Array<{ taskId: string; applied: number }>; state: string; positions: Record<string, number>; store?: Record<string, number>; heapUsed: number }
       this.processed = report.processed
       this.tasks = report.tasks
       this.restoring = report.restoring
+      this.standbys = report.standbys
       this.state = report.state
       this.positions = report.positions
       this.store = report.store

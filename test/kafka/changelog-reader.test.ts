@@ -310,3 +310,120 @@ describe('ChangelogReader: owner epochs (at least once)', () => {
     )
   })
 })
+
+describe('ChangelogReader: following, as a standby (at least once)', () => {
+  const own = new ChangelogTopics('app', 0, ['counts'])
+  const topic = own.topics()[0] as string
+
+  /** A following reader over a fake consumer: `feed` hands it messages, `applied` is what it let through so far (last value wins). */
+  function follower(mark: CommitMark) {
+    const consumer = new FakeConsumer()
+    const reader = new ChangelogReader(consumer, own, 0, (err) => assert.fail(err), {}, mark, true)
+    reader.open((err) => assert.fail(err.message))
+    consumer.connected()
+    const applied = new Map<string, string>()
+    const drain = (): void => {
+      for (const r of reader.read(1_000_000)) applied.set(Buffer.from(r.key).toString(), Buffer.from(r.value ?? new Uint8Array()).toString())
+    }
+    return {
+      reader,
+      applied,
+      consumer,
+      async feed(messages: ConsumedMessage[]): Promise<void> {
+        await tick()
+        assert.ok(consumer.consuming !== undefined, 'a following reader always reads on')
+        consumer.consumed(messages)
+        drain()
+      },
+      drain,
+    }
+  }
+
+  it('holds a commit the group has not taken, releases it once the mark covers it, and leaves out what a claim voids', async () => {
+    const f = follower({ n: 1, voids: [] })
+    await f.feed([changelogMessage(topic, 0, 'a', '1', 1), changelogMessage(topic, 1, 'a', '2', 2), changelogMessage(topic, 2, 'b', '1', 2)])
+    assert.deepEqual(Object.fromEntries(f.applied), { a: '1' })
+    assert.equal(f.reader.holding(), true)
+    assert.equal(f.reader.readTo()[topic], 1, 'its local records reach only the first record held')
+    f.consumer.atEnd(topic)
+    await f.feed([])
+    assert.notEqual(f.reader.remaining(), 0, 'reaching the end does not end it')
+    f.reader.follow({ n: 2, voids: [] })
+    f.drain()
+    assert.deepEqual(Object.fromEntries(f.applied), { a: '2', b: '1' })
+    assert.equal(f.reader.readTo()[topic], 3)
+    // Commit 3 is cut short by a crash; the next owner's claim voids it, and its own commit follows.
+    const claim = claimMark({ n: 2, voids: [] })
+    await f.feed([changelogMessage(topic, 3, 'a', '3', 3), changelogMessage(topic, 4, 'a', '3', claim.n + 1)])
+    f.reader.follow(claim)
+    f.drain()
+    assert.deepEqual([f.applied.get('a'), f.reader.skipped, f.reader.holding()], ['2', 1, true])
+    assert.equal(f.reader.readTo()[topic], 4)
+    f.reader.follow({ n: claim.n + 1, voids: claim.voids })
+    f.drain()
+    assert.deepEqual([f.applied.get('a'), f.reader.holding()], ['3', false])
+  })
+
+  it('its local records, then the tail read from where its last checkpoint reached, are the state of the last complete commit (property)', async () => {
+    const step = fc.oneof(
+      // `late`: the standby checkpoints after the commit's records are written, before the group takes its offsets.
+      fc.record({ kind: fc.constant('commit' as const), keys: fc.subarray(['a', 'b', 'c'], { minLength: 1 }), late: fc.boolean() }),
+      fc.record({ kind: fc.constant('crash' as const), keys: fc.subarray(['a', 'b', 'c'], { minLength: 1 }) }),
+      fc.record({ kind: fc.constant('checkpoint' as const) }),
+    )
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 12 }), async (steps) => {
+        const log: ConsumedMessage[] = []
+        let group: CommitMark = NO_COMMIT
+        let mark: CommitMark = NO_COMMIT
+        let truth = new Map<string, number>()
+        let working = new Map<string, number>()
+        const f = follower(NO_COMMIT)
+        let fed = 0
+        let checkpoint: Record<string, number> = {}
+        const write = (keys: readonly string[], n: number, upTo: number): void => {
+          for (const [j, k] of keys.entries()) {
+            working.set(k, (working.get(k) ?? 0) + 1)
+            if (j < upTo) log.push(changelogMessage(topic, log.length, k, String(working.get(k)), n))
+          }
+        }
+        const checkpointNow = async (): Promise<void> => {
+          await f.feed(log.slice(fed))
+          fed = log.length
+          f.reader.follow(group)
+          f.drain()
+          checkpoint = f.reader.readTo()
+        }
+        for (const s of steps) {
+          if (s.kind === 'checkpoint') {
+            await checkpointNow()
+            continue
+          }
+          mark = { n: mark.n + 1, voids: mark.voids }
+          if (s.kind === 'commit') {
+            write(s.keys, mark.n, s.keys.length)
+            if (s.late) await checkpointNow()
+            group = mark
+            truth = new Map(working)
+          } else {
+            write(s.keys, mark.n, Math.ceil(s.keys.length / 2))
+            // The next owner claims the task and goes on from the last complete commit.
+            group = mark = claimMark(group)
+            working = new Map(truth)
+          }
+        }
+        await f.feed(log.slice(fed))
+        // The standby becomes active: the claim, then its local records and the tail from its checkpoint.
+        const claim = claimMark(group)
+        const tail = restore(
+          own,
+          log.filter((m) => m.offset >= (checkpoint[topic] ?? 0)),
+          claim,
+        ).state
+        const state = new Map(f.applied)
+        for (const [k, v] of tail) state.set(k.slice(k.indexOf('/') + 1), v)
+        assert.deepEqual(Object.fromEntries(state), Object.fromEntries([...truth].map(([k, v]) => [k, String(v)])))
+      }),
+    )
+  })
+})

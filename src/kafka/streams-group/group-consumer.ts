@@ -25,8 +25,9 @@ type RebalanceCallback = (err: { code: number }, partitions: TopicPartitionRef[]
  * group consumer, so that the task manager, the offsets and the fetcher stay as they are. The member's
  * revocations, assignments and losses become the rebalance callback's events (each waits for the
  * task manager's unassign or assign, as librdkafka's do), offsets are committed as the member (its id
- * and epoch) and read from the group, and a partition's watermarks come from its leader. Standby and
- * warm-up tasks are not run. It fetches nothing: the direct fetcher does.
+ * and epoch) and read from the group, and a partition's watermarks come from its leader. Its standby
+ * tasks go to `standbys` (`StandbyTasks`); warm-up tasks are not run. It fetches nothing: the direct
+ * fetcher does.
  */
 export class StreamsGroupConsumer extends EventEmitter implements GroupConsumer {
   private readonly member: StreamsGroupMember
@@ -35,6 +36,8 @@ export class StreamsGroupConsumer extends EventEmitter implements GroupConsumer 
   private lost = false
   /** Waits for the task manager's (un)assign of these partitions. */
   private waiting: { readonly partitions: ReadonlySet<string>; readonly assign: boolean; readonly done: () => void } | undefined
+  /** Told the standby tasks of each assignment the member takes, before its active tasks are handed over. */
+  standbys: ((tasks: ReadonlySet<string>) => Promise<void>) | undefined
   private consumeTimeoutMs = 500
   private stopped = false
 
@@ -54,7 +57,11 @@ export class StreamsGroupConsumer extends EventEmitter implements GroupConsumer 
       group.send,
       {
         revoke: (tasks) => this.handOver(REVOKE, this.inputsOf(tasks)),
-        assign: (a) => this.handOver(ASSIGN, this.inputsOf([...a.active].filter((t) => !this.holds(t)))),
+        assign: async (a) => {
+          // Standbys that go are checkpointed first: one may be a task about to start here as active.
+          await this.standbys?.(a.standby)
+          await this.handOver(ASSIGN, this.inputsOf([...a.active].filter((t) => !this.holds(t))))
+        },
         lost: () => {
           this.lost = true
           void this.handOver(REVOKE, [...this.assigned].map(parse)).finally(() => (this.lost = false))
