@@ -81,6 +81,21 @@ export function baseClientId(config: ValidKafkaRuntimeConfig): string {
   return String(config.consumer['client.id'] ?? config.client['client.id'] ?? `punctual-${config.applicationId}`)
 }
 
+/**
+ * Exactly-once with a producer per task: a consumer of the group that never joins it, whose group
+ * metadata (the group's id, no member) goes with the transactions' offsets.
+ */
+export function offsetsConsumerSettings(config: ValidKafkaRuntimeConfig): ClientSettings {
+  return {
+    ...CONSUMER_DEFAULTS,
+    ...config.client,
+    ...config.consumer,
+    'bootstrap.servers': config.bootstrapServers,
+    'group.id': config.applicationId,
+    'enable.auto.commit': false,
+  }
+}
+
 /** The restore consumer: assigned by hand (no group), read committed, to the end and no further. */
 export function restoreConsumerSettings(config: ValidKafkaRuntimeConfig): ClientSettings {
   return {

@@ -60,8 +60,8 @@ export interface KafkaRuntimeConfig {
    * How the instances share the tasks. `'consumer'`: a consumer group of KIP-848's protocol, the
    * broker's range assignor placing partitions. `'streams'`: a Kafka streams group (KIP-1071, Kafka 4.2
    * and later), whose coordinator places tasks, sticky, and creates the internal topics from the
-   * topology each member sends; for now at least once only, with the direct fetch, without standby
-   * tasks run or `queryMetadataForKey` (see docs/kafka.md). @default 'consumer'
+   * topology each member sends, and runs standby tasks where the group asks for them; with the direct
+   * fetch only, and under exactly-once with a producer per task (see docs/kafka.md). @default 'consumer'
    */
   groupProtocol?: 'consumer' | 'streams'
   /**
@@ -168,9 +168,6 @@ export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKaf
   const groupProtocol = config.groupProtocol ?? 'consumer'
   if (groupProtocol !== 'consumer' && groupProtocol !== 'streams') throw invalidConfig(where, `groupProtocol must be 'consumer' or 'streams', got ${JSON.stringify(config.groupProtocol)}`)
   if (groupProtocol === 'streams') {
-    if (guarantee !== 'at_least_once') {
-      throw invalidConfig(where, "groupProtocol 'streams' runs at_least_once only for now: under exactly_once_v2 a transaction's offsets must carry the streams member's id and epoch, and librdkafka's producer takes them only from its own consumer; use groupProtocol 'consumer'")
-    }
     if (secured !== undefined || config.directFetch === false) {
       throw invalidConfig(where, `groupProtocol 'streams' speaks to the group coordinator over punctual's own connections, which are plaintext and the direct fetch's (${secured === undefined ? 'directFetch is false' : `the settings have "${secured}"`}); use groupProtocol 'consumer'`)
     }

@@ -34,6 +34,15 @@ export interface CommitClient {
 }
 
 /**
+ * Where a task's commit goes under exactly-once: a producer's sink and its transaction. One for every
+ * task of the instance (its one producer), or one per task (a producer per task, in a streams group).
+ */
+export interface TransactionScope {
+  readonly sink: ProducerSink
+  readonly client: CommitClient
+}
+
+/**
  * At least once: commits numbered this close to the end of their epoch's numbers make their offsets
  * carry a claim of the next epoch, until the group takes one (see `KafkaCommitBackend`).
  */
@@ -45,6 +54,8 @@ const RECLAIM_WINDOW = 2 ** 16
  * - `exactly_once_v2`: all of it, with the outputs written since the last commit, is one transaction:
  *   the records are produced into it, the offsets added with the group metadata (KIP-447), then it
  *   commits and the next one begins; what tasks write in between is held by the sink until it has.
+ *   With a producer per task (`scopeOf`), each task's part is such a transaction of its own producer,
+ *   all of them at once; the commit is complete when every one is.
  * - `at_least_once`: the records are produced (each with the task's commit number, `COMMIT_HEADER`), the
  *   producer flushed, then the offsets committed with that number in their metadata. Records of
  *   different partitions land independently, so a crash during the flush can leave part of a commit in
@@ -77,6 +88,8 @@ export class KafkaCommitBackend implements CommitBackend {
     private readonly clock: Clock,
     /** Told the offsets each commit made the group's, once it has. */
     private readonly onCommitted: (offsets: readonly PartitionOffset[]) => void = () => {},
+    /** Exactly-once: each task's transaction (none given: the instance's, `client` and `sink`, for every task). */
+    private readonly scopeOf?: (taskId: string) => TransactionScope,
   ) {}
 
   /** At least once: each task's mark (its last commit, and numbers left out): its claim, or past what its restore left out. */
@@ -115,12 +128,28 @@ export class KafkaCommitBackend implements CommitBackend {
         numbered.set(c.taskId, { mark, offer })
       }
     }
-    // Outputs written from here on belong to the next transaction.
-    if (this.exactlyOnce) this.sink.hold()
+    // Exactly-once: each transaction's offsets. Outputs written from here on belong to its next one.
+    const transactions = new Map<TransactionScope, PartitionOffset[]>()
+    const instance: TransactionScope = { sink: this.sink, client: this.client }
+    if (this.exactlyOnce && this.scopeOf === undefined) {
+      this.sink.hold()
+      transactions.set(instance, [])
+    }
     const now = this.clock.now()
-    const offsets: PartitionOffset[] = []
+    let offsets: PartitionOffset[] = []
     const produced = new Map<string, Map<string, number>>()
     for (const c of commits) {
+      let sink = this.sink
+      if (this.exactlyOnce) {
+        const scope = this.scopeOf?.(c.taskId) ?? instance
+        let list = transactions.get(scope)
+        if (list === undefined) {
+          scope.sink.hold()
+          transactions.set(scope, (list = []))
+        }
+        offsets = list
+        sink = scope.sink
+      }
       const counts = new Map<string, number>()
       produced.set(c.taskId, counts)
       const [sub, partition] = parseTaskId(c.taskId)
@@ -137,7 +166,7 @@ export class KafkaCommitBackend implements CommitBackend {
       }
       for (const r of c.records()) {
         const m = topics.toMessage(r)
-        this.sink.produce(m.topic, partition, m.key, m.value, now, headers)
+        sink.produce(m.topic, partition, m.key, m.value, now, headers)
         counts.set(m.topic, (counts.get(m.topic) ?? 0) + 1)
       }
       for (const [tp, offset] of Object.entries(c.checkpoint.positions)) {
@@ -148,8 +177,8 @@ export class KafkaCommitBackend implements CommitBackend {
     }
     const numbers = new Map([...numbered].map(([taskId, { mark }]) => [taskId, mark.n]))
     if (this.exactlyOnce) {
-      const done = this.commitTransaction(offsets).then(() => {
-        this.onCommitted(offsets)
+      const done = Promise.all([...transactions].map(([scope, list]) => this.commitTransaction(scope, list))).then(() => {
+        this.onCommitted([...transactions.values()].flat())
         return true
       })
       return { produced, numbers, done }
@@ -163,11 +192,11 @@ export class KafkaCommitBackend implements CommitBackend {
     return { produced, numbers, done }
   }
 
-  private async commitTransaction(offsets: PartitionOffset[]): Promise<void> {
-    if (offsets.length > 0) await this.client.sendOffsetsToTransaction(offsets)
-    await this.client.commitTransaction()
-    await this.client.beginTransaction()
-    this.sink.release()
+  private async commitTransaction({ client, sink }: TransactionScope, offsets: PartitionOffset[]): Promise<void> {
+    if (offsets.length > 0) await client.sendOffsetsToTransaction(offsets)
+    await client.commitTransaction()
+    await client.beginTransaction()
+    sink.release()
   }
 
   /**

@@ -15,9 +15,9 @@ import { loadWire } from './broker-wire.js'
 import type { ClusterWire } from './broker-wire.js'
 import { ChangelogRestore } from './changelog-restore.js'
 import type { ChangelogTopics } from './changelog-topics.js'
-import { disconnected } from './client-calls.js'
+import { CALL_TIMEOUT_MS, disconnected, promised } from './client-calls.js'
 import { watchReports } from './client-reports.js'
-import { baseClientId, groupConsumerSettings } from './client-settings.js'
+import { baseClientId, groupConsumerSettings, offsetsConsumerSettings } from './client-settings.js'
 import type { ClientSettings, GroupConsumer, KafkaClientSupplier } from './client-supplier.js'
 import type { ValidKafkaRuntimeConfig } from './config.js'
 import { DirectFetcher } from './direct-fetcher.js'
@@ -34,7 +34,11 @@ import { LocalCommitBackend } from './local-commit-backend.js'
 import { LocalTaskRecords } from './local-task-records.js'
 import { KafkaRecordCollector } from './record-collector.js'
 import { StandbyTasks } from './standby-tasks.js'
+import { ProducerSink } from './producer-sink.js'
 import { StreamsProducer } from './streams-producer.js'
+import type { ProducerEvents } from './streams-producer.js'
+import { TaskProducers } from './task-producers.js'
+import type { ProducerControl } from './task-producers.js'
 import { clientIdWithTopology, topologyFingerprint } from './topology-check.js'
 import type { TopicPlan } from './topics.js'
 import { StreamsGroupConsumer } from './streams-group/group-consumer.js'
@@ -52,7 +56,8 @@ export interface KafkaParts {
   readonly fetcher: InputFetcher
   /** The direct fetch's connections (none when librdkafka fetches). */
   readonly wire: ClusterWire | undefined
-  readonly producer: StreamsProducer
+  /** The instance's producer, or its tasks' (exactly-once in a streams group). */
+  readonly producer: ProducerControl
   readonly restore: ChangelogRestore
   readonly committer: Committer
   readonly engine: TaskManager
@@ -97,16 +102,27 @@ export async function assembleParts(host: PartsHost, made: Array<() => Promise<u
   const { plan, counts } = await topics.prepare(host.topology, fingerprint)
   const definitions = tasksOf(host.topology, (sub) => plan.partitions.get(sub.id) ?? 0)
   const exactlyOnce = config.processingGuarantee === 'exactly_once_v2'
-  // The same transactional id at each start on this state directory, as Kafka Streams' process id:
-  // a restart after a crash fences the dead instance's producer at once and aborts its open
+  const events = { transactionFailed: (err: Error) => host.onFailure(err), failed: (err: Error) => host.fail(err) }
+  // Exactly-once in a streams group: a producer per task (`TaskProducers`); otherwise one per instance,
+  // with the same transactional id at each start on this state directory, as Kafka Streams' process
+  // id: a restart after a crash fences the dead instance's producer at once and aborts its open
   // transaction, rather than waiting out its timeout before the tasks' offsets are stable.
-  const producer = new StreamsProducer(supplier, config, `${config.applicationId}-${stateDirectory.processId}`, logger, {
-    transactionFailed: (err) => host.onFailure(err),
-    failed: (err) => host.fail(err),
-  })
-  made.push(() => producer.close())
-  await producer.connect()
-  const collector = new KafkaRecordCollector(plan.names, counts, producer.sink.send)
+  const taskProducers = exactlyOnce && config.groupProtocol === 'streams' ? await perTaskProducers(host, events, made) : undefined
+  const producer = taskProducers === undefined ? new StreamsProducer(supplier, config, `${config.applicationId}-${stateDirectory.processId}`, logger, events) : undefined
+  if (producer !== undefined) {
+    made.push(() => producer.close())
+    await producer.connect()
+  }
+  const control: ProducerControl = (taskProducers ?? producer) as ProducerControl
+  // With a producer per task, each task's records go to its own (`collectorOf`); nothing goes here.
+  const sink =
+    producer?.sink ??
+    new ProducerSink({
+      produce: () => {
+        throw new PunctualError('ILLEGAL_STATE', 'a record without a task producer to write it')
+      },
+    })
+  const collector = new KafkaRecordCollector(plan.names, counts, sink.send)
   let clientId = clientIdWithTopology(baseClientId(config), fingerprint)
   if (config.applicationServer !== undefined) clientId = clientIdWithServer(clientId, config.applicationServer)
   const sources = [...new Set(host.topology.subtopologies().flatMap((s) => s.sourceTopics))].map((t) => plan.names.get(t) ?? t)
@@ -127,21 +143,22 @@ export async function assembleParts(host: PartsHost, made: Array<() => Promise<u
   const kafkaBackend = new KafkaCommitBackend(
     exactlyOnce,
     {
-      sendOffsetsToTransaction: (o) => producer.sendOffsetsToTransaction(o, consumer),
-      commitTransaction: () => producer.commitTransaction(),
-      beginTransaction: () => producer.beginTransaction(),
-      flush: () => producer.flush(),
+      sendOffsetsToTransaction: (o) => (producer as StreamsProducer).sendOffsetsToTransaction(o, consumer),
+      commitTransaction: () => (producer as StreamsProducer).commitTransaction(),
+      beginTransaction: () => (producer as StreamsProducer).beginTransaction(),
+      flush: () => (producer as StreamsProducer).flush(),
       commitOffsets: async (o) => {
         const result = await offsets.commit(o)
         if (result === 'fenced') logger.warn({}, "the group refused this member's offsets (it was fenced): its tasks are lost, and taken over by another member")
         return result === 'committed'
       },
     },
-    producer.sink,
+    sink,
     (sub) => changelogTopicsOf(sub),
     (t) => plan.names.get(t) ?? t,
     config.clock,
     (o) => purger?.committed(o),
+    taskProducers === undefined ? undefined : (taskId) => taskProducers.scopeOf(taskId),
   )
   const backend = new LocalCommitBackend(kafkaBackend, checkpoints, exactlyOnce)
   const committer = new Committer(backend)
@@ -172,7 +189,11 @@ export async function assembleParts(host: PartsHost, made: Array<() => Promise<u
   const engine = new TaskManager(
     definitions,
     {
-      io: { inputs: (topic, partition) => fetcher.get(plan.names.get(topic) ?? topic, partition), collector },
+      io: {
+        inputs: (topic, partition) => fetcher.get(plan.names.get(topic) ?? topic, partition),
+        collector,
+        ...(taskProducers === undefined ? {} : { collectorOf: (taskId: string) => new KafkaRecordCollector(plan.names, counts, taskProducers.sinkOf(taskId).send) }),
+      },
       globalStores: (name) => globals.stores.get(name),
       clock: config.clock,
       maxTaskIdleMs: config.maxTaskIdleMs,
@@ -203,7 +224,8 @@ export async function assembleParts(host: PartsHost, made: Array<() => Promise<u
     tasks: engine,
     active: host.tasks,
     loop: host.loop,
-    producer,
+    producer: control,
+    ...(taskProducers === undefined ? {} : { taskProducers }),
     restore,
     backend: kafkaBackend,
     rejoin: () => {
@@ -215,7 +237,21 @@ export async function assembleParts(host: PartsHost, made: Array<() => Promise<u
     fail: (err) => host.fail(err),
   })
   const standby = consumer instanceof StreamsGroupConsumer ? standbyTasks(host, consumer, restore, localRecords, offsets, manager, exactlyOnce) : undefined
-  return { plan, consumer, offsets, fetcher, wire, producer, restore, committer, engine, manager, globals, sources, standby }
+  return { plan, consumer, offsets, fetcher, wire, producer: control, restore, committer, engine, manager, globals, sources, standby }
+}
+
+/**
+ * Exactly-once in a streams group: a producer per task, and the consumer whose group metadata goes with
+ * their transactions' offsets (it never joins the group).
+ */
+async function perTaskProducers(host: PartsHost, events: ProducerEvents, made: Array<() => Promise<unknown>>): Promise<TaskProducers> {
+  const { config, logger, supplier } = host
+  const offsetsConsumer = supplier.getConsumer(offsetsConsumerSettings(config))
+  made.push(() => disconnected(offsetsConsumer, CONSUMER_DISCONNECT_WAIT_MS))
+  await promised('connecting the offsets consumer', (cb) => offsetsConsumer.connect({}, cb), CALL_TIMEOUT_MS)
+  const producers = new TaskProducers((taskId) => new StreamsProducer(supplier, config, `${config.applicationId}-${taskId}`, logger, events, false), offsetsConsumer, logger)
+  made.push(() => producers.close())
+  return producers
 }
 
 /** The standby tasks of a streams group member, told of each assignment it takes. */

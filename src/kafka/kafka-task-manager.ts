@@ -12,7 +12,7 @@ import type { InputFetcher, TopicPartitionRef } from './fetcher.js'
 import { AssignmentLost, isMemberFenced, OffsetsUnanswered, PENDING_OFFSETS_HINT, TASK_TIMEOUT_MS } from './group-offsets.js'
 import type { GroupOffsets } from './group-offsets.js'
 import type { KafkaCommitBackend, PartitionOffset } from './kafka-commit-backend.js'
-import type { StreamsProducer } from './streams-producer.js'
+import type { ProducerControl, TaskProducers } from './task-producers.js'
 import type { TopicPlan } from './topics.js'
 
 /** librdkafka's rebalance codes (RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS / __REVOKE_PARTITIONS). */
@@ -36,7 +36,9 @@ export interface KafkaTaskParts {
   readonly tasks: TaskManager
   readonly active: readonly StreamTask[]
   readonly loop: TaskLoop
-  readonly producer: StreamsProducer
+  readonly producer: ProducerControl
+  /** Exactly-once in a streams group: a producer per task, opened before the task reads its offsets. */
+  readonly taskProducers?: TaskProducers
   readonly restore: ChangelogRestore
   readonly backend: KafkaCommitBackend
   /** Leaves the group and joins it again (the consumer unsubscribes, then subscribes to the same topics). */
@@ -124,6 +126,8 @@ export class KafkaTaskManager {
         tasks.revoke(ids, () => loop.commitNow())
         await loop.settled().catch((err: unknown) => this.unlessRecovering(err))
       }
+      // Their producers go with them (while the runtime stops, it closes them itself after its last commit).
+      if (this.parts.isRunning()) await this.parts.taskProducers?.closeTasks(ids)
     } finally {
       // Whatever happened, the consumer is told: until it is, librdkafka holds the rebalance open and
       // its member sends no heartbeat.
@@ -143,6 +147,8 @@ export class KafkaTaskManager {
     this.parts.restore.stop(ids)
     this.parts.tasks.lose(ids)
     this.unassign(partitions)
+    // A lost task's open transaction is left to its new owner, whose producer's initialization aborts it.
+    await this.parts.taskProducers?.closeTasks(ids)
     if (this.parts.exactlyOnce) await this.recover('tasks were lost')
   }
 
@@ -240,9 +246,13 @@ export class KafkaTaskManager {
   private async startAssignedTasks(since: number): Promise<void> {
     const { tasks, loop, restore, logger } = this.parts
     const running = new Set([...this.parts.active.map((t) => t.taskId.toString()), ...tasks.restoringIds()])
-    const ids = this.completeTasks().filter((id) => !running.has(id))
+    let ids = this.completeTasks().filter((id) => !running.has(id))
     if (ids.length === 0) return
     logger.info({ tasks: ids.join(',') }, 'tasks assigned')
+    // A producer per task: initialized before the offsets are read, it fences the previous owner's and
+    // ends its open transaction (whose offsets would hold the read back until it timed out).
+    if (this.parts.taskProducers !== undefined) ids = await this.parts.taskProducers.open(ids)
+    if (ids.length === 0) return
     const stable = await this.stableOffsets(ids)
     const outcome = typeof stable === 'string' || this.parts.exactlyOnce ? stable : await this.claim(ids, stable)
     if (outcome === 'lost') {

@@ -16,6 +16,17 @@ const ABORT_TIMEOUT_MS = 10_000
 /** How long closing waits for the producer to disconnect. */
 const DISCONNECT_WAIT_MS = 10_000
 
+/** librdkafka's "fenced by a newer instance", and the broker's PRODUCER_FENCED and INVALID_PRODUCER_EPOCH. */
+const FENCED_CODES = new Set([-144, 90, 47])
+
+/** Whether `err` (or its cause) says another producer took the transactional id. */
+export function isProducerFenced(err: unknown): boolean {
+  for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e !== undefined && e !== null && depth < 4; e = e.cause as typeof e, depth++) {
+    if (typeof e.code === 'number' && FENCED_CODES.has(e.code)) return true
+  }
+  return false
+}
+
 /** What the producer reports to the runtime. */
 export interface ProducerEvents {
   /** Under exactly-once, the open transaction cannot commit (a fenced or failed producer): abort it and go back to the last commit. */
@@ -53,6 +64,12 @@ export class StreamsProducer {
     private readonly transactionalId: string,
     private readonly logger: Logger,
     private readonly events: ProducerEvents,
+    /**
+     * Whether a fenced producer is replaced (its id is the instance's: another producer of it is this
+     * instance's older self). A task's producer is not: another producer of its id is the task's new
+     * owner, which a replacement would fence in turn (`abortOrReplace` rejects instead).
+     */
+    private readonly replaceFenced = true,
   ) {
     this.exactlyOnce = config.processingGuarantee === 'exactly_once_v2'
     this.sink = new ProducerSink({
@@ -141,6 +158,7 @@ export class StreamsProducer {
       }
       this.logger.warn({}, `the transaction is aborted, but a request of it may still reach the broker (${this.uncertain}): replacing the producer`)
     } catch (err) {
+      if (!this.replaceFenced && isProducerFenced(err)) throw err
       // Fenced, no answer in time, or a cluster away: a new producer's initialization ends what its id left open.
       const e = err as { isFatal?: boolean; code?: number; message?: string }
       this.logger.warn({ code: e.code }, `the producer ${e.isFatal === true ? 'was fenced' : `could not abort its transaction (${e.message ?? String(err)})`}: replacing it`)
@@ -192,7 +210,7 @@ export class StreamsProducer {
     client.on('event.error', (err: ClientError) => {
       if (client !== this.client) return
       if (err.isFatal !== true) return log.error(err)
-      const error = new PunctualError('ILLEGAL_STATE', `the Kafka producer failed: ${err.message}`, { cause: err })
+      const error = new PunctualError('ILLEGAL_STATE', `the Kafka producer ${this.transactionalId} failed: ${err.message}`, { cause: err })
       if (this.exactlyOnce) this.events.transactionFailed(Object.assign(error, { isFatal: true }))
       else this.events.failed(error)
     })

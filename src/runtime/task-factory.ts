@@ -18,6 +18,8 @@ export interface TaskIo {
   /** A task's input partition (undefined: the runtime does not hold it). */
   readonly inputs: (topic: string, partition: number) => InputPartition | undefined
   readonly collector: RecordCollector
+  /** A task's own collector, where its records need one (a producer per task); `collector` otherwise. */
+  readonly collectorOf?: (taskId: string) => RecordCollector
 }
 
 export interface TaskFactoryConfig {
@@ -130,7 +132,7 @@ export function createTask(def: TaskDefinition, config: TaskFactoryConfig, check
     subtopology: def.subtopology,
     partition: def.partition,
     inputs: config.io.inputs,
-    collector: config.io.collector,
+    collector: config.io.collectorOf?.(def.id) ?? config.io.collector,
     clock: config.clock,
     maxTaskIdleMs: config.maxTaskIdleMs,
     defaultTimestampExtractor: config.defaultTimestampExtractor,

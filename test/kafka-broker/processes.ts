@@ -135,10 +135,7 @@ export function sharing(instances: readonly Instance[], tasks: number): boolean 
   return instances.every((i) => i.tasks.length > 0 && i.restoring.length === 0) && instances.reduce((n, i) => n + i.tasks.length, 0) === tasks
 }
 
-/**
- * The guarantees a test runs under: both, or at least once alone when the instances share the tasks
- * through a streams group (PUNCTUAL_KAFKA_TEST_GROUP_PROTOCOL=streams), which runs at least once only.
- */
+/** The guarantees a test runs under: both, with either group protocol. */
 export function guarantees(): ReadonlyArray<'exactly_once_v2' | 'at_least_once'> {
-  return process.env.PUNCTUAL_KAFKA_TEST_GROUP_PROTOCOL === 'streams' ? ['at_least_once'] : ['exactly_once_v2', 'at_least_once']
+  return ['exactly_once_v2', 'at_least_once']
 }

@@ -32,7 +32,6 @@ describe('KafkaRuntime config', () => {
     ['direct fetch with SASL settings', { directFetch: true, client: { 'security.protocol': 'SASL_SSL', 'sasl.mechanisms': 'PLAIN' } }, 'directFetch: true reaches the cluster in plaintext only, but the settings have "security.protocol"'],
     ['direct fetch that is not a boolean', { directFetch: 'yes' }, 'directFetch must be a boolean, got "yes"'],
     ['an unknown group protocol', { groupProtocol: 'classic' }, `groupProtocol must be 'consumer' or 'streams', got "classic"`],
-    ['a streams group under exactly-once', { groupProtocol: 'streams', processingGuarantee: 'exactly_once_v2' }, "groupProtocol 'streams' runs at_least_once only for now"],
     ['a streams group without the direct fetch', { groupProtocol: 'streams', directFetch: false }, "groupProtocol 'streams' speaks to the group coordinator over punctual's own connections"],
     ['a streams group on a secured cluster', { groupProtocol: 'streams', client: { 'security.protocol': 'SSL' } }, 'the settings have "security.protocol"'],
     ['an application server with a port out of range', { applicationServer: 'localhost:70000' }, 'applicationServer must be host:port, got "localhost:70000"'],
