@@ -69,12 +69,15 @@ export class ChangelogReader implements ChangelogSource {
    * does not cover is counted there, whatever its epoch.
    */
   stale = 0
+  /** At least once: the highest commit number of a record it gave (0: none). */
+  highestApplied = 0
   /** At least once, per topic: the highest owner epoch of a numbered record read. */
   private readonly epochs = new Map<string, number>()
   /**
    * Following at least once, per topic in offset order: records read but not applied yet, from the
    * first one whose commit the mark does not cover yet (a commit under way, whose offsets the group has
-   * not taken) on. A later mark (`follow`) releases them, or leaves out those it voids.
+   * not taken) on (a record without a number among them as number 0). A later mark (`follow`) releases
+   * them, or leaves out those it voids.
    */
   private readonly held = new Map<string, Array<{ readonly offset: number; readonly n: number; readonly record: ChangelogRecord }>>()
   private waiter: (() => void) | undefined
@@ -179,6 +182,7 @@ export class ChangelogReader implements ChangelogSource {
         const h = list[i] as { readonly n: number; readonly record: ChangelogRecord }
         if (covers(mark, h.n)) {
           this.buffer.push(h.record)
+          if (h.n > this.highestApplied) this.highestApplied = h.n
           released = true
         } else if (h.n <= mark.n) this.skipped++
         else break
@@ -250,7 +254,13 @@ export class ChangelogReader implements ChangelogSource {
               this.stale++
               continue
             }
+            if (n > this.highestApplied) this.highestApplied = n
           }
+        }
+        // Following, a record without a number waits behind the records held before it in its topic.
+        if (this.following && this.held.has(m.topic)) {
+          this.hold(m, 0)
+          continue
         }
         this.buffer.push(this.recordOf(m))
       }

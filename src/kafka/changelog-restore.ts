@@ -18,7 +18,6 @@ import type { CommitMark } from './commit-numbers.js'
 import type { ValidKafkaRuntimeConfig } from './config.js'
 import type { LocalTaskRecords, TaskChangelogPartitions, Watermarks } from './local-task-records.js'
 import { SharedRestoreConsumer } from './restore-consumer.js'
-import type { RestoreChannel } from './restore-consumer.js'
 
 /** How long closing waits for the restore consumers to disconnect. */
 const READER_DISCONNECT_WAIT_MS = 5_000
@@ -77,11 +76,6 @@ export class ChangelogRestore {
   /** The changelog topics of a sub-topology. */
   topicsOf(subtopology: number): ChangelogTopics {
     return this.topics.get(subtopology) as ChangelogTopics
-  }
-
-  /** A reader's view of the instance's one restore consumer (a standby task's reads through it too). */
-  channel(): RestoreChannel {
-    return this.consumer.channel()
   }
 
   /** The changelog topics of a task's sub-topology. */

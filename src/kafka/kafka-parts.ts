@@ -15,9 +15,9 @@ import { loadWire } from './broker-wire.js'
 import type { ClusterWire } from './broker-wire.js'
 import { ChangelogRestore } from './changelog-restore.js'
 import type { ChangelogTopics } from './changelog-topics.js'
-import { CALL_TIMEOUT_MS, disconnected, promised } from './client-calls.js'
+import { CALL_TIMEOUT_MS, disconnected, promised, within } from './client-calls.js'
 import { watchReports } from './client-reports.js'
-import { baseClientId, groupConsumerSettings, offsetsConsumerSettings } from './client-settings.js'
+import { baseClientId, groupConsumerSettings, offsetsConsumerSettings, restoreConsumerSettings } from './client-settings.js'
 import type { ClientSettings, GroupConsumer, KafkaClientSupplier } from './client-supplier.js'
 import type { ValidKafkaRuntimeConfig } from './config.js'
 import { DirectFetcher } from './direct-fetcher.js'
@@ -33,6 +33,7 @@ import { KafkaTaskManager } from './kafka-task-manager.js'
 import { LocalCommitBackend } from './local-commit-backend.js'
 import { LocalTaskRecords } from './local-task-records.js'
 import { KafkaRecordCollector } from './record-collector.js'
+import { SharedRestoreConsumer } from './restore-consumer.js'
 import { StandbyTasks } from './standby-tasks.js'
 import { ProducerSink } from './producer-sink.js'
 import { StreamsProducer } from './streams-producer.js'
@@ -240,6 +241,9 @@ export async function assembleParts(host: PartsHost, made: Array<() => Promise<u
   return { plan, consumer, offsets, fetcher, wire, producer: control, restore, committer, engine, manager, globals, sources, standby }
 }
 
+/** How long a standby's fetch waits at the changelog's end for the owner's next records. */
+const STANDBY_FETCH_WAIT_MS = 500
+
 /**
  * Exactly-once in a streams group: a producer per task, and the consumer whose group metadata goes with
  * their transactions' offsets (it never joins the group).
@@ -256,7 +260,15 @@ async function perTaskProducers(host: PartsHost, events: ProducerEvents, made: A
 
 /** The standby tasks of a streams group member, told of each assignment it takes. */
 function standbyTasks(host: PartsHost, consumer: StreamsGroupConsumer, restore: ChangelogRestore, local: LocalTaskRecords, offsets: GroupOffsets, manager: KafkaTaskManager, exactlyOnce: boolean): StandbyTasks {
-  const { config, logger } = host
+  const { config, logger, supplier } = host
+  // A consumer of their own: a restore's reads end at once at the changelog's end, a standby's wait there for the owner's writes.
+  const reads = new SharedRestoreConsumer(() => {
+    const client = supplier.getRestoreConsumer({ ...restoreConsumerSettings(config), 'fetch.wait.max.ms': STANDBY_FETCH_WAIT_MS })
+    client.setDefaultConsumeTimeout(STANDBY_FETCH_WAIT_MS)
+    client.setDefaultIsTimeoutOnlyForFirstMessage(true)
+    watchReports(client, 'standby consumer', logger)
+    return client
+  })
   const standby = new StandbyTasks({
     local,
     logger,
@@ -265,9 +277,12 @@ function standbyTasks(host: PartsHost, consumer: StreamsGroupConsumer, restore: 
     checkpointIntervalMs: config.commitIntervalMs,
     partitionsOf: (id) => restore.partitionsOf(id),
     topicsOf: (id) => restore.topicsOfTask(id),
-    channel: () => restore.channel(),
+    channel: () => reads.channel(),
     watermarks: (t, p) => offsets.watermarks(t, p),
     ...(exactlyOnce ? {} : { marks: (ids: readonly string[]) => manager.marks(ids) }),
+    busy: (id) => manager.holds(id),
+    settled: () => host.loop.settled().catch(() => {}),
+    close: () => within(reads.close(), CONSUMER_DISCONNECT_WAIT_MS).then(() => {}),
     fail: (err) => host.fail(err),
   })
   consumer.standbys = (tasks) => standby.update(tasks)

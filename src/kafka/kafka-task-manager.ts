@@ -280,6 +280,11 @@ export class KafkaTaskManager {
     if (mark !== undefined) this.parts.backend.assigned(taskId, mark)
   }
 
+  /** Whether a task is this instance's: assigned (its offsets being read), restoring or running. */
+  holds(taskId: string): boolean {
+    return this.parts.active.some((t) => t.taskId.toString() === taskId) || this.parts.tasks.restoringIds().includes(taskId) || this.completeTasks().includes(taskId)
+  }
+
   /** The tasks assigned here that hold store `storeName` and do not run yet (waiting for stable offsets, or restoring). */
   notReady(storeName: string): string[] {
     const running = new Set(this.parts.active.map((t) => t.taskId.toString()))

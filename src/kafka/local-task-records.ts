@@ -55,7 +55,7 @@ const BATCH = 2000
  * that commit's offsets (otherwise the changelog may void that commit's records while they are here).
  */
 export class LocalTaskRecords {
-  private readonly usable = new Map<string, { readonly offsets: Readonly<Record<string, number>> }>()
+  private readonly usable = new Map<string, { readonly offsets: Readonly<Record<string, number>>; readonly n: number | undefined }>()
 
   constructor(
     private readonly store: CheckpointStore,
@@ -79,7 +79,7 @@ export class LocalTaskRecords {
       }
       if (state !== undefined) why = await this.unusable(task, state, watermarks, marks(task.taskId))
       if (why === undefined && state?.changelog !== undefined) {
-        this.usable.set(task.taskId, { offsets: state.changelog.offsets })
+        this.usable.set(task.taskId, { offsets: state.changelog.offsets, n: state.changelog.n })
         continue
       }
       if (state === undefined && why === undefined && this.store.records.count(task.taskId, undefined, 1) === 0) continue
@@ -99,11 +99,14 @@ export class LocalTaskRecords {
     return { offsets: found.offsets, source: this.recordsSource(taskId, onDisk) }
   }
 
-  /** Where a task's usable local records found by `load` reach, once (a standby goes on from there). */
-  takeOffsets(taskId: string): Readonly<Record<string, number>> | undefined {
+  /**
+   * Where a task's usable local records found by `load` reach, and at least once the number of the
+   * commit they hold, once (a standby goes on from there).
+   */
+  takePosition(taskId: string): { readonly offsets: Readonly<Record<string, number>>; readonly n: number | undefined } | undefined {
     const found = this.usable.get(taskId)
     this.usable.delete(taskId)
-    return found?.offsets
+    return found
   }
 
   /**
@@ -131,7 +134,7 @@ export class LocalTaskRecords {
 
   /**
    * A standby's records, written by its `tailWriter` (settled), reach `offsets` of its changelog topics;
-   * at least once, they hold the commits mark `n` covers (the group took its offsets).
+   * at least once, `n` is the highest commit number among them (0: none), a commit the group took.
    */
   savePosition(taskId: string, offsets: Readonly<Record<string, number>>, n: number | undefined): Promise<void> {
     const changelog = n === undefined ? { offsets, writtenAt: this.now() } : { offsets, writtenAt: this.now(), n, confirmed: true }

@@ -12,8 +12,13 @@ import type { LocalTaskRecords, TaskChangelogPartitions, Watermarks } from './lo
 
 /** Records moved from a standby's reader to its local records per step. */
 const BATCH = 2000
-/** How long a standby closing waits for the group's marks before it checkpoints with the ones it has. */
-const CLOSING_MARKS_WAIT_MS = 5_000
+/** How long a standby waits for the group's marks before it goes on with the ones it has (or starts later). */
+const MARKS_WAIT_MS = 5_000
+/**
+ * A standby with nothing new still records where it stands this often: the age of that record is how
+ * old its local state looks to a restore (`LOCAL_STATE_MAX_AGE_MS`).
+ */
+const REFRESH_MS = 60 * 60 * 1000
 
 /** What the standby tasks need of the runtime. */
 export interface StandbyParts {
@@ -26,14 +31,20 @@ export interface StandbyParts {
   /** A task's partition of each of its changelog topics. */
   partitionsOf(taskId: string): TaskChangelogPartitions
   topicsOf(taskId: string): ChangelogTopics
-  /** A reader's view of the instance's one restore consumer. */
+  /** A reader's view of the standbys' consumer. */
   channel(): RestoreConsumer
   watermarks(topic: string, partition: number): Promise<Watermarks>
   /**
    * At least once: each task's mark, from the group's offsets of its inputs (none: the task was never
-   * committed). Absent under exactly-once, where the restore consumer reads committed records only.
+   * committed). Absent under exactly-once, where the changelogs are read committed.
    */
   readonly marks?: (taskIds: readonly string[]) => Promise<ReadonlyMap<string, CommitMark>>
+  /** Whether the task runs here as an active task, or is restoring or closing: its standby waits. */
+  busy(taskId: string): boolean
+  /** Settles once the commit under way (whose local half may write a task that just left) is done. */
+  settled(): Promise<void>
+  /** Closes the standbys' consumer. */
+  close(): Promise<void>
   fail(err: unknown): void
 }
 
@@ -41,11 +52,14 @@ interface Standby {
   readonly id: string
   readonly reader: ChangelogReader
   readonly writer: RecordWriter
-  /** At least once: the mark its local records follow. */
-  mark: CommitMark | undefined
+  /** At least once: the number of the last commit its local state held when it started (0: none). */
+  readonly startN: number
   /** Records written to its local records, in all, and at its last checkpoint. */
   applied: number
   checkpointed: number
+  checkpointedAt: number
+  /** Its reader failed: it closes and starts again at the next checkpoint. */
+  failed: boolean
   closed: boolean
 }
 
@@ -62,22 +76,22 @@ interface Standby {
  * read again from the group at each checkpoint and when a standby closes.
  *
  * Changes are applied one after the other: standbys that go are closed (and checkpointed) before the
- * caller goes on to start active tasks, which may be the same tasks.
+ * caller goes on to start active tasks, which may be the same tasks. A standby starts only once its task
+ * neither runs here nor restores, and the commit under way is done (a task lost here may still have its
+ * local half to write). A standby that cannot start (the group's offsets not answered) or whose reader
+ * fails is tried again at the next checkpoint: a standby's trouble never stops the instance.
  */
 export class StandbyTasks {
   private readonly standbys = new Map<string, Standby>()
+  /** The standby tasks the group gives this instance now. */
+  private wanted: ReadonlySet<string> = new Set()
   private queue: Promise<void> = Promise.resolve()
   private cancelTimer: (() => void) | undefined
   private stopped = false
 
   constructor(private readonly parts: StandbyParts) {}
 
-  /** The standby tasks running here. */
-  ids(): string[] {
-    return [...this.standbys.keys()]
-  }
-
-  /** Each standby task here, with the changelog records it applied. */
+  /** Each standby task running here, with the changelog records it applied. */
   progress(): StandbyProgress[] {
     return [...this.standbys.values()].map((s) => ({ taskId: s.id, applied: s.applied }))
   }
@@ -87,56 +101,89 @@ export class StandbyTasks {
    * and checkpointed; the new ones start after that, in the background.
    */
   update(taskIds: ReadonlySet<string>): Promise<void> {
+    this.wanted = taskIds
     const closed = this.enqueue(() => this.close([...this.standbys.keys()].filter((id) => !taskIds.has(id))))
-    void this.enqueue(() => this.start([...taskIds].filter((id) => !this.standbys.has(id))))
+    void this.enqueue(() => this.startWanted())
     return closed
   }
 
-  /** Closes every standby, checkpointing it; none starts afterwards. */
+  /** Closes every standby, checkpointing it, and their consumer; none starts afterwards. */
   stop(): Promise<void> {
     this.stopped = true
+    this.wanted = new Set()
     this.cancelTimer?.()
     this.cancelTimer = undefined
-    return this.enqueue(() => this.close([...this.standbys.keys()]))
+    return this.enqueue(async () => {
+      await this.close([...this.standbys.keys()])
+      await this.parts.close()
+    })
   }
 
   private enqueue(step: () => Promise<void>): Promise<void> {
-    const done = this.queue.then(step)
-    this.queue = done.catch((err: unknown) => this.parts.fail(err))
+    this.queue = this.queue.then(step).catch((err: unknown) => this.parts.fail(err))
     return this.queue
   }
 
+  /** Starts the standbys wanted that do not run and may start now; the others wait for the next checkpoint. */
+  private async startWanted(): Promise<void> {
+    const ids = [...this.wanted].filter((id) => !this.standbys.has(id) && !this.parts.busy(id))
+    if (ids.length > 0 && !this.stopped) {
+      try {
+        await this.start(ids)
+      } catch (err) {
+        this.parts.logger.warn({ err, tasks: ids.join(',') }, `standby tasks ${ids.join(', ')} could not start (${(err as Error).message}); tried again at the next checkpoint`)
+      }
+    }
+    this.arm()
+  }
+
   private async start(ids: readonly string[]): Promise<void> {
-    if (ids.length === 0 || this.stopped) return
     const { local, logger } = this.parts
-    const marks = await this.parts.marks?.(ids)
+    const marks = this.parts.marks === undefined ? undefined : await this.bounded(this.parts.marks(ids))
+    if (this.parts.marks !== undefined && marks === undefined) throw new Error("the group's offsets of their inputs were not answered")
+    await this.parts.settled()
     await local.load(
       ids.map((id) => this.parts.partitionsOf(id)),
       (t, p) => this.parts.watermarks(t, p),
       (id) => marks?.get(id),
     )
     for (const id of ids) {
+      // Wanted no more, or its task started here meanwhile: its local state is the task's.
+      if (!this.wanted.has(id) || this.parts.busy(id) || this.stopped) continue
       const mark = marks === undefined ? undefined : (marks.get(id) ?? NO_COMMIT)
-      const from = local.takeOffsets(id)
-      const reader = new ChangelogReader(this.parts.channel(), this.parts.topicsOf(id), this.parts.partitionsOf(id).partition, (err) => this.parts.fail(err), from, mark, true)
-      const standby: Standby = { id, reader, writer: local.tailWriter(id), mark, applied: 0, checkpointed: 0, closed: false }
+      const from = local.takePosition(id)
+      const standby: Standby = {
+        id,
+        reader: new ChangelogReader(this.parts.channel(), this.parts.topicsOf(id), this.parts.partitionsOf(id).partition, (err) => this.readerFailed(standby, err), from?.offsets, mark, true),
+        writer: local.tailWriter(id),
+        startN: from?.n ?? 0,
+        applied: 0,
+        checkpointed: 0,
+        checkpointedAt: this.parts.clock.now(),
+        failed: false,
+        closed: false,
+      }
       this.standbys.set(id, standby)
-      reader.open((err) => this.parts.fail(new Error(`standby task ${id}: connecting its restore consumer: ${err.message}`)))
+      standby.reader.open((err) => this.readerFailed(standby, err))
       void this.pump(standby)
       logger.info({ taskId: id }, `standby task ${id} started: it follows its changelog from ${from === undefined ? 'the beginning' : 'its local state'}`)
     }
-    this.arm()
+  }
+
+  private readerFailed(s: Standby, err: { message: string }): void {
+    if (s.closed || s.failed) return
+    s.failed = true
+    this.parts.logger.warn({ taskId: s.id }, `standby task ${s.id}: reading its changelog failed (${err.message}); it starts again at the next checkpoint`)
   }
 
   /** Moves what the reader gives into the local records, as it comes. */
   private async pump(s: Standby): Promise<void> {
-    while (!s.closed) {
+    while (!s.closed && !s.failed) {
       await s.reader.whenReadable()
       try {
         this.drain(s)
       } catch (err) {
-        if (!s.closed) this.parts.fail(err)
-        return
+        this.readerFailed(s, err as Error)
       }
     }
   }
@@ -150,48 +197,60 @@ export class StandbyTasks {
     }
   }
 
+  /** Arms the one timer for the next checkpoint, while standbys run or wait to start. */
   private arm(): void {
-    if (this.cancelTimer !== undefined || this.stopped || this.standbys.size === 0) return
+    if (this.cancelTimer !== undefined || this.stopped || this.wanted.size === 0) return
     this.cancelTimer = this.parts.scheduler.at(this.parts.clock.now() + this.parts.checkpointIntervalMs, () => {
       this.cancelTimer = undefined
-      void this.enqueue(() => this.checkpointAll()).then(() => this.arm())
+      void this.enqueue(async () => {
+        const failed = [...this.standbys.values()].filter((s) => s.failed).map((s) => s.id)
+        await this.close(failed)
+        await this.checkpointAll()
+        await this.startWanted()
+      })
     })
   }
 
-  /** Checkpoints the standbys that applied records since their last checkpoint, or hold records a newer mark may release. */
+  /** Checkpoints the standbys that applied records since their last checkpoint, hold records a newer mark may release, or were not checkpointed for long. */
   private async checkpointAll(): Promise<void> {
-    const due = [...this.standbys.values()].filter((s) => s.applied > s.checkpointed || s.reader.holding())
+    const now = this.parts.clock.now()
+    const due = [...this.standbys.values()].filter((s) => s.applied > s.checkpointed || s.reader.holding() || now - s.checkpointedAt >= REFRESH_MS)
     if (due.length === 0) return
     const marks = await this.freshMarks(due.filter((s) => s.reader.holding()).map((s) => s.id))
     for (const s of due) await this.checkpoint(s, marks?.get(s.id))
   }
 
-  /** The group's marks of these tasks (at least once), or undefined when not needed or not answered. */
-  private async freshMarks(ids: readonly string[], waitMs?: number): Promise<ReadonlyMap<string, CommitMark> | undefined> {
+  /** The group's marks of these tasks (at least once), or undefined when not needed or not answered in time. */
+  private async freshMarks(ids: readonly string[]): Promise<ReadonlyMap<string, CommitMark> | undefined> {
     const marks = this.parts.marks
     if (marks === undefined || ids.length === 0) return undefined
+    const read = await this.bounded(marks(ids))
+    if (read === undefined) this.parts.logger.debug({ tasks: ids.join(',') }, "standby tasks: the group's marks were not read in time; their held records wait for the next checkpoint")
+    return read
+  }
+
+  /** `promise`'s value, or undefined when it fails or takes longer than MARKS_WAIT_MS. */
+  private async bounded<T>(promise: Promise<T>): Promise<T | undefined> {
+    let timer: (() => void) | undefined
+    const late = new Promise<undefined>((resolve) => (timer = this.parts.scheduler.at(this.parts.clock.now() + MARKS_WAIT_MS, () => resolve(undefined))))
     try {
-      const asked = marks(ids)
-      if (waitMs === undefined) return await asked
-      let timer: NodeJS.Timeout | undefined
-      const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), waitMs)))
-      return await Promise.race([asked, late]).finally(() => clearTimeout(timer))
-    } catch (err) {
-      this.parts.logger.debug({ err }, "standby tasks: the group's marks were not read; their held records wait for the next checkpoint")
+      return await Promise.race([promise, late])
+    } catch {
       return undefined
+    } finally {
+      timer?.()
     }
   }
 
   /** Applies what the reader holds (and what `mark` releases), waits for the writes, then records where they reach. */
   private async checkpoint(s: Standby, mark: CommitMark | undefined): Promise<void> {
-    if (mark !== undefined) {
-      s.reader.follow(mark)
-      s.mark = mark
-    }
+    if (mark !== undefined) s.reader.follow(mark)
     this.drain(s)
     const offsets = s.reader.readTo()
-    const n = s.mark?.n
+    // At least once: the highest commit its records hold, one the group took (every record applied is covered).
+    const n = this.parts.marks === undefined ? undefined : Math.max(s.startN, s.reader.highestApplied)
     s.checkpointed = s.applied
+    s.checkpointedAt = this.parts.clock.now()
     await s.writer.written()
     await this.parts.local.savePosition(s.id, offsets, n)
   }
@@ -204,10 +263,7 @@ export class StandbyTasks {
       s.reader.close()
       this.standbys.delete(s.id)
     }
-    const marks = await this.freshMarks(
-      closing.filter((s) => s.reader.holding()).map((s) => s.id),
-      CLOSING_MARKS_WAIT_MS,
-    )
+    const marks = await this.freshMarks(closing.filter((s) => s.reader.holding()).map((s) => s.id))
     for (const s of closing) {
       try {
         await this.checkpoint(s, marks?.get(s.id))
@@ -216,7 +272,7 @@ export class StandbyTasks {
         this.parts.logger.warn({ err, taskId: s.id }, `standby task ${s.id} closed without a checkpoint: ${(err as Error).message}`)
       }
     }
-    if (this.standbys.size === 0) {
+    if (this.wanted.size === 0) {
       this.cancelTimer?.()
       this.cancelTimer = undefined
     }

@@ -364,6 +364,15 @@ describe('ChangelogReader: following, as a standby (at least once)', () => {
     assert.deepEqual([f.applied.get('a'), f.reader.holding()], ['3', false])
   })
 
+  it('a record without a number waits behind the records held before it in its topic, and its commit number counts none', async () => {
+    const f = follower({ n: 1, voids: [] })
+    await f.feed([changelogMessage(topic, 0, 'k', 'held', 2), changelogMessage(topic, 1, 'k', 'plain')])
+    assert.deepEqual([Object.fromEntries(f.applied), f.reader.readTo()[topic]], [{}, 0])
+    f.reader.follow({ n: 2, voids: [] })
+    f.drain()
+    assert.deepEqual([f.applied.get('k'), f.reader.readTo()[topic], f.reader.highestApplied], ['plain', 2, 2])
+  })
+
   it('its local records, then the tail read from where its last checkpoint reached, are the state of the last complete commit (property)', async () => {
     const step = fc.oneof(
       // `late`: the standby checkpoints after the commit's records are written, before the group takes its offsets.

@@ -8,7 +8,7 @@ import { after, describe, it } from 'node:test'
 import { setImmediate as tick } from 'node:timers/promises'
 import type { RestoreConsumer } from '../../src/kafka/changelog-reader.js'
 import { ChangelogTopics } from '../../src/kafka/changelog-topics.js'
-import { COMMIT_HEADER, commitHeaderValue } from '../../src/kafka/commit-numbers.js'
+import { claimMark, COMMIT_HEADER, commitHeaderValue } from '../../src/kafka/commit-numbers.js'
 import type { CommitMark } from '../../src/kafka/commit-numbers.js'
 import type { ConsumedMessage, TopicPartitionRef } from '../../src/kafka/fetcher.js'
 import { LocalTaskRecords } from '../../src/kafka/local-task-records.js'
@@ -70,7 +70,7 @@ function message(offset: number, key: string, value: string, n?: number): Consum
   return { topic: COUNTS, partition: 0, offset, key: Buffer.from(key), value: Buffer.from(value), timestamp: 0, ...(n === undefined ? {} : { headers: [{ [COMMIT_HEADER]: commitHeaderValue(n) }] }) } as ConsumedMessage
 }
 
-function setup(marks?: () => CommitMark) {
+function setup(marks?: () => CommitMark | Promise<CommitMark>, busy = new Set<string>()) {
   const store = CheckpointStore.open(join(root, `s${++dirs}`))
   const local = new LocalTaskRecords(store, silentLogger, () => 1_000)
   const clock = new ManualClock(0)
@@ -90,7 +90,10 @@ function setup(marks?: () => CommitMark) {
       return c
     },
     watermarks: async () => ({ lowOffset: 0, highOffset: 100 }),
-    ...(marks === undefined ? {} : { marks: async (ids: readonly string[]) => new Map(ids.map((id) => [id, marks()])) }),
+    ...(marks === undefined ? {} : { marks: async (ids: readonly string[]) => new Map(await Promise.all(ids.map(async (id) => [id, await marks()] as const))) }),
+    busy: (id) => busy.has(id),
+    settled: async () => {},
+    close: async () => {},
     fail: (err) => failures.push(err),
   })
   return { store, local, clock, channels, failures, standby }
@@ -113,7 +116,7 @@ describe('StandbyTasks', () => {
     const { store, local, clock, channels, failures, standby } = setup()
     await standby.update(new Set(['0_0']))
     await settle()
-    assert.deepEqual(standby.ids(), ['0_0'])
+    assert.deepEqual(standby.progress().map((p) => p.taskId), ['0_0'])
     const channel = channels[0] as Channel
     assert.deepEqual(
       channel.assigned.map((p) => [p.topic, p.offset]),
@@ -135,10 +138,10 @@ describe('StandbyTasks', () => {
     // The task goes active here: the standby closes first, checkpointed.
     await standby.update(new Set())
     channel.timeOut()
-    assert.deepEqual([standby.ids(), channel.disconnected], [[], true], 'it stops reading')
+    assert.deepEqual([standby.progress().map((p) => p.taskId), channel.disconnected], [[], true], 'it stops reading')
     assert.deepEqual(store.load('0_0')?.changelog?.offsets, { [TASK_TOPIC]: 0, [COUNTS]: 4 })
     await local.load([{ taskId: '0_0', partition: 0, topics: topics.topics() }], async () => ({ lowOffset: 0, highOffset: 100 }), () => undefined)
-    assert.deepEqual(local.takeOffsets('0_0'), { [TASK_TOPIC]: 0, [COUNTS]: 4 }, 'the active task reads only the tail from here')
+    assert.deepEqual(local.takePosition('0_0')?.offsets, { [TASK_TOPIC]: 0, [COUNTS]: 4 }, 'the active task reads only the tail from here')
     assert.deepEqual(failures, [])
     await store.close()
   })
@@ -164,6 +167,51 @@ describe('StandbyTasks', () => {
     await standby.update(new Set(['0_0']))
     await settle()
     assert.deepEqual((channels[1] as Channel).assigned.find((p) => p.topic === COUNTS)?.offset, 2)
+    await standby.stop()
+    await store.close()
+  })
+
+  it('at least once: records the highest commit its records hold, not the mark (a claim’s base number, which the next claim voids)', async () => {
+    const claim = claimMark({ n: 3, voids: [] })
+    let mark: CommitMark = claim
+    const { store, local, clock, channels, standby } = setup(() => mark)
+    await standby.update(new Set(['0_0']))
+    await settle()
+    clock.advance(1_000)
+    await settle()
+    await standby.update(new Set())
+    assert.equal(store.load('0_0')?.changelog?.n, 0, 'nothing applied: no commit')
+    // The owner died before its first commit: the next claim voids the base number, yet the state is usable.
+    const next = claimMark(claim)
+    await local.load([{ taskId: '0_0', partition: 0, topics: topics.topics() }], async () => ({ lowOffset: 0, highOffset: 100 }), () => next)
+    assert.notEqual(local.takePosition('0_0'), undefined, 'usable under the next claim')
+    await standby.update(new Set(['0_0']))
+    await settle()
+    ;(channels[1] as Channel).send([message(0, 'a', '1', claim.n + 1)])
+    mark = { n: claim.n + 1, voids: claim.voids }
+    clock.advance(1_000)
+    await settle()
+    assert.equal(store.load('0_0')?.changelog?.n, claim.n + 1)
+    await standby.stop()
+    await store.close()
+  })
+
+  it('a standby whose marks are not answered, or whose task runs here, waits and starts at a later checkpoint; the instance does not fail', async () => {
+    let answer = false
+    const busy = new Set(['0_1'])
+    const { store, clock, channels, failures, standby } = setup(() => (answer ? { n: 0, voids: [] } : Promise.reject(new Error('coordinator loading'))), busy)
+    await standby.update(new Set(['0_0', '0_1']))
+    await settle()
+    assert.deepEqual([standby.progress(), channels.length], [[], 0])
+    answer = true
+    clock.advance(1_000)
+    await settle()
+    assert.deepEqual(standby.progress().map((p) => p.taskId), ['0_0'], 'the task running here has no standby')
+    busy.clear()
+    clock.advance(1_000)
+    await settle()
+    assert.deepEqual(standby.progress().map((p) => p.taskId).sort(), ['0_0', '0_1'])
+    assert.deepEqual(failures, [])
     await standby.stop()
     await store.close()
   })
