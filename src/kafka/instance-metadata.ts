@@ -12,7 +12,7 @@ export interface HostInfo {
 export interface KeyQueryMetadata {
   /** The instance whose task holds the key now. */
   readonly activeHost: HostInfo
-  /** Always empty: punctual has no standby replicas. */
+  /** The instances keeping a standby of the key's task (in a streams group; otherwise none). */
   readonly standbyHosts: readonly HostInfo[]
   /** The input partition of the key: its task's partition. */
   readonly partition: number

@@ -32,6 +32,7 @@ import type { KeyQueryMetadata, StreamsMetadata } from './instance-metadata.js'
 import { InternalTopics } from './internal-topics.js'
 import { assembleParts, CONSUMER_DISCONNECT_WAIT_MS } from './kafka-parts.js'
 import type { KafkaParts } from './kafka-parts.js'
+import { StreamsGroupConsumer } from './streams-group/group-consumer.js'
 import { QueryMetadata } from './query-metadata.js'
 
 /** How long a stop waits for the rebalance handling under way, and then for its last commit, before it closes without it. */
@@ -79,7 +80,14 @@ export class KafkaRuntime implements StreamsRuntime {
     this.logger = this.config.logger.child?.({ applicationId: this.config.applicationId }) ?? this.config.logger
     this.metricsServer = new RuntimeMetricsServer(this.config.metrics)
     this.events = new RuntimeEvents(this.logger)
-    this.query = new QueryMetadata(topology, this.config.applicationId, this.config.applicationServer, () => ({ state: this.currentState, plan: this.parts?.plan }), () => (this.topics as InternalTopics).admin())
+    this.query = new QueryMetadata(
+      topology,
+      this.config.applicationId,
+      this.config.applicationServer,
+      () => ({ state: this.currentState, plan: this.parts?.plan }),
+      () => (this.topics as InternalTopics).admin(),
+      () => (this.parts?.consumer instanceof StreamsGroupConsumer ? (this.parts.consumer.endpoints ?? []) : undefined),
+    )
     this.loop = new TaskLoop({
       tasks: this.tasks,
       clock: this.config.clock,
@@ -261,8 +269,10 @@ export class KafkaRuntime implements StreamsRuntime {
   /**
    * Which instance holds `key` of store `storeName` now (Kafka Streams' `queryMetadataForKey`): the key's
    * partition (its bytes under `keySerde`, Kafka's default partitioner over the store's sub-topology's
-   * partition count), and the instance of the group that has it, by the `applicationServer` it set.
-   * Undefined while no instance has it (during a rebalance). Asks the group coordinator each call. Needs
+   * partition count), and the instance of the group that has it, by the `applicationServer` it set (in
+   * a streams group, with the instances keeping a standby of its task). Undefined while no instance has
+   * it (during a rebalance). With the consumer protocol it asks the group coordinator each call; in a
+   * streams group it answers from what the coordinator last sent this member. Needs
    * `applicationServer` and a running runtime; fails with ILLEGAL_STATE otherwise, and with
    * INVALID_TOPOLOGY for a store the topology lacks.
    */

@@ -7,10 +7,13 @@ import type { AdminClient } from './client-supplier.js'
 import { InstanceDirectory } from './instance-metadata.js'
 import type { HostInfo, KeyQueryMetadata, StreamsMetadata } from './instance-metadata.js'
 import type { TopicPlan } from './topics.js'
+import type { TopicPartitions, UserEndpoints } from './streams-group/protocol.js'
 
 /**
- * Which instance of the application holds what (Kafka Streams' `StreamsMetadataState`), asked of the
- * group coordinator at each call through an admin client of its own, made on the first question.
+ * Which instance of the application holds what (Kafka Streams' `StreamsMetadataState`): in a streams
+ * group, from the members' endpoints the coordinator sends each member (with their standby tasks);
+ * otherwise asked of the group coordinator at each call through an admin client of its own, made on
+ * the first question.
  */
 export class QueryMetadata {
   private directory: InstanceDirectory | undefined
@@ -22,6 +25,8 @@ export class QueryMetadata {
     /** The runtime's state, and its topic plan once started. */
     private readonly runtime: () => { readonly state: string; readonly plan: TopicPlan | undefined },
     private readonly admin: () => AdminClient,
+    /** In a streams group: the members' endpoints and their tasks' partitions, from the coordinator. */
+    private readonly endpoints: () => UserEndpoints | undefined = () => undefined,
   ) {}
 
   /** The instance holding `key` of store `storeName` now: see `KafkaRuntime.queryMetadataForKey`. */
@@ -33,7 +38,10 @@ export class QueryMetadata {
     const bytes = keySerde.serialize(key, topic)
     if (bytes === null) throw new PunctualError('INVALID_CONFIG', `queryMetadataForKey("${storeName}"): the key serializes to null`)
     const partitions = plan.partitions.get(sub.id) ?? 0
-    return directory.keyMetadata({ topic, partitions }, partitionForKey(bytes, partitions))
+    const partition = partitionForKey(bytes, partitions)
+    const endpoints = this.endpoints()
+    if (endpoints !== undefined) return keyMetadataOf(endpoints, topic, partition)
+    return directory.keyMetadata({ topic, partitions }, partition)
   }
 
   /** Every instance that set an `applicationServer`: see `KafkaRuntime.metadataForAllStreamsClients`. */
@@ -42,6 +50,13 @@ export class QueryMetadata {
     const storesByTopic = new Map<string, string[]>()
     for (const sub of this.topology.subtopologies()) {
       for (const t of sub.sourceTopics) storesByTopic.set(plan.names.get(t) ?? t, sub.stores.map((b) => b.name))
+    }
+    const endpoints = this.endpoints()
+    if (endpoints !== undefined) {
+      return endpoints.map((e) => {
+        const topicPartitions = e.active.flatMap((tp) => tp.partitions.map((partition) => ({ topic: tp.topic, partition })))
+        return { hostInfo: { host: e.host, port: e.port }, topicPartitions, stateStoreNames: [...new Set(topicPartitions.flatMap((tp) => storesByTopic.get(tp.topic) ?? []))].sort() }
+      })
     }
     return directory.all((topic) => storesByTopic.get(topic) ?? [])
   }
@@ -62,4 +77,12 @@ export class QueryMetadata {
     })
     return { directory: this.directory, plan }
   }
+}
+
+/** In a streams group: the member whose active task has the key's partition, and those with a standby of it. */
+function keyMetadataOf(endpoints: UserEndpoints, topic: string, partition: number): KeyQueryMetadata | undefined {
+  const has = (tps: readonly TopicPartitions[]): boolean => tps.some((tp) => tp.topic === topic && tp.partitions.includes(partition))
+  const active = endpoints.find((e) => has(e.active))
+  if (active === undefined) return undefined
+  return { activeHost: { host: active.host, port: active.port }, standbyHosts: endpoints.filter((e) => has(e.standby)).map((e) => ({ host: e.host, port: e.port })), partition }
 }

@@ -16,7 +16,8 @@ import { timerScheduler } from '../../src/time/scheduler.js'
 import { silentLogger } from '../../src/util/logger.js'
 import { bootstrapServers } from './cluster.js'
 import { onSharedBroker } from './shared-broker.js'
-import { embedded, lines, PARTITIONS as INPUT_PARTITIONS, records, until, windowedFinal } from './workload.js'
+import { counts, embedded, lines, PARTITIONS as INPUT_PARTITIONS, records, until, windowedFinal } from './workload.js'
+import { partitionForStringKey } from '../../src/processor/murmur2.js'
 
 // Members of a Kafka streams group (KIP-1071), speaking StreamsGroupHeartbeat to the broker's group
 // coordinator: the broker places the tasks, active and standby, and creates the internal topics from
@@ -172,6 +173,42 @@ describe('a streams group (KIP-1071) on the broker', () => {
     // Its last commit went to the group as the member's: the group's offsets are the input's ends.
     const ends = (await broker.cluster.offsets(`${app}-in`)).map((e) => e.high)
     assert.deepEqual(await broker.cluster.committed(`${app}-app`, `${app}-in`), ends)
+  })
+
+  it('queryMetadataForKey in a streams group names the instance running the key’s task and the one keeping its standby, from the endpoints the coordinator sends', async () => {
+    const app = `${run}-query`
+    await broker.cluster.createTopic(`${app}-in`, INPUT_PARTITIONS)
+    await broker.cluster.createTopic(`${app}-out`, INPUT_PARTITIONS)
+    const set = kafkaTool('org.apache.kafka.tools.ConfigCommand', ['--bootstrap-server', bootstrapServers(), '--entity-type', 'groups', '--entity-name', `${app}-app`, '--alter', '--add-config', 'streams.num.standby.replicas=1'])
+    assert.equal(set.status, 0, set.stderr)
+    const runtime = (port: number): KafkaRuntime =>
+      broker.track(new KafkaRuntime(counts(`${app}-in`, `${app}-out`), { applicationId: `${app}-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'at_least_once', groupProtocol: 'streams', applicationServer: `localhost:${port}`, logger: quiet }))
+    const a = runtime(7001)
+    const b = runtime(7002)
+    await a.start()
+    await b.start()
+    const ports = new Map([[a, 7001], [b, 7002]])
+    const key = 'some-key'
+    const partition = partitionForStringKey(key, INPUT_PARTITIONS)
+    const owner = (): KafkaRuntime | undefined => [a, b].find((r) => r.taskIds().includes(`0_${partition}`))
+    await until('the task of the key runs on one instance and its standby on the other', async () => {
+      const o = owner()
+      const other = o === a ? b : a
+      return o !== undefined && other.standbyProgress().some((s) => s.taskId === `0_${partition}`)
+    }, 60_000, () => `a: ${a.taskIds().join(',')} / ${a.standbyProgress().map((s) => s.taskId).join(',')}; b: ${b.taskIds().join(',')} / ${b.standbyProgress().map((s) => s.taskId).join(',')}`)
+    const o = owner() as KafkaRuntime
+    const expected = { activeHost: { host: 'localhost', port: ports.get(o) }, standbyHosts: [{ host: 'localhost', port: ports.get(o === a ? b : a) }], partition }
+    let answers = ''
+    await until(
+      'both instances answer with the owner and the standby',
+      async () => (answers = JSON.stringify([await a.queryMetadataForKey('counts', key), await b.queryMetadataForKey('counts', key)])) === JSON.stringify([expected, expected]),
+      30_000,
+      () => answers,
+    )
+    const all = await a.metadataForAllStreamsClients()
+    assert.deepEqual(all.map((m) => m.hostInfo.port).sort(), [7001, 7002])
+    assert.deepEqual(all.flatMap((m) => m.topicPartitions.map((tp) => tp.partition)).sort(), Array.from({ length: INPUT_PARTITIONS }, (_, p) => p))
+    assert.ok(all.every((m) => m.stateStoreNames.includes('counts')))
   })
 
   it("offsets committed as a member: taken at the member's epoch for its tasks' partitions, refused at an epoch ahead of it (STALE_MEMBER_EPOCH) and once the group dropped the member (UNKNOWN_MEMBER_ID)", async () => {

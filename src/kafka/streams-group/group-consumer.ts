@@ -7,6 +7,7 @@ import type { ClientCallback, ClientError, ClientSettings, CommittedOffset, Grou
 import type { TopicPartitionRef } from '../fetcher.js'
 import type { PartitionOffset } from '../kafka-commit-backend.js'
 import type { StreamsGroupWire } from './group-wire.js'
+import type { UserEndpoints } from './protocol.js'
 import { StreamsGroupMember } from './member.js'
 import type { MemberOptions, StreamsAssignment } from './member.js'
 
@@ -75,6 +76,11 @@ export class StreamsGroupConsumer extends EventEmitter implements GroupConsumer 
       scheduler,
       logger,
     )
+  }
+
+  /** The group's members' endpoints and the partitions of their tasks, as the coordinator last sent them (with `applicationServer` set). */
+  get endpoints(): UserEndpoints | undefined {
+    return this.member.endpoints
   }
 
   /** The tasks the member holds now. */

@@ -3,7 +3,7 @@ import type { Clock } from '../../time/clock.js'
 import type { Scheduler } from '../../time/scheduler.js'
 import type { Logger } from '../../util/logger.js'
 import { JOIN_EPOCH, LEAVE_EPOCH } from './protocol.js'
-import type { GroupStatus, HeartbeatRequest, HeartbeatResponse, SubtopologyInfo, TaskIds } from './protocol.js'
+import type { GroupStatus, HeartbeatRequest, HeartbeatResponse, SubtopologyInfo, TaskIds, UserEndpoints } from './protocol.js'
 
 /** The tasks a member holds, as `<subtopology>_<partition>` ids by kind. */
 export interface StreamsAssignment {
@@ -72,6 +72,8 @@ const EMPTY: StreamsAssignment = { active: new Set(), standby: new Set(), warmup
 export class StreamsGroupMember {
   private epoch = JOIN_EPOCH
   private endpointEpoch = -1
+  /** The group's members' endpoints, with the input partitions of their active and standby tasks, as the coordinator last sent them. */
+  endpoints: UserEndpoints | undefined
   private intervalMs = 0
   private owned: StreamsAssignment = EMPTY
   private target: StreamsAssignment | undefined
@@ -190,6 +192,7 @@ export class StreamsGroupMember {
     else if (request.memberEpoch === JOIN_EPOCH) this.sent = JSON.stringify({ active: [], standby: [], warmup: [] })
     this.epoch = r.memberEpoch
     this.endpointEpoch = r.endpointInformationEpoch
+    if (r.partitionsByUserEndpoint !== undefined) this.endpoints = r.partitionsByUserEndpoint
     this.intervalMs = r.heartbeatIntervalMs
     if (this.state === 'joining') this.state = 'stable'
     const statuses = JSON.stringify(r.status)

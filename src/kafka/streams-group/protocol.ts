@@ -88,8 +88,11 @@ export interface HeartbeatResponse {
   readonly assigned: { readonly active: readonly TaskIds[]; readonly standby: readonly TaskIds[]; readonly warmup: readonly TaskIds[] } | undefined
   readonly endpointInformationEpoch: number
   /** Per member endpoint, the input partitions of its active and standby tasks; undefined when unchanged. */
-  readonly partitionsByUserEndpoint: ReadonlyArray<{ readonly host: string; readonly port: number; readonly active: readonly TopicPartitions[]; readonly standby: readonly TopicPartitions[] }> | undefined
+  readonly partitionsByUserEndpoint: UserEndpoints | undefined
 }
+
+/** Per member endpoint (`applicationServer`), the input partitions of its active and standby tasks. */
+export type UserEndpoints = ReadonlyArray<{ readonly host: string; readonly port: number; readonly active: readonly TopicPartitions[]; readonly standby: readonly TopicPartitions[] }>
 
 export interface TopicPartitions {
   readonly topic: string
