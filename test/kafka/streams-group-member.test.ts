@@ -207,6 +207,12 @@ describe('StreamsGroupMember', () => {
     assert.match((a.fatal[0] as PunctualError).message, /STREAMS_INVALID_TOPOLOGY: Changelog topic x/)
     a.clock.advance(60_000)
     assert.equal(a.c.requests.length, 1, 'nothing more is sent')
+    // A group made with the consumer protocol: the refusal says what to do.
+    const consumerGroup = member()
+    consumerGroup.m.start()
+    consumerGroup.c.answer({ errorCode: 69, errorMessage: 'Group app is not a streams group.' })
+    await consumerGroup.settle()
+    assert.match((consumerGroup.fatal[0] as PunctualError).message, /GROUP_ID_NOT_FOUND: Group app is not a streams group\. \(the group was made with another protocol, as by groupProtocol 'consumer': a group does not change protocol in place/)
 
     const b = member()
     b.m.start()

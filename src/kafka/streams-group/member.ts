@@ -56,6 +56,18 @@ const ERROR_NAMES: Readonly<Record<number, string>> = {
   131: 'STREAMS_INVALID_TOPOLOGY_EPOCH',
   132: 'STREAMS_TOPOLOGY_FENCED',
 }
+/**
+ * What to do about a refusal, where the coordinator's words leave it open: a group made with another
+ * protocol (an application run with groupProtocol 'consumer' before) cannot become a streams group in
+ * place, even empty.
+ */
+function hint(r: HeartbeatResponse): string {
+  if (r.errorCode === 69 && r.errorMessage !== null && /not a streams group/.test(r.errorMessage)) {
+    return " (the group was made with another protocol, as by groupProtocol 'consumer': a group does not change protocol in place; keep groupProtocol 'consumer', or start the streams group under a new applicationId, or delete the group first with kafka-consumer-groups.sh --delete, which drops its committed offsets)"
+  }
+  return ''
+}
+
 const RETRY_MS = 500
 const MAX_RETRY_MS = 10_000
 const EMPTY: StreamsAssignment = { active: new Set(), standby: new Set(), warmup: new Set() }
@@ -184,7 +196,7 @@ export class StreamsGroupMember {
       this.sent = undefined
       if (FENCED.has(r.errorCode)) this.fenced(r)
       else if (RETRIABLE.has(r.errorCode)) this.backOff(`the coordinator answered error ${r.errorCode}${r.errorMessage === null ? '' : ` (${r.errorMessage})`}`)
-      else this.fail(new PunctualError('ILLEGAL_STATE', `the streams group ${this.options.groupId} refused member ${this.options.memberId}: ${ERROR_NAMES[r.errorCode] ?? `error ${r.errorCode}`}${r.errorMessage === null ? '' : `: ${r.errorMessage}`}`))
+      else this.fail(new PunctualError('ILLEGAL_STATE', `the streams group ${this.options.groupId} refused member ${this.options.memberId}: ${ERROR_NAMES[r.errorCode] ?? `error ${r.errorCode}`}${r.errorMessage === null ? '' : `: ${r.errorMessage}`}${hint(r)}`))
       return
     }
     this.retryMs = RETRY_MS
