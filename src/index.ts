@@ -50,7 +50,7 @@ export type { DropReason, ErrorContext, ErrorHandler, ErrorHandlerResponse } fro
 export { Stores } from './state/stores.js'
 export type { QueryableStoreKind, StoreBuilder, StoreSerdes, VersionedStoreBuilder } from './state/stores.js'
 export { QueryableStoreTypes } from './query/queryable-stores.js'
-export type { QueryableStoreType } from './query/queryable-stores.js'
+export type { QueryableStoreType, StoreQueryOptions } from './query/queryable-stores.js'
 
 export { StateDescriptors } from './keyed/api.js'
 export type {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { PunctualError } from '../errors.js'
 import type { TaskEvent } from '../metrics.js'
+import type { StateStore } from '../processor/api.js'
 import type { StreamTask } from '../processor/internal/task.js'
 import type { Topology } from '../processor/topology.js'
 import { Committer } from '../runtime/committer.js'
@@ -9,6 +10,7 @@ import type { TaskDefinition } from '../runtime/task-factory.js'
 import type { TaskLoop } from '../runtime/task-loop.js'
 import { TaskManager } from '../runtime/task-manager.js'
 import { CheckpointStore } from '../state/checkpoint-store.js'
+import { persistentStore } from '../state/persistent-store.js'
 import type { StateDirectory } from '../state/state-directory.js'
 import type { Logger } from '../util/logger.js'
 import { loadWire } from './broker-wire.js'
@@ -68,6 +70,8 @@ export interface KafkaParts {
   readonly sources: readonly string[]
   /** A streams group member's standby tasks. */
   readonly standby: StandbyTasks | undefined
+  /** A streams group member's standby tasks' persistent stores named so, read-only, as their local state has them. */
+  readonly standbyStores: ((storeName: string) => StateStore[]) | undefined
 }
 
 /** What the parts need of the runtime that starts them. */
@@ -238,7 +242,22 @@ export async function assembleParts(host: PartsHost, made: Array<() => Promise<u
     fail: (err) => host.fail(err),
   })
   const standby = consumer instanceof StreamsGroupConsumer ? standbyTasks(host, consumer, restore, localRecords, offsets, manager, exactlyOnce) : undefined
-  return { plan, consumer, offsets, fetcher, wire, producer: control, restore, committer, engine, manager, globals, sources, standby }
+  const standbyStores =
+    standby === undefined
+      ? undefined
+      : (storeName: string): StateStore[] => {
+          const out: StateStore[] = []
+          for (const { taskId } of standby.progress()) {
+            const sub = (definitions.find((d) => d.id === taskId) as TaskDefinition).subtopology
+            const builder = sub.stores.find((b) => b.name === storeName && b.persistent === true)
+            if (builder === undefined) continue
+            const store = builder.build()
+            persistentStore(store)?.attach(checkpoints.records.storeDisk(taskId, storeName, committer.codecFor(sub.id, sub.stores).codec(storeName)))
+            out.push(store)
+          }
+          return out
+        }
+  return { plan, consumer, offsets, fetcher, wire, producer: control, restore, committer, engine, manager, globals, sources, standby, standbyStores }
 }
 
 /** How long a standby's fetch waits at the changelog's end for the owner's next records. */

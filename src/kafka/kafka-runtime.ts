@@ -8,7 +8,7 @@ import type { Serde } from '../processor/serdes.js'
 import type { Topology } from '../processor/topology.js'
 import { topologySvg } from '../processor/topology-svg.js'
 import { localStores, queryableStore } from '../query/queryable-stores.js'
-import type { QueryableStoreType } from '../query/queryable-stores.js'
+import type { QueryableStoreType, StoreQueryOptions } from '../query/queryable-stores.js'
 import { NO_COMMITS } from '../runtime/committer.js'
 import type { CommitStats } from '../runtime/committer.js'
 import { RuntimeEvents } from '../runtime/runtime-events.js'
@@ -249,8 +249,12 @@ export class KafkaRuntime implements StreamsRuntime {
    * offsets of its inputs to be stable first), a lookup that finds nothing, and every range or scan,
    * fails with STORE_NOT_READY (retriable): `queryMetadataForKey` names this instance for the task's keys
    * already, and "absent" would be wrong for a key its changelog holds.
+   *
+   * With `enableStaleStores` (Kafka Streams' `StoreQueryParameters.enableStaleStores`), the view also
+   * reads the standby tasks this instance keeps in a streams group: their persistent stores, as the
+   * standby's local state has them, behind the task's owner by up to a commit.
    */
-  store<T>(name: string, type: QueryableStoreType<T>): T {
+  store<T>(name: string, type: QueryableStoreType<T>, options: StoreQueryOptions = {}): T {
     return queryableStore(
       this.topology,
       name,
@@ -260,7 +264,9 @@ export class KafkaRuntime implements StreamsRuntime {
           throw new PunctualError('ILLEGAL_STATE', `store "${storeName}": the runtime is ${this.currentState}; stores can be queried while it runs`)
         }
         const global = this.parts?.globals.stores.get(storeName)
-        return global === undefined ? localStores(this.tasks, storeName) : [global]
+        if (global !== undefined) return [global]
+        const active = localStores(this.tasks, storeName)
+        return options.enableStaleStores === true && this.parts?.standbyStores !== undefined ? [...active, ...this.parts.standbyStores(storeName)] : active
       },
       (storeName) => this.parts?.manager.notReady(storeName) ?? [],
     )

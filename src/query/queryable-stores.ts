@@ -90,6 +90,16 @@ export function queryableStore<T>(
 }
 
 /** The instances of store `name` in `tasks` (those whose sub-topology has it). */
+/** How `KafkaRuntime.store` reads. */
+export interface StoreQueryOptions {
+  /**
+   * Also read the stores of the standby tasks this instance keeps (a streams group's; their persistent
+   * stores only), which may be behind their task's owner (Kafka Streams' `enableStaleStores`).
+   * @default false
+   */
+  readonly enableStaleStores?: boolean
+}
+
 export function localStores(tasks: Iterable<{ getStore(name: string): StateStore | undefined }>, name: string): StateStore[] {
   const out: StateStore[] = []
   for (const task of tasks) {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { kafkaTool } from '../../scripts/kafka-broker.mjs'
-import { silentLogger as quiet, StreamsBuilder } from '../../src/index.js'
+import { QueryableStoreTypes, silentLogger as quiet, StreamsBuilder } from '../../src/index.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import { connectStreamsGroup } from '../../src/kafka/streams-group/group-wire.js'
 import type { StreamsGroupWire } from '../../src/kafka/streams-group/group-wire.js'
@@ -182,7 +182,7 @@ describe('a streams group (KIP-1071) on the broker', () => {
     const set = kafkaTool('org.apache.kafka.tools.ConfigCommand', ['--bootstrap-server', bootstrapServers(), '--entity-type', 'groups', '--entity-name', `${app}-app`, '--alter', '--add-config', 'streams.num.standby.replicas=1'])
     assert.equal(set.status, 0, set.stderr)
     const runtime = (port: number): KafkaRuntime =>
-      broker.track(new KafkaRuntime(counts(`${app}-in`, `${app}-out`), { applicationId: `${app}-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'at_least_once', groupProtocol: 'streams', applicationServer: `localhost:${port}`, logger: quiet }))
+      broker.track(new KafkaRuntime(counts(`${app}-in`, `${app}-out`), { applicationId: `${app}-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'at_least_once', groupProtocol: 'streams', applicationServer: `localhost:${port}`, commitIntervalMs: 500, logger: quiet }))
     const a = runtime(7001)
     const b = runtime(7002)
     await a.start()
@@ -209,6 +209,14 @@ describe('a streams group (KIP-1071) on the broker', () => {
     assert.deepEqual(all.map((m) => m.hostInfo.port).sort(), [7001, 7002])
     assert.deepEqual(all.flatMap((m) => m.topicPartitions.map((tp) => tp.partition)).sort(), Array.from({ length: INPUT_PARTITIONS }, (_, p) => p))
     assert.ok(all.every((m) => m.stateStoreNames.includes('counts')))
+
+    // The standby's instance answers the key's count from the standby with enableStaleStores, once the owner committed it.
+    await broker.cluster.produce(`${app}-in`, INPUT_PARTITIONS, Array.from({ length: 3 }, (_, i) => ({ key, value: 'v', timestamp: 1_700_000_000_000 + i })))
+    const other = o === a ? b : a
+    const type = QueryableStoreTypes.keyValueStore<string, number>()
+    await until('the owner counted the key', async () => o.store('counts', type).get(key) === 3, 30_000)
+    assert.equal(other.store('counts', type).get(key), undefined, 'without stale stores: not this instance’s key')
+    await until('the standby has the count', async () => other.store('counts', type, { enableStaleStores: true }).get(key) === 3, 30_000, () => String(other.store('counts', type, { enableStaleStores: true }).get(key)))
   })
 
   it("offsets committed as a member: taken at the member's epoch for its tasks' partitions, refused at an epoch ahead of it (STALE_MEMBER_EPOCH) and once the group dropped the member (UNKNOWN_MEMBER_ID)", async () => {
