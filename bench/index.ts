@@ -3,8 +3,8 @@
  * Options: --only NAME[,NAME] (timer-memory, lateness-idle, lateness-load, pass-through, timers,
  * windowed-final, spill, buffer-memory, restore, restore-changelog, lateness-commits, count-keys, side-by-side,
  * stream-join, table-join, and
- * kafka and kafka-restart, which run only when named: they need a broker, kafka also Java; kafka takes
- * about 10 minutes, kafka-restart about 2),
+ * kafka, kafka-restart and failover, which run only when named: they need a broker, kafka and failover
+ * also Java; kafka takes about 10 minutes, kafka-restart about 2, failover about 10),
  * --seconds N (lateness run length). Run with --expose-gc (npm run bench does) for memory figures.
  * A run of one benchmark updates its entries in bench/results.json and keeps the others.
  * Each benchmark runs in a process of its own, so that none measures the heap another one left (the
@@ -24,12 +24,13 @@ import { sideBySide } from './side-by-side.js'
 import { streamStreamJoin, streamTableJoin } from './joins.js'
 import { kafkaBench } from './kafka.js'
 import { kafkaRestartBench } from './kafka-restart.js'
+import { kafkaFailoverBench } from './kafka-failover.js'
 import type { KafkaRun } from './kafka.js'
 import { median } from './stats.js'
 
 const ALL = ['timer-memory', 'lateness-idle', 'lateness-load', 'pass-through', 'timers', 'windowed-final', 'spill', 'buffer-memory', 'restore', 'restore-changelog', 'lateness-commits', 'count-keys', 'side-by-side', 'stream-join', 'table-join']
 /** Benchmarks that run only when named. */
-const ON_REQUEST = ['kafka', 'kafka-restart']
+const ON_REQUEST = ['kafka', 'kafka-restart', 'failover']
 /** `--child`: run what `--only` names and print the rows and results as one JSON line (for the parent). */
 const { values } = parseArgs({ options: { only: { type: 'string' }, seconds: { type: 'string', default: '10' }, child: { type: 'boolean', default: false } } })
 const only = values.only?.split(',')
@@ -335,6 +336,28 @@ if (want('kafka-restart') && only !== undefined) {
     '<= 20% of an empty directory',
   ])
   rows.push([`  the same task started on an empty state directory`, `${(r.emptyDirectory.ms / 1000).toFixed(2)} s`, `${r.emptyDirectory.records} changelog records`, ''])
+}
+
+if (want('failover') && only !== undefined) {
+  const r = await kafkaFailoverBench()
+  results.failover = { ...environment(), ...r }
+  const b = r.broker
+  rows.push([
+    `on a Kafka broker: failover of a task holding ${(r.keys / 1e6).toFixed(r.keys < 1e6 ? 2 : 0)} M keys (count, persistent store, at least once, commits every 1 s, streams group, 3 instances), its owner killed (SIGKILL)`,
+    '',
+    `from the kill until the count of a record written then is in the output; broker group.streams.session.timeout.ms ${b['group.streams.session.timeout.ms'] ?? '?'}, heartbeat ${b['group.streams.heartbeat.interval.ms'] ?? '?'} ms, assignment interval ${b['group.streams.assignment.interval.ms'] ?? '?'} ms`,
+    '',
+  ])
+  for (const x of r.runs) {
+    const who = `${x.engine === 'punctual' ? 'punctual' : 'Kafka Streams 4.4'}, ${x.standbyReplicas === 1 ? 'one standby replica' : 'no standby'}${r.runs.some((y) => y.round > 1) ? `, round ${x.round}` : ''}`
+    const restore = x.restore === undefined ? 'no restore reported' : `restore: ${x.restore.tail.toLocaleString('en-US')} records from the changelog, ${x.restore.local === undefined ? '?' : x.restore.local.toLocaleString('en-US')} from local state, ${x.restore.ms} ms`
+    rows.push([
+      `  ${who}`,
+      `${(x.killToOutputMs / 1000).toFixed(2)} s`,
+      `assigned after ${x.killToAssignedMs === undefined ? '?' : `${(x.killToAssignedMs / 1000).toFixed(2)} s`}; new owner ${x.newOwnerWasStandby ? 'the standby' : 'not the standby'}; ${restore}; probe count ${x.probeCount}; load ${x.loadAverage.toFixed(2)}`,
+      '',
+    ])
+  }
 }
 
 if (values.child) {
