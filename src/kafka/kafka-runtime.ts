@@ -184,7 +184,11 @@ export class KafkaRuntime implements StreamsRuntime {
       consumer.subscribe([...sources])
       fetcher.start()
       this.loop.rearm()
-      logger.info({ bootstrapServers: config.bootstrapServers, processingGuarantee: config.processingGuarantee, topics: sources.join(',') }, 'started: joining the group')
+      const group =
+        config.groupProtocol === 'streams'
+          ? `a streams group (KIP-1071: the broker places tasks and standbys${config.processingGuarantee === 'exactly_once_v2' ? '; exactly-once with a producer per task' : ''})`
+          : "a consumer group (KIP-848; groupProtocol 'streams' would join a streams group, with standby tasks)"
+      logger.info({ bootstrapServers: config.bootstrapServers, processingGuarantee: config.processingGuarantee, groupProtocol: config.groupProtocol, topics: sources.join(',') }, `started: joining ${group}`)
     } catch (err) {
       if (this.parts === undefined) for (const close of made.reverse()) await close().catch(() => {})
       await this.shutDown()

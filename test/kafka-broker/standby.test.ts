@@ -46,37 +46,49 @@ describe('standby tasks in a streams group', () => {
       const big = keysOf(0, KEYS)
       const small = keysOf(1, SMALL_KEYS)
       const at = (key: string, i: number) => ({ key, value: 'v', timestamp: 1_700_000_000_000 + i })
-      await broker.cluster.produce(input, 2, [...big, ...small].map(at))
-      const ends = (await broker.cluster.offsets(input)).map((o) => o.high)
+      const half = KEYS / 2
+      await broker.cluster.produce(input, 2, [...big.slice(0, half), ...small].map(at))
+      const first = (await broker.cluster.offsets(input)).map((o) => o.high)
 
-      for (const name of ['a', 'b', 'c']) instances.push(new Instance(name, [`${app}-app`, input, output, guarantee], 'counts', { groupProtocol: 'streams', commitIntervalMs: 1000, stateDir: join(dir, `${app}-${name}`) }))
+      const start = (name: string): Instance => {
+        const i = new Instance(name, [`${app}-app`, input, output, guarantee], 'counts', { groupProtocol: 'streams', commitIntervalMs: 1000, stateDir: join(dir, `${app}-${name}`) })
+        instances.push(i)
+        return i
+      }
       const describe = (): string => instances.map((i) => `${i.describe()}, standbys ${i.standbys.map((s) => `${s.taskId}:${s.applied}`).join(' ') || '-'}`).join(' | ')
+      // One instance processes the first half alone; then two more join. The broker moves a dead owner's
+      // task to a member without an active task: that is where the standby must be, and joining so puts it there.
+      const a = start('a')
+      await until('the first instance processed the first half', async () => processedTo([a], input, first), 600_000, describe)
+      start('b')
+      start('c')
       const ownerOf = (): Instance | undefined => instances.find((i) => i.exit === undefined && i.tasks.includes('0_0') && i.restoring.length === 0)
-      // Mid-run: the owner has counted part of the task's keys, and its standby follows.
-      await until(
-        'the owner of task 0_0 counted a third of its keys, and its standby follows',
-        async () => (ownerOf()?.positions[`${input}-0`] ?? 0) >= KEYS / 3 && instances.some((i) => i.standbys.some((s) => s.taskId === '0_0' && s.applied > 0)),
-        600_000,
-        describe,
-      )
+      const standbyOf = (): Instance | undefined => instances.find((i) => i.standbys.some((s) => s.taskId === '0_0' && s.applied > 0))
+      await until('task 0_0 runs, and its standby follows on the instance without an active task', async () => ownerOf() !== undefined && standbyOf()?.tasks.length === 0, 300_000, describe)
+      // Mid-run: the second half comes, and the owner is killed a third of the way through it.
+      const feeding = broker.cluster.produce(input, 2, big.slice(half).map((k, i) => at(k, half + i)))
+      await until('the owner of task 0_0 counted a third of the second half', async () => (ownerOf()?.positions[`${input}-0`] ?? 0) >= (first[0] as number) + KEYS / 6, 600_000, describe)
       const owner = ownerOf() as Instance
-      const standby = instances.find((i) => i.standbys.some((s) => s.taskId === '0_0')) as Instance
+      const standby = standbyOf() as Instance
       assert.notEqual(owner, standby)
       const r = kafkaTool('org.apache.kafka.tools.streams.StreamsGroupCommand', ['--bootstrap-server', bootstrapServers(), '--describe', '--group', `${app}-app`, '--members'])
       assert.equal(r.status, 0, r.stderr)
       assert.equal(r.stdout.split('\n').filter((l) => l.startsWith(`${app}-app`)).length, 3, `kafka-streams-groups.sh lists the three instances:\n${r.stdout}`)
       assert.match(r.stdout, /STANDBY: 0:\[0\]/, 'and the standby of task 0_0')
 
+      const killedAt = owner.positions[`${input}-0`] ?? 0
       owner.kill('SIGKILL')
       const killed = Date.now()
       await until('the standby runs task 0_0', async () => standby.tasks.includes('0_0') && standby.restoring.length === 0, 300_000, describe)
       const restored = /task 0_0 restored from its local state \((\d+) records\) and the changelog's tail \((\d+) records\)/.exec(standby.log())
       assert.ok(restored !== null, `task 0_0 restored from the standby's local state:\n${standby.log().split('\n').filter((l) => l.includes('0_0')).join('\n')}`)
       const [local, tail] = [Number(restored[1]), Number(restored[2])]
-      process.stdout.write(`# ${guarantee}: task 0_0 (${KEYS} keys) moved to its standby in ${Date.now() - killed} ms (kill to running): ${local} records from local state, ${tail} from the changelog's tail\n`)
+      process.stdout.write(`# ${guarantee}: task 0_0 (${KEYS} keys, its owner killed at input offset ${killedAt}) moved to its standby in ${Date.now() - killed} ms (kill to running): ${local} records from local state, ${tail} from the changelog's tail\n`)
       assert.ok(tail < KEYS / 100, `${tail} changelog records restored: only the tail`)
 
       // The rest of the input, then a key of each task again: its count goes on from the committed one.
+      await feeding
+      const ends = (await broker.cluster.offsets(input)).map((o) => o.high)
       await until('every record is processed', async () => processedTo(instances.filter((i) => i !== owner), input, ends), 600_000, describe)
       const again = [big[0], big[Math.floor(KEYS / 2)], big[KEYS - 1], small[0]] as string[]
       await broker.cluster.produce(input, 2, again.map((k, i) => at(k, KEYS + i)))
