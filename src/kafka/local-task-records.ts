@@ -93,8 +93,7 @@ export class LocalTaskRecords {
    * persistent stores and keyed states, which read their entries here) are left where they are.
    */
   take(taskId: string, onDisk: (store: string) => boolean): LocalStart | undefined {
-    const found = this.usable.get(taskId)
-    this.usable.delete(taskId)
+    const found = this.takePosition(taskId)
     if (found === undefined) return undefined
     return { offsets: found.offsets, source: this.recordsSource(taskId, onDisk) }
   }
