@@ -2,6 +2,7 @@ import { NO_HEADERS } from '../../processor/api.js'
 import type { Headers } from '../../processor/api.js'
 import type { Serde } from '../../processor/serdes.js'
 import type { InputPartition, LogRecord, MutableLogRecord } from '../../processor/record-io.js'
+import type { RecordRun, RecordSource } from './record-codec.js'
 
 /** Where a durable runtime reads records that are on disk only. */
 export interface DiskReader {
@@ -54,7 +55,7 @@ class Chunk {
  * runtime the partition also lives on disk: records released from memory (or not loaded at restart) are
  * read from there.
  */
-export class PartitionLog implements InputPartition {
+export class PartitionLog implements InputPartition, RecordSource {
   private chunks: Chunk[] = []
   /** The chunk the last read found: readers go forward, so it usually holds the next one too. */
   private lastRead: Chunk | undefined
@@ -132,7 +133,18 @@ export class PartitionLog implements InputPartition {
     return true
   }
 
-  /** Records [from, to) held in memory (a durable commit writes them). */
+  /** The chunks holding records [from, to), in order (a durable commit encodes them straight from there). */
+  runs(from: number, to: number, visit: (run: RecordRun, start: number, end: number) => void): void {
+    if (from < this.base || to > this.base + this.count) throw new Error(`records [${from}, ${to}) are not all held in memory`)
+    for (let offset = from; offset < to; ) {
+      const c = this.chunkOf(offset)
+      const end = Math.min(to, c.start + c.length)
+      visit(c, offset - c.start, end - c.start)
+      offset = end
+    }
+  }
+
+  /** Records [from, to) held in memory. */
   slice(from: number, to: number): LogRecord[] {
     const out: LogRecord[] = []
     for (let i = Math.max(0, from - this.base), end = Math.min(to - this.base, this.count); i < end; i++) out.push(this.at(i))
