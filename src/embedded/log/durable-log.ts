@@ -40,6 +40,12 @@ const MAX = Number.MAX_SAFE_INTEGER
 export class DurableLog {
   /** The last chunk read by `get`, since readers of old records read them in order. */
   private cached: { topic: string; partition: number; first: number; records: LogRecord[] } | undefined
+  /**
+   * Per partition (`topic`, then partition), the keys of its chunks on disk with this run's commits
+   * applied, in offset order: a commit finds the chunks it deletes here instead of reading lmdb's keys.
+   * Read from disk at a partition's first write; a failed commit stops the runtime, so it never drifts.
+   */
+  private readonly chunkKeys = new Map<string, Array<Array<Array<string | number>>>>()
 
   constructor(
     /** Chunks, encoded by record-codec (a binary-encoded database). */
@@ -89,9 +95,11 @@ export class DurableLog {
   append(writer: LogCommitWriter, topic: string, partition: number, source: RecordSource, from: number, to: number, now: number): void {
     for (let start = from; start < to; start += CHUNK) {
       const end = Math.min(to, start + CHUNK)
+      const key = [topic, partition, start, end - start, now]
+      this.keysOf(topic, partition).push(key)
       writer.later(() => {
         const chunk = encodeRange(source, start, end, topic)
-        writer.atSeal(() => void this.records.put([topic, partition, start, end - start, now], chunk))
+        writer.atSeal(() => void this.records.put(key, chunk))
       })
     }
   }
@@ -101,28 +109,40 @@ export class DurableLog {
    * still on disk (`end` when none is left).
    */
   removeAppendedBy(writer: LogCommitWriter, topic: string, partition: number, appendedBy: number, end: number): number {
-    this.cached = undefined
-    const gone: Array<Array<string | number>> = []
-    let start = end
-    for (const key of this.records.getKeys({ start: [topic, partition], end: [topic, partition, MAX] })) {
-      if ((key[4] as number) > appendedBy) {
-        start = key[2] as number
-        break
-      }
-      gone.push(key)
-    }
-    if (gone.length > 0) writer.atSeal(() => gone.forEach((key) => void this.records.remove(key)))
-    return start
+    const keys = this.keysOf(topic, partition)
+    // Chunks from `end` on are this commit's own: retention 0 must not delete what it is writing.
+    const gone = (key: Array<string | number>): boolean => (key[2] as number) < end && (key[4] as number) <= appendedBy
+    let n = 0
+    while (n < keys.length && gone(keys[n] as Array<string | number>)) n++
+    this.remove(writer, keys, n)
+    const first = keys[0]
+    return first !== undefined && (first[2] as number) < end ? (first[2] as number) : end
   }
 
   /** Deletes the chunks of a partition whose records are all before `offset`. */
   removeBefore(writer: LogCommitWriter, topic: string, partition: number, offset: number): void {
+    const keys = this.keysOf(topic, partition)
+    const consumed = (key: Array<string | number>): boolean => (key[2] as number) + (key[3] as number) <= offset
+    let n = 0
+    while (n < keys.length && consumed(keys[n] as Array<string | number>)) n++
+    this.remove(writer, keys, n)
+  }
+
+  /** Deletes a partition's first `n` chunks. */
+  private remove(writer: LogCommitWriter, keys: Array<Array<string | number>>, n: number): void {
+    if (n === 0) return
     this.cached = undefined
-    const gone: Array<Array<string | number>> = []
-    for (const key of this.records.getKeys({ start: [topic, partition], end: [topic, partition, offset] })) {
-      if ((key[2] as number) + (key[3] as number) <= offset) gone.push(key)
-    }
-    if (gone.length > 0) writer.atSeal(() => gone.forEach((key) => void this.records.remove(key)))
+    const gone = keys.splice(0, n)
+    writer.atSeal(() => gone.forEach((key) => void this.records.remove(key)))
+  }
+
+  /** The keys of a partition's chunks on disk (see `chunkKeys`). */
+  private keysOf(topic: string, partition: number): Array<Array<string | number>> {
+    let partitions = this.chunkKeys.get(topic)
+    if (partitions === undefined) this.chunkKeys.set(topic, (partitions = []))
+    let keys = partitions[partition]
+    if (keys === undefined) keys = partitions[partition] = [...this.records.getKeys({ start: [topic, partition], end: [topic, partition, MAX] })]
+    return keys
   }
 
   putRanges(writer: LogCommitWriter, topic: string, ranges: DurableTopic): void {
