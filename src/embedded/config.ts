@@ -81,7 +81,7 @@ export function validateEmbeddedConfig(config: EmbeddedRuntimeConfig): ValidEmbe
     maxTaskIdleMs: int('maxTaskIdleMs', config.maxTaskIdleMs, 0, -1),
     defaultTimestampExtractor: checkTimestampExtractor(config.defaultTimestampExtractor, `${where}: defaultTimestampExtractor`),
     commitIntervalMs: int('commitIntervalMs', config.commitIntervalMs, 100, 1),
-    commitMaxRecords: int('commitMaxRecords', config.commitMaxRecords, 10_000, 1),
+    commitMaxRecords: int('commitMaxRecords', config.commitMaxRecords, 20_000, 1),
     sliceCommitsAbove: int('sliceCommitsAbove', config.sliceCommitsAbove, SLICE_COMMITS_ABOVE, 0),
     clock,
     scheduler: config.scheduler ?? (isScheduler(clock) ? clock : timerScheduler(clock)),

@@ -23,7 +23,7 @@ export interface RuntimeConfig {
   /**
    * Commit also after this many records, so that one commit never holds too many changes (commits run
    * on the event loop; a big one delays everything else). The embedded runtime counts only with a
-   * state directory. @default 10000 (on Kafka, 50000)
+   * state directory. @default 20000 (on Kafka, 50000)
    */
   commitMaxRecords?: number
   /**
