@@ -19,6 +19,13 @@ export interface RestoreConsumer {
 const OFFSET_BEGINNING = -2
 const TIMED_OUT = -185
 const BATCH = 2000
+/**
+ * Records a following reader holds at most (about: a fetch may go past it). Its owner writes a commit's
+ * records before the group takes the commit's offsets, so a standby holds what the owner wrote since its
+ * last commit the standby knows of; a full reader reads no more until a newer mark releases some, and
+ * says so (`full`), so that its standby reads the group's mark then rather than at its next checkpoint.
+ */
+export const HELD_MAX = 100_000
 
 /**
  * A task's changelog records on Kafka, read from the beginning of its partition of each of its
@@ -80,6 +87,10 @@ export class ChangelogReader implements ChangelogSource {
    * them, or leaves out those it voids.
    */
   private readonly held = new Map<string, Array<{ readonly offset: number; readonly n: number; readonly record: ChangelogRecord }>>()
+  /** Records in `held`. */
+  private heldCount = 0
+  /** Full (`HELD_MAX`), it stopped reading: `follow` goes on once it releases some. */
+  private paused = false
   private waiter: (() => void) | undefined
   private closed = false
   private failure: Error | undefined
@@ -168,6 +179,11 @@ export class ChangelogReader implements ChangelogSource {
     return this.held.size > 0
   }
 
+  /** Whether it holds `HELD_MAX` records: it reads no more until a newer mark (`follow`) releases some. */
+  full(): boolean {
+    return this.heldCount >= HELD_MAX
+  }
+
   /**
    * A following reader's new mark (the group's, read again): the records held that it covers become
    * readable, those it voids (a commit a crash cut short, a fenced owner's) are left out, and the rest
@@ -187,14 +203,20 @@ export class ChangelogReader implements ChangelogSource {
         } else if (h.n <= mark.n) this.skipped++
         else break
       }
+      this.heldCount -= i
       if (i === list.length) this.held.delete(topic)
       else list.splice(0, i)
     }
     if (released) this.wake()
+    if (this.paused && !this.full()) {
+      this.paused = false
+      this.fetch()
+    }
   }
 
+  /** Settles when there are records to read, it is read to the end, or it is `full`. */
   whenReadable(): Promise<void> {
-    if (this.buffer.length > this.next || this.done()) return Promise.resolve()
+    if (this.buffer.length > this.next || this.done() || this.full()) return Promise.resolve()
     return new Promise((resolve) => (this.waiter = resolve))
   }
 
@@ -223,6 +245,11 @@ export class ChangelogReader implements ChangelogSource {
 
   private fetch(): void {
     if (this.closed || this.done()) return
+    if (this.full()) {
+      this.paused = true
+      this.wake()
+      return
+    }
     this.busy = true
     this.consumer.consume(BATCH, (err, messages) => {
       this.busy = false
@@ -278,6 +305,7 @@ export class ChangelogReader implements ChangelogSource {
     let list = this.held.get(m.topic)
     if (list === undefined) this.held.set(m.topic, (list = []))
     list.push({ offset: m.offset, n, record: this.recordOf(m) })
+    this.heldCount++
   }
 
   private wake(): void {

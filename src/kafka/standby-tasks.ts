@@ -19,6 +19,8 @@ const MARKS_WAIT_MS = 5_000
  * old its local state looks to a restore (`LOCAL_STATE_MAX_AGE_MS`).
  */
 const REFRESH_MS = 60 * 60 * 1000
+/** A full reader (`ChangelogReader.full`) whose mark released nothing asks the group again after this long. */
+const FULL_RETRY_MS = 1_000
 
 /** What the standby tasks need of the runtime. */
 export interface StandbyParts {
@@ -73,7 +75,8 @@ interface Standby {
  * At least once its reader follows the group's mark (`ChangelogReader.follow`): the owner writes a
  * commit's records before the group takes its offsets, so a record is applied only once the group's
  * mark covers its commit, and one the mark voids (a commit a crash cut short) never is. The marks are
- * read again from the group at each checkpoint and when a standby closes.
+ * read again from the group at each checkpoint, when a standby closes, and when its reader is full
+ * (`ChangelogReader.full`): what a standby holds in memory is bounded by `HELD_MAX` records.
  *
  * Changes are applied one after the other: standbys that go are closed (and checkpointed) before the
  * caller goes on to start active tasks, which may be the same tasks. A standby starts only once its task
@@ -185,7 +188,22 @@ export class StandbyTasks {
       } catch (err) {
         this.readerFailed(s, err as Error)
       }
+      if (s.reader.full() && !s.closed) await this.release(s)
     }
+  }
+
+  /**
+   * A full reader's records wait for a mark that covers them: the group's is read now, in turn with the
+   * checkpoints. When it releases nothing (the owner has not committed since), it is read again a little later.
+   */
+  private async release(s: Standby): Promise<void> {
+    await this.enqueue(async () => {
+      if (s.closed) return
+      const mark = (await this.freshMarks([s.id]))?.get(s.id)
+      if (mark !== undefined) s.reader.follow(mark)
+    })
+    if (!s.reader.full() || s.closed) return
+    await new Promise<void>((resolve) => this.parts.scheduler.at(this.parts.clock.now() + FULL_RETRY_MS, resolve))
   }
 
   private drain(s: Standby): void {

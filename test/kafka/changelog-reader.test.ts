@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { setImmediate as tick } from 'node:timers/promises'
 import fc from '../helpers/fc.js'
-import { ChangelogReader } from '../../src/kafka/changelog-reader.js'
+import { ChangelogReader, HELD_MAX } from '../../src/kafka/changelog-reader.js'
 import type { RestoreConsumer } from '../../src/kafka/changelog-reader.js'
 import { ChangelogTopics } from '../../src/kafka/changelog-topics.js'
 import { afterRestore, claimMark, COMMIT_HEADER, commitHeaderValue, EPOCH_SIZE, formatCommitMark, NO_COMMIT, parseCommitMark } from '../../src/kafka/commit-numbers.js'
@@ -362,6 +362,29 @@ describe('ChangelogReader: following, as a standby (at least once)', () => {
     f.reader.follow({ n: claim.n + 1, voids: claim.voids })
     f.drain()
     assert.deepEqual([f.applied.get('a'), f.reader.holding()], ['3', false])
+  })
+
+  it(`holds at most about ${HELD_MAX} records: full, it reads no more until a mark releases some, and says so`, async () => {
+    const f = follower({ n: 1, voids: [] })
+    const batch = (from: number, count: number): ConsumedMessage[] => Array.from({ length: count }, (_, i) => changelogMessage(topic, from + i, `k${from + i}`, 'v', 2))
+    let offset = 0
+    while (!f.reader.full() && offset < 2 * HELD_MAX) {
+      await f.feed(batch(offset, 2000))
+      offset += 2000
+    }
+    assert.equal(offset, HELD_MAX, 'full once it holds HELD_MAX records')
+    await tick()
+    assert.equal(f.consumer.consuming, undefined, 'a full reader asks its consumer for nothing more')
+    let readable = false
+    void f.reader.whenReadable().then(() => (readable = true))
+    await tick()
+    assert.equal(readable, true, 'a full reader is readable, though it has nothing to read: its standby asks for a mark')
+    assert.equal(f.applied.size, 0)
+    f.reader.follow({ n: 2, voids: [] })
+    f.drain()
+    assert.equal(f.applied.size, offset, 'the mark releases every record held')
+    assert.equal(f.reader.full(), false)
+    assert.notEqual(f.consumer.consuming, undefined, 'and it reads on')
   })
 
   it('a record without a number waits behind the records held before it in its topic, and its commit number counts none', async () => {

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { setImmediate as tick } from 'node:timers/promises'
+import { HELD_MAX } from '../../src/kafka/changelog-reader.js'
 import type { RestoreConsumer } from '../../src/kafka/changelog-reader.js'
 import { ChangelogTopics } from '../../src/kafka/changelog-topics.js'
 import { claimMark, COMMIT_HEADER, commitHeaderValue } from '../../src/kafka/commit-numbers.js'
@@ -70,7 +71,7 @@ function message(offset: number, key: string, value: string, n?: number): Consum
   return { topic: COUNTS, partition: 0, offset, key: Buffer.from(key), value: Buffer.from(value), timestamp: 0, ...(n === undefined ? {} : { headers: [{ [COMMIT_HEADER]: commitHeaderValue(n) }] }) } as ConsumedMessage
 }
 
-function setup(marks?: () => CommitMark | Promise<CommitMark>, busy = new Set<string>()) {
+function setup(marks?: () => CommitMark | Promise<CommitMark>, busy = new Set<string>(), checkpointIntervalMs = 1_000) {
   const store = CheckpointStore.open(join(root, `s${++dirs}`))
   const local = new LocalTaskRecords(store, silentLogger, () => 1_000)
   const clock = new ManualClock(0)
@@ -81,7 +82,7 @@ function setup(marks?: () => CommitMark | Promise<CommitMark>, busy = new Set<st
     logger: silentLogger,
     clock,
     scheduler: clock,
-    checkpointIntervalMs: 1_000,
+    checkpointIntervalMs,
     partitionsOf: (taskId) => ({ taskId, partition: 0, topics: topics.topics() }),
     topicsOf: () => topics,
     channel: () => {
@@ -102,6 +103,11 @@ function setup(marks?: () => CommitMark | Promise<CommitMark>, busy = new Set<st
 const settle = async (): Promise<void> => {
   for (let i = 0; i < 20; i++) await tick()
   await new Promise((resolve) => setTimeout(resolve, 10))
+}
+
+/** Waits (ticks, then 10 ms at a time, up to 5 s) until `done`: what a checkpoint writes lands in lmdb on its own time. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !done(); i++) await settle()
 }
 
 /** The local records of task 0_0 as store/key -> value. */
@@ -130,7 +136,7 @@ describe('StandbyTasks', () => {
     await settle()
     assert.equal(store.load('0_0'), undefined, 'no checkpoint before the interval')
     clock.advance(1_000)
-    await settle()
+    await until(() => store.load('0_0') !== undefined)
     assert.deepEqual(store.load('0_0')?.changelog, { offsets: { [TASK_TOPIC]: 0, [COUNTS]: 3 }, writtenAt: 1_000 })
     assert.deepEqual(records(store), { 'counts/a': '2', 'counts/b': '1' })
     channel.send([message(3, 'b', '2')])
@@ -154,12 +160,12 @@ describe('StandbyTasks', () => {
     ;(channels[0] as Channel).send([message(0, 'a', '1', 1), message(1, 'a', '2', 2)])
     await settle()
     clock.advance(1_000)
-    await settle()
+    await until(() => store.load('0_0') !== undefined)
     assert.deepEqual(records(store), { 'counts/a': '1' }, 'commit 2 is held: the group has not taken it')
     assert.deepEqual(store.load('0_0')?.changelog, { offsets: { [TASK_TOPIC]: 0, [COUNTS]: 1 }, writtenAt: 1_000, n: 1, confirmed: true })
     mark = { n: 2, voids: [] }
     clock.advance(1_000)
-    await settle()
+    await until(() => store.load('0_0')?.changelog?.offsets[COUNTS] === 2)
     assert.deepEqual(records(store), { 'counts/a': '2' })
     assert.deepEqual(store.load('0_0')?.changelog?.offsets[COUNTS], 2)
     await standby.update(new Set())
@@ -167,6 +173,41 @@ describe('StandbyTasks', () => {
     await standby.update(new Set(['0_0']))
     await settle()
     assert.deepEqual((channels[1] as Channel).assigned.find((p) => p.topic === COUNTS)?.offset, 2)
+    await standby.stop()
+    await store.close()
+  })
+
+  it('at least once: a standby that holds as many records as it may reads the group’s mark then, not at its next checkpoint', async () => {
+    let mark: CommitMark = { n: 1, voids: [] }
+    let asked = 0
+    const { store, clock, channels, failures, standby } = setup(
+      () => {
+        asked++
+        return mark
+      },
+      new Set(),
+      60_000,
+    )
+    await standby.update(new Set(['0_0']))
+    await settle()
+    const before = asked
+    // The owner's commit 2, not taken yet: the standby holds it, up to its bound.
+    ;(channels[0] as Channel).send(Array.from({ length: HELD_MAX }, (_, i) => message(i, `k${i}`, 'v', 2)))
+    await settle()
+    assert.equal(asked, before + 1, 'full: it asks the group for the mark at once')
+    assert.equal(standby.progress()[0]?.applied, 0, 'which does not cover commit 2 yet')
+    // Not taken yet: it asks again a second later, on the clock, not in a loop.
+    await settle()
+    assert.equal(asked, before + 1)
+    mark = { n: 2, voids: [] }
+    clock.advance(999)
+    await settle()
+    assert.equal(standby.progress()[0]?.applied, 0)
+    clock.advance(1)
+    await settle()
+    assert.equal(standby.progress()[0]?.applied, HELD_MAX, 'the group took commit 2: every record held is applied, before any checkpoint')
+    assert.equal(store.load('0_0'), undefined, 'no checkpoint yet')
+    assert.deepEqual(failures, [])
     await standby.stop()
     await store.close()
   })
@@ -191,8 +232,9 @@ describe('StandbyTasks', () => {
     mark = { n: claim.n + 1, voids: claim.voids }
     clock.advance(1_000)
     await settle()
-    assert.equal(store.load('0_0')?.changelog?.n, claim.n + 1)
+    // Stopping waits for the checkpoint under way and checkpoints again: the figure no longer depends on how fast lmdb writes.
     await standby.stop()
+    assert.equal(store.load('0_0')?.changelog?.n, claim.n + 1)
     await store.close()
   })
 
