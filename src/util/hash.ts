@@ -13,30 +13,11 @@ export function mixWord(h: number, word: number): number {
  * about twice as long for short keys, with the same spread once finalized.
  */
 export function mixString(h: number, s: string): number {
-  return mixStringFrom(h, s, 0)
-}
-
-/** `mixString` from an even offset `start` on (the units before it already mixed in). */
-export function mixStringFrom(h: number, s: string, start: number): number {
   const n = s.length
-  let i = start
+  let i = 0
   for (; i + 1 < n; i += 2) h = Math.imul(h ^ (s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16)), HASH_PRIME)
   if (i < n) h = Math.imul(h ^ s.charCodeAt(i), HASH_PRIME)
   return h
-}
-
-/**
- * `mixString` of two strings at once, into `out[0]` and `out[1]`: the two chains of multiplies are
- * independent, so the processor runs them side by side. Gives exactly what two calls would.
- */
-export function mixStrings2(ha: number, a: string, hb: number, b: string, out: Int32Array): void {
-  const common = Math.min(a.length, b.length) & ~1
-  for (let i = 0; i < common; i += 2) {
-    ha = Math.imul(ha ^ (a.charCodeAt(i) | (a.charCodeAt(i + 1) << 16)), HASH_PRIME)
-    hb = Math.imul(hb ^ (b.charCodeAt(i) | (b.charCodeAt(i + 1) << 16)), HASH_PRIME)
-  }
-  out[0] = mixStringFrom(ha, a, common)
-  out[1] = mixStringFrom(hb, b, common)
 }
 
 /**

@@ -6,7 +6,7 @@ import { KeyedTaskState } from '../../src/keyed/keyed-task-state.js'
 import type { KeyedNodeHandle } from '../../src/keyed/keyed-task-state.js'
 import { StateDescriptors } from '../../src/keyed/api.js'
 
-describe('TimerService with large queues (sorted runs)', () => {
+describe('TimerService with large queues', () => {
   it('a jump past 40,000 user and 40,000 TTL timers fires every user timer first, each kind in (timestamp, registration) order', () => {
     const fired: Array<[string, number, string]> = []
     const ts = new TimerService(
@@ -54,7 +54,7 @@ describe('TimerService with large queues (sorted runs)', () => {
     }
     const ts = new TimerService(
       {
-        // A delete indexes the registration held before it, which takes the id just freed.
+        // The registration takes the id the fired timer just freed.
         onUserTimer: (_owner, key, timestamp) => {
           if (key !== 'a') return
           ts.registerUser('event', 1, 'a+', timestamp + 5)
