@@ -122,9 +122,7 @@ export class TimerQueue {
 
   /** Pending timers of one owner and key, in firing order (a scan: for inspection, not the hot path). */
   list(owner: number, key: StoreKey): TimerEntry[] {
-    return this.entries()
-      .filter((e) => e.owner === owner && e.key === key)
-      .sort((a, b) => a.timestamp - b.timestamp || a.seq - b.seq)
+    return this.entries((id) => this.keys[id] === key && this.int[6 * id + 5] === owner).sort((a, b) => a.timestamp - b.timestamp || a.seq - b.seq)
   }
 
   countOwner(owner: number): number {
@@ -136,13 +134,14 @@ export class TimerQueue {
     return n
   }
 
-  /** All pending timers, in no particular order (for snapshots). */
-  entries(): TimerEntry[] {
+  /** The pending timers (all, or those whose id `wanted` takes), in no particular order. */
+  entries(wanted?: (id: number) => boolean): TimerEntry[] {
     const out: TimerEntry[] = []
     for (let p = 0; p < this.used; p++) {
       const id = this.ids[p] as number
       const key = this.keys[id]
-      if (key !== undefined) out.push({ timestamp: this.slots[2 * p] as number, seq: this.slots[2 * p + 1] as number, key, owner: this.int[6 * id + 5] as number })
+      if (key === undefined || (wanted !== undefined && !wanted(id))) continue
+      out.push({ timestamp: this.slots[2 * p] as number, seq: this.slots[2 * p + 1] as number, key, owner: this.int[6 * id + 5] as number })
     }
     return out
   }
