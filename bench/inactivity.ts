@@ -2,6 +2,7 @@ import { EmbeddedRuntime, Serdes, silentLogger, StateDescriptors, Topology } fro
 import type { KeyedProcessor, KeyedProcessorContext, StreamRecord, Timer, ValueState } from '../src/index.js'
 import { loadFlights } from '../demo/flights/data.js'
 import type { Flights } from '../demo/flights/data.js'
+import { feedFlights } from './flights-feed.js'
 import { median } from './stats.js'
 
 /** An origin airport with no departure for this long, in event time, raises an alert. */
@@ -59,16 +60,7 @@ export async function punctual(f: Flights): Promise<Alerts> {
     .addKeyedProcessor<string, number>('quiet-airports', () => new QuietAirports(alerts), 'departures')
   const rt = new EmbeddedRuntime(topology, { applicationId: 'bench-inactivity', logger: silentLogger })
   await rt.start()
-  const producer = rt.producer<string, number>('flights', { valueSerde: Serdes.Double() })
-  const BATCH = 50_000
-  for (let start = 0; start < f.count; start += BATCH) {
-    const end = Math.min(f.count, start + BATCH)
-    for (let j = start; j < end; j++) {
-      const i = f.replayOrder[j] as number
-      producer.send(f.origin[i] as string, f.delay[i] as number, f.scheduled[i] as number)
-    }
-    while (rt.metrics().processedRecords < end - BATCH) await new Promise((r) => setImmediate(r))
-  }
+  await feedFlights(rt, f)
   await rt.stop()
   return alerts
 }

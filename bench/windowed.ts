@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadFlights } from '../demo/flights/data.js'
 import type { Flights } from '../demo/flights/data.js'
+import { feedFlights } from './flights-feed.js'
 import { median } from './stats.js'
 
 export const HOUR = 3_600_000
@@ -127,18 +128,8 @@ export async function punctual(f: Flights, stateDir?: string, metricsPort?: numb
     ...(metricsPort === undefined ? {} : { metrics: { port: metricsPort } }),
   })
   await rt.start()
-  const producer = rt.producer<string, number>('flights', { valueSerde: Serdes.Double() })
   let peakHeap = 0
-  const BATCH = 50_000
-  for (let start = 0; start < f.count; start += BATCH) {
-    const end = Math.min(f.count, start + BATCH)
-    for (let j = start; j < end; j++) {
-      const i = f.replayOrder[j] as number
-      producer.send(f.origin[i] as string, f.delay[i] as number, f.scheduled[i] as number)
-    }
-    while (rt.metrics().processedRecords < end - BATCH) await new Promise((r) => setImmediate(r))
-    peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed)
-  }
+  await feedFlights(rt, f, () => (peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed)))
   await rt.stop()
   return { out, peakHeap }
 }
