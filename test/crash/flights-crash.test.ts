@@ -48,8 +48,8 @@ describe(`crash test: the flights demo over ${FLIGHTS.toLocaleString('en-US')} f
     const dir = join(root, 'full-disk')
     // A file size limit stands in for a full disk: the checkpoint file cannot grow past 3 MB (the
     // first commits fit, a large one going through the journal, which writes its changes twice; the
-    // whole run needs about 5 MB).
-    const full = startCrashChild(app.file, [dir, String(FLIGHTS)], {}, 3072)
+    // whole run needs about 5 MB). Commits of at most 5,000 records keep the first ones under it.
+    const full = startCrashChild(app.file, [dir, String(FLIGHTS)], { PUNCTUAL_COMMIT_MAX_RECORDS: '5000' }, 3072)
     await assert.rejects(full.exited, /exited with code 3 .*cannot write checkpoints: .*(full|too large)/)
     const resumed = startCrashChild(app.file, [dir, String(FLIGHTS)])
     assert.ok((await resumed.started) > 0, 'what was committed before the disk filled up is still there')
