@@ -48,8 +48,12 @@ describe('KafkaRuntime: a missed-trigger policy across instances', () => {
       broker.track(rt)
       return rt
     }
-    const tick = async (): Promise<void> => {
+    // Each second of the clock makes one call due: it has run once the runtime counts it (a loaded machine
+    // may take more than a few event-loop turns to get there).
+    const tick = async (rt: KafkaRuntime): Promise<void> => {
+      const before = rt.metrics().punctuations
       clock.advance(1000)
+      await until(`the call due by ${clock.now() - T0} ran`, () => rt.metrics().punctuations > before)
       await turns()
     }
 
@@ -57,16 +61,17 @@ describe('KafkaRuntime: a missed-trigger policy across instances', () => {
     await first.start()
     await until('the first instance runs the task', () => first.taskIds().length === 1)
     // Due at 0, 1000 and 2000 (ms after T0).
-    for (let i = 0; i < 3; i++) await tick()
+    for (let i = 0; i < 3; i++) await tick(first)
     await first.stop()
     // 3000 to 6000 go by with no instance running the task.
     clock.advance(4000)
     const second = runtime()
     await second.start()
     await until('the second instance runs the task', () => second.taskIds().length === 1)
+    await until('the catch-up call ran', () => second.metrics().punctuations >= 1)
     await turns()
     // Then 7000, on the grid.
-    await tick()
+    await tick(second)
     await second.stop()
 
     const out = (await broker.cluster.readAll(`${run}-out`, 1)).flat().map((r) => Number(r.value))
