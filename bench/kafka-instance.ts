@@ -52,7 +52,7 @@ if (mode === 'counts') {
     },
     child: () => logger,
   }
-  const rt = new KafkaRuntime(b.build(), { applicationId, bootstrapServers, processingGuarantee: 'exactly_once_v2', stateDir: fifth, logger })
+  const rt = new KafkaRuntime(b.build(), { applicationId, bootstrapServers, groupProtocol: 'consumer', processingGuarantee: 'exactly_once_v2', stateDir: fifth, logger })
   rt.on('error', (err) => {
     process.stderr.write(`instance failed: ${err.stack ?? err.message}\n`)
     process.exit(1)
@@ -91,7 +91,7 @@ if (mode === 'counts') {
   await rt.start()
   setInterval(() => at({ processed: rt.metrics().processedRecords, state: rt.state, tasks: rt.taskIds(), standbys: rt.standbyProgress(), restoring: rt.restoreProgress().map((r) => r.taskId) }), 100)
 } else if (mode === 'windowed') {
-  const rt = new KafkaRuntime(windowedFinal(fifth), { applicationId, bootstrapServers, processingGuarantee: sixth as ProcessingGuarantee, logger: silentLogger })
+  const rt = new KafkaRuntime(windowedFinal(fifth), { applicationId, bootstrapServers, groupProtocol: 'consumer', processingGuarantee: sixth as ProcessingGuarantee, logger: silentLogger })
   rt.on('error', (err) => {
     process.stderr.write(`instance failed: ${err.stack ?? err.message}\n`)
     process.exit(1)
@@ -131,7 +131,7 @@ if (mode === 'counts') {
     }),
     'in',
   )
-  const rt = new KafkaRuntime(topology, { applicationId, bootstrapServers, clock: preciseClock, logger: silentLogger })
+  const rt = new KafkaRuntime(topology, { applicationId, bootstrapServers, groupProtocol: 'consumer', clock: preciseClock, logger: silentLogger })
   print({ started: Date.now() })
   await rt.start()
   await new Promise((r) => setTimeout(r, Number(fifth) * 1000))

@@ -6,6 +6,7 @@
 //
 //   node scripts/kafka-broker.mjs provision        resolve the jars (about a minute cold, seconds warm)
 //   node scripts/kafka-broker.mjs start            start a broker; prints {"bootstrap","pid","dir"} and leaves it running
+//   node scripts/kafka-broker.mjs start --secured  the same, also listening with SASL_SSL (prints "secured": its address, CA, user)
 //   node scripts/kafka-broker.mjs stop DIR         stop the broker started in DIR and remove DIR
 //
 // The functions are exported for scripts/run-kafka-tests.mjs, the Kafka tests and bench/kafka.ts.
@@ -97,26 +98,79 @@ export function kafkaTool(mainClass, args) {
   return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' }
 }
 
+/** The user of the secured listener, for SASL/PLAIN and SASL/SCRAM-SHA-512 alike. */
+export const SECURED_USER = { username: 'punctual', password: 'punctual-secret' }
+
+/**
+ * A self-signed certificate for 127.0.0.1 and localhost in `dir`, made with the JDK's keytool (there
+ * with the broker's Java): the broker's keystore (PKCS#12) and the certificate in PEM for the clients,
+ * who trust it as their CA.
+ */
+function makeCertificate(dir) {
+  const keystore = join(dir, 'broker.p12')
+  const password = randomBytes(12).toString('hex')
+  const keytool = (args) => {
+    const r = spawnSync('keytool', args, { encoding: 'utf8' })
+    if (r.error !== undefined || r.status !== 0) throw new Error(`keytool ${args[0]} failed: ${r.error?.message ?? r.stderr ?? r.stdout}`)
+  }
+  keytool(['-genkeypair', '-alias', 'broker', '-keyalg', 'RSA', '-keysize', '2048', '-validity', '30', '-dname', 'CN=localhost', '-ext', 'SAN=dns:localhost,ip:127.0.0.1', '-keystore', keystore, '-storetype', 'PKCS12', '-storepass', password, '-keypass', password])
+  const caPem = join(dir, 'ca.pem')
+  keytool(['-exportcert', '-rfc', '-alias', 'broker', '-keystore', keystore, '-storetype', 'PKCS12', '-storepass', password, '-file', caPem])
+  return { keystore, password, caPem }
+}
+
+/**
+ * The listener `SASL_SSL` on `port`: TLS with the certificate of `makeCertificate`, SASL/PLAIN and
+ * SASL/SCRAM-SHA-512 for `SECURED_USER` (its SCRAM credential is written when the storage is formatted).
+ */
+function securedListener(certificate) {
+  const { username, password } = SECURED_USER
+  return [
+    `listener.name.sasl_ssl.ssl.keystore.type=PKCS12`,
+    `listener.name.sasl_ssl.ssl.keystore.location=${certificate.keystore}`,
+    `listener.name.sasl_ssl.ssl.keystore.password=${certificate.password}`,
+    `listener.name.sasl_ssl.ssl.key.password=${certificate.password}`,
+    `listener.name.sasl_ssl.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512`,
+    `listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_${username}="${password}";`,
+    `listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;`,
+  ].join('\n')
+}
+
 /**
  * Formats a fresh single-node cluster in a new temporary directory and starts its broker on free loopback
  * ports; resolves once it accepts connections and says it started. The broker runs detached (it outlives
- * this process): stop it with `stopBroker(dir)`.
+ * this process): stop it with `stopBroker(dir)`. With `secured`, it also listens with SASL_SSL on another
+ * port: the result's `secured` gives that listener's address, the CA certificate's file and the user.
  */
-export async function startBroker() {
+export async function startBroker({ secured = false } = {}) {
   const libs = provision()
   const dir = mkdtempSync(join(tmpdir(), 'punctual-kafka-'))
   const port = await freePort()
   const controllerPort = await freePort()
-  const properties = readFileSync(join(HERE, 'server.properties'), 'utf8')
+  const securedPort = secured ? await freePort() : undefined
+  let properties = readFileSync(join(HERE, 'server.properties'), 'utf8')
     .replaceAll('${PORT}', String(port))
     .replaceAll('${CONTROLLER_PORT}', String(controllerPort))
     .replaceAll('${DATA_DIR}', join(dir, 'data'))
+  let certificate
+  if (securedPort !== undefined) {
+    certificate = makeCertificate(dir)
+    const address = `SASL_SSL://127.0.0.1:${securedPort}`
+    properties = properties
+      .replace(/^listeners=(.*)$/m, `listeners=$1,${address}`)
+      .replace(/^advertised\.listeners=(.*)$/m, `advertised.listeners=$1,${address}`)
+      .replace(/^listener\.security\.protocol\.map=(.*)$/m, 'listener.security.protocol.map=$1,SASL_SSL:SASL_SSL')
+    properties += `\n${securedListener(certificate)}\n`
+  }
   const config = join(dir, 'server.properties')
   writeFileSync(config, properties)
   writeFileSync(join(dir, 'broker.port'), String(port))
-  const format = java(libs, [LOG4J, 'kafka.tools.StorageTool', 'format', '--standalone', '-t', clusterId(), '-c', config], { encoding: 'utf8' })
+  const scram = securedPort === undefined ? [] : ['--add-scram', `SCRAM-SHA-512=[name=${SECURED_USER.username},password=${SECURED_USER.password}]`]
+  const format = java(libs, [LOG4J, 'kafka.tools.StorageTool', 'format', '--standalone', '-t', clusterId(), '-c', config, ...scram], { encoding: 'utf8' })
   if (format.status !== 0) throw new Error(`formatting the Kafka storage failed: ${format.stderr || format.stdout}`)
-  return launch(libs, dir, port)
+  const started = await launch(libs, dir, port)
+  if (securedPort === undefined) return started
+  return { ...started, secured: { bootstrap: `127.0.0.1:${securedPort}`, caLocation: certificate.caPem, ...SECURED_USER } }
 }
 
 /**
@@ -177,10 +231,10 @@ export async function stopBroker(dir, { keep = false } = {}) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [command, arg] = process.argv.slice(2)
   if (command === 'provision') console.log(provision())
-  else if (command === 'start') console.log(JSON.stringify(await startBroker()))
+  else if (command === 'start') console.log(JSON.stringify(await startBroker({ secured: arg === '--secured' })))
   else if (command === 'stop' && arg !== undefined) await stopBroker(arg)
   else {
-    console.error('usage: kafka-broker.mjs provision | start | stop DIR')
+    console.error('usage: kafka-broker.mjs provision | start [--secured] | stop DIR')
     process.exit(2)
   }
 }

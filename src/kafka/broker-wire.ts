@@ -1,6 +1,8 @@
 import { PunctualError } from '../errors.js'
 import { loadOptional } from './client.js'
 import type { AbortedTransaction, Decompress } from './record-batches.js'
+import { connectionSecurity } from './wire-security.js'
+import type { WireSecurity } from './wire-security.js'
 
 /**
  * The three broker requests the direct fetcher makes (Metadata, Fetch, ListOffsets), over the connections
@@ -82,6 +84,8 @@ export interface WireLibrary {
   findCoordinatorV6: { api: WireApi }
   offsetCommitV9: { api: WireApi }
   offsetFetchV9: { api: WireApi }
+  apiVersionsV3: { api: WireApi }
+  listGroupsV5: { api: WireApi }
   compressionsAlgorithmsByBitmask: Record<number, { decompressSync(data: Buffer): Buffer; available?: boolean } | undefined>
 }
 
@@ -136,10 +140,10 @@ export interface WireLink {
   readonly ready: Promise<void>
 }
 
-/** A connection to `host:port`, named `clientId`. */
-export function openLink(lib: WireLibrary, clientId: string, host: string, port: number): WireLink {
+/** A connection to `host:port`, named `clientId`, secured by `security` (undefined: plaintext). */
+export function openLink(lib: WireLibrary, clientId: string, host: string, port: number, security: WireSecurity | undefined): WireLink {
   // A request unanswered for 10 s fails (a fetch waits 100 ms at most on the broker): its broker is looked up again.
-  const connection = new lib.Connection(clientId, { requestTimeout: 10_000 })
+  const connection = new lib.Connection(clientId, { requestTimeout: 10_000, ...connectionSecurity(security, host) })
   // A socket error also fails the requests out on it, which is how their callers hear of it; unheard,
   // the connection's 'error' event would end the process.
   connection.on('error', () => {})
@@ -148,8 +152,8 @@ export function openLink(lib: WireLibrary, clientId: string, host: string, port:
   return { connection, ready }
 }
 
-/** The cluster at `bootstrapServers` (`host:port,...`), plaintext, connections named `clientId`. */
-export async function connectWire(bootstrapServers: string, clientId: string): Promise<ClusterWire> {
+/** The cluster at `bootstrapServers` (`host:port,...`), connections named `clientId` and secured by `security`. */
+export async function connectWire(bootstrapServers: string, clientId: string, security: WireSecurity | undefined): Promise<ClusterWire> {
   const lib = await loadWire()
   const fetchApi = lib.createAPI(1, 12, lib.fetchV12.createRequest, parseFetch)
   const bootstrap = parseBootstrap(bootstrapServers)
@@ -158,7 +162,7 @@ export async function connectWire(bootstrapServers: string, clientId: string): P
   let metadataLink: WireLink | undefined
   let next = 0
 
-  const open = (host: string, port: number): WireLink => openLink(lib, clientId, host, port)
+  const open = (host: string, port: number): WireLink => openLink(lib, clientId, host, port, security)
   /** A connection the broker closed (idle too long, restarted) is made again rather than failing the next request. */
   const gone = (connection: WireConnection): boolean => connection.status === 'closed' || connection.status === 'error'
 

@@ -9,6 +9,9 @@ import type { FetchingConsumer, TopicPartitionRef } from './fetcher.js'
 import type { GlobalConsumer } from './global-reader.js'
 import type { GroupAdmin } from './instance-metadata.js'
 import type { GroupLister } from './topology-check.js'
+import type { WireSecurity } from './wire-security.js'
+import { probeGroup } from './streams-group/group-probe.js'
+import type { GroupFacts } from './streams-group/group-probe.js'
 import type { PartitionOffset } from './kafka-commit-backend.js'
 import type { RecordProducer } from './producer-sink.js'
 
@@ -32,7 +35,9 @@ export interface KafkaClientSupplier {
    * The connections the direct fetcher reads the input over; undefined when this supplier has none (the
    * wire library is not installed, or a test's clients): librdkafka's consumer then fetches.
    */
-  getFetchWire?(bootstrapServers: string, clientId: string): Promise<ClusterWire | undefined>
+  getFetchWire?(bootstrapServers: string, clientId: string, security: WireSecurity | undefined): Promise<ClusterWire | undefined>
+  /** What the cluster says of streams groups and of group `groupId`, for the default group protocol; undefined when this supplier cannot ask. */
+  probeGroup?(bootstrapServers: string, clientId: string, security: WireSecurity | undefined, groupId: string): Promise<GroupFacts | undefined>
 }
 
 /** librdkafka settings, and the callbacks it takes among them (`rebalance_cb`). */
@@ -136,7 +141,8 @@ export async function confluentClientSupplier(): Promise<KafkaClientSupplier> {
     getRestoreConsumer: consumer,
     getGlobalConsumer: consumer,
     getAdmin: (settings, log) => new client.KafkaJS.Kafka({ ...settings, kafkaJS: { logger: log } } as unknown as Client.KafkaJS.CommonConstructorConfig).admin() as unknown as AdminClient,
-    getFetchWire: async (bootstrapServers, clientId) => ((await wireAvailable()) ? connectWire(bootstrapServers, clientId) : undefined),
+    getFetchWire: async (bootstrapServers, clientId, security) => ((await wireAvailable()) ? connectWire(bootstrapServers, clientId, security) : undefined),
+    probeGroup: async (bootstrapServers, clientId, security, groupId) => ((await wireAvailable()) ? probeGroup(bootstrapServers, clientId, security, groupId) : undefined),
   }
 }
 

@@ -14,6 +14,8 @@ import type { MetricsEndpoint } from '../monitoring/metrics-server.js'
 import { kafkaErrorHandler } from './error-log.js'
 import { parseHostInfo } from './instance-metadata.js'
 import type { HostInfo } from './instance-metadata.js'
+import { wireSecurity } from './wire-security.js'
+import type { WireSecurity } from './wire-security.js'
 
 /** Kafka Streams' processing guarantees (`exactly_once_v2`: KIP-447, one transactional producer per instance). */
 export type ProcessingGuarantee = 'at_least_once' | 'exactly_once_v2'
@@ -51,8 +53,9 @@ export interface KafkaRuntimeConfig {
    * connections) rather than through librdkafka, whose consumer makes a JavaScript object of each
    * message on the event loop: on the flights benchmark one instance runs several times faster. The
    * group membership, the assignment and the offsets stay librdkafka's. Needs `@platformatic/kafka`
-   * installed and a plaintext cluster: with `ssl.*`, `sasl.*` or a `security.protocol` other than
-   * plaintext among the settings, it is off (and `true` is refused).
+   * installed. Its connections are secured by the same `security.protocol`, `ssl.*` and `sasl.*`
+   * settings as librdkafka's (TLS; SASL PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); with a setting they
+   * cannot honour (GSSAPI, OAUTHBEARER, see docs/kafka.md) the direct fetch is off, and `true` is refused.
    * @default true when `@platformatic/kafka` is installed and the settings allow it
    */
   directFetch?: boolean
@@ -61,7 +64,11 @@ export interface KafkaRuntimeConfig {
    * broker's range assignor placing partitions. `'streams'`: a Kafka streams group (KIP-1071, Kafka 4.2
    * and later), whose coordinator places tasks, sticky, and creates the internal topics from the
    * topology each member sends, and runs standby tasks where the group asks for them; with the direct
-   * fetch only, and under exactly-once with a producer per task (see docs/kafka.md). @default 'consumer'
+   * fetch only (its connections speak to the coordinator), and under exactly-once with a producer per
+   * task (see docs/kafka.md).
+   * @default chosen at each start: `'streams'` when the cluster has streams groups, the application's
+   * group is new or a streams group, and the direct fetch can run; `'consumer'` otherwise (a group made
+   * with the consumer protocol keeps it). The start log says which, and why.
    */
   groupProtocol?: 'consumer' | 'streams'
   /**
@@ -122,6 +129,12 @@ export interface KafkaRuntimeConfig {
 export type ValidKafkaRuntimeConfig = Required<Omit<KafkaRuntimeConfig, 'client' | 'consumer' | 'producer' | 'deadLetterTopic' | 'metrics' | 'applicationServer' | 'defaultTimestampExtractor' | 'directFetch'>> & {
   /** true: direct fetch asked for; false: refused, or the settings do not allow it; undefined: when the library is installed. */
   readonly directFetch: boolean | undefined
+  /** Whether `groupProtocol` was set; if not, the start chooses it (group-protocol.ts). */
+  readonly groupProtocolSet: boolean
+  /** The security of punctual's own connections, from the client and consumer settings; undefined when they cannot honour them (then `directFetch` is false). */
+  readonly wireSecurity: WireSecurity | undefined
+  /** Why punctual's own connections cannot honour the security settings, if they cannot. */
+  readonly wireUnsupported: string | undefined
   readonly defaultTimestampExtractor: TimestampExtractor | undefined
   readonly deadLetterTopic: string | undefined
   readonly metrics: Required<MetricsEndpoint> | undefined
@@ -160,17 +173,18 @@ export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKaf
   }
   const client = settings('client')
   const consumer = settings('consumer')
-  const secured = Object.keys({ ...client, ...consumer }).find((k) => k.startsWith('ssl.') || k.startsWith('sasl.') || (k === 'security.protocol' && String(consumer[k] ?? client[k]).toLowerCase() !== 'plaintext'))
+  // punctual's own connections read the input and speak to the group: the consumer's settings are theirs.
+  const wire = wireSecurity({ ...client, ...consumer })
+  if ('invalid' in wire) throw invalidConfig(where, wire.invalid)
+  const unsupported = 'unsupported' in wire ? wire.unsupported : undefined
   if (config.directFetch !== undefined && typeof config.directFetch !== 'boolean') throw invalidConfig(where, `directFetch must be a boolean, got ${JSON.stringify(config.directFetch)}`)
-  if (config.directFetch === true && secured !== undefined) {
-    throw invalidConfig(where, `directFetch: true reaches the cluster in plaintext only, but the settings have "${secured}"; leave directFetch unset (librdkafka then fetches the input)`)
+  if (config.directFetch === true && unsupported !== undefined) {
+    throw invalidConfig(where, `directFetch: true, but ${unsupported}; leave directFetch unset (librdkafka then fetches the input)`)
   }
   const groupProtocol = config.groupProtocol ?? 'consumer'
   if (groupProtocol !== 'consumer' && groupProtocol !== 'streams') throw invalidConfig(where, `groupProtocol must be 'consumer' or 'streams', got ${JSON.stringify(config.groupProtocol)}`)
-  if (groupProtocol === 'streams') {
-    if (secured !== undefined || config.directFetch === false) {
-      throw invalidConfig(where, `groupProtocol 'streams' speaks to the group coordinator over punctual's own connections, which are plaintext and the direct fetch's (${secured === undefined ? 'directFetch is false' : `the settings have "${secured}"`}); use groupProtocol 'consumer'`)
-    }
+  if (groupProtocol === 'streams' && (unsupported !== undefined || config.directFetch === false)) {
+    throw invalidConfig(where, `groupProtocol 'streams' speaks to the group coordinator over the direct fetch's connections, but ${unsupported ?? 'directFetch is false'}; use groupProtocol 'consumer'`)
   }
   const logger = config.logger ?? consoleLogger
   const deadLetterTopic = checkDeadLetterTopic(where, config.deadLetterTopic)
@@ -187,8 +201,11 @@ export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKaf
     defaultTimestampExtractor: checkTimestampExtractor(config.defaultTimestampExtractor, `${where}: defaultTimestampExtractor`),
     repartitionPurgeIntervalMs: int('repartitionPurgeIntervalMs', config.repartitionPurgeIntervalMs, 30_000, 0),
     stateDir: config.stateDir ?? temporaryStateDir(config.applicationId),
-    directFetch: secured === undefined ? config.directFetch : false,
+    directFetch: unsupported === undefined ? config.directFetch : false,
+    wireSecurity: 'security' in wire ? wire.security : undefined,
+    wireUnsupported: unsupported,
     groupProtocol,
+    groupProtocolSet: config.groupProtocol !== undefined,
     client,
     consumer,
     producer: settings('producer'),

@@ -46,6 +46,7 @@ import { clientIdWithTopology, topologyFingerprint } from './topology-check.js'
 import type { TopicPlan } from './topics.js'
 import { StreamsGroupConsumer } from './streams-group/group-consumer.js'
 import { connectStreamsGroup } from './streams-group/group-wire.js'
+import { securityName } from './wire-security.js'
 import { describeTopology } from './streams-group/topology-description.js'
 
 /** How long closing waits for the group consumer to leave the group and disconnect. */
@@ -131,7 +132,7 @@ export async function assembleParts(host: PartsHost, made: Array<() => Promise<u
   let clientId = clientIdWithTopology(baseClientId(config), fingerprint)
   if (config.applicationServer !== undefined) clientId = clientIdWithServer(clientId, config.applicationServer)
   const sources = [...new Set(host.topology.subtopologies().flatMap((s) => s.sourceTopics))].map((t) => plan.names.get(t) ?? t)
-  const wire = config.directFetch === false ? undefined : await supplier.getFetchWire?.(config.bootstrapServers, clientId)
+  const wire = config.directFetch === false ? undefined : await supplier.getFetchWire?.(config.bootstrapServers, clientId, config.wireSecurity)
   // Closed at stop with the other parts; here only if the start fails before they exist.
   if (wire !== undefined) made.push(async () => wire.close())
   const settings = groupConsumerSettings(config, clientId, (err, partitions) => manager.onRebalance(err.code, partitions))
@@ -190,7 +191,8 @@ export async function assembleParts(host: PartsHost, made: Array<() => Promise<u
     wire === undefined
       ? new Fetcher(consumer, host.loop.onAppend, onFetchError, config.bufferedRecordsPerPartition)
       : new DirectFetcher(consumer, wire, exactlyOnce ? 1 : 0, host.loop.onAppend, onFetchError, logger, config.bufferedRecordsPerPartition)
-  logger.info({ fetch: wire === undefined ? 'librdkafka' : 'direct' }, wire === undefined ? 'input fetched by librdkafka' : "input fetched with punctual's own Fetch requests")
+  if (wire === undefined) logger.info({ fetch: 'librdkafka' }, `input fetched by librdkafka${config.wireUnsupported === undefined ? '' : `: punctual's own Fetch requests cannot honour the security settings, as ${config.wireUnsupported}`}`)
+  else logger.info({ fetch: 'direct', security: securityName(config.wireSecurity) }, `input fetched with punctual's own Fetch requests (${securityName(config.wireSecurity)})`)
   const engine = new TaskManager(
     definitions,
     {
@@ -317,7 +319,7 @@ async function streamsGroupConsumer(host: PartsHost, settings: ClientSettings, c
   // The direct fetch's wire library is the streams group's too.
   await loadWire()
   if (wire === undefined) throw new PunctualError('DEPENDENCY_MISSING', "groupProtocol 'streams' needs the direct fetch's connections, which the client supplier does not give")
-  const group = await connectStreamsGroup(config.bootstrapServers, clientId, config.applicationId)
+  const group = await connectStreamsGroup(config.bootstrapServers, clientId, config.applicationId, config.wireSecurity)
   const options = {
     groupId: config.applicationId,
     memberId: randomUUID(),

@@ -21,10 +21,13 @@ import type { RestoreProgress } from '../runtime/task-manager.js'
 import { StateDirectory } from '../state/state-directory.js'
 import type { Logger } from '../util/logger.js'
 import { CALL_TIMEOUT_MS, disconnected, promised, UNREACHABLE_TIMEOUT_MS, within } from './client-calls.js'
+import { baseClientId } from './client-settings.js'
 import { CoordinatorWatch } from './coordinator-watch.js'
 import { clientSupplierOf } from './client-supplier.js'
 import type { KafkaClientSupplier } from './client-supplier.js'
 import { validateKafkaRuntimeConfig } from './config.js'
+import { chooseGroupProtocol } from './group-protocol.js'
+import type { GroupFacts } from './streams-group/group-probe.js'
 import type { KafkaRuntimeConfig, ValidKafkaRuntimeConfig } from './config.js'
 import { loadWire } from './broker-wire.js'
 import { isMemberFenced } from './group-offsets.js'
@@ -51,7 +54,8 @@ const STOP_WAIT_MS = 30_000
  * short slices on the event loop, and wall-clock punctuations fire on the runtime's one armed timer.
  */
 export class KafkaRuntime implements StreamsRuntime {
-  private readonly config: ValidKafkaRuntimeConfig
+  /** The settings; at start, with the group protocol it chose. */
+  private config: ValidKafkaRuntimeConfig
   private readonly logger: Logger
   private readonly tasks: StreamTask[] = []
   private readonly loop: TaskLoop
@@ -142,14 +146,16 @@ export class KafkaRuntime implements StreamsRuntime {
   async start(): Promise<void> {
     if (this.currentState !== 'CREATED') throw new PunctualError('ILLEGAL_STATE', `cannot start the runtime in state ${this.currentState}`)
     warnOfSerdeFallbacks(this.topology, this.logger)
-    const { config, logger } = this
-    const stateDirectory = (this.stateDirectory = StateDirectory.open(config.stateDir, config.applicationId))
+    const { logger } = this
+    const stateDirectory = (this.stateDirectory = StateDirectory.open(this.config.stateDir, this.config.applicationId))
     // Clients made before the parts are whole, closed if the start fails.
     const made: Array<() => Promise<unknown>> = []
     try {
       const supplier = await this.suppliedBy
       // Asked for and not installed: said before anything connects.
-      if (config.directFetch === true) await loadWire()
+      if (this.config.directFetch === true) await loadWire()
+      const protocol = await chooseGroupProtocol(this.config, probeOf(supplier, this.config))
+      const config = (this.config = { ...this.config, groupProtocol: protocol.protocol })
       const topics = (this.topics = new InternalTopics(supplier, config, logger))
       const parts = await assembleParts(
         {
@@ -187,8 +193,8 @@ export class KafkaRuntime implements StreamsRuntime {
       const group =
         config.groupProtocol === 'streams'
           ? `a streams group (KIP-1071: the broker places tasks and standbys${config.processingGuarantee === 'exactly_once_v2' ? '; exactly-once with a producer per task' : ''})`
-          : "a consumer group (KIP-848; groupProtocol 'streams' would join a streams group, with standby tasks)"
-      logger.info({ bootstrapServers: config.bootstrapServers, processingGuarantee: config.processingGuarantee, groupProtocol: config.groupProtocol, topics: sources.join(',') }, `started: joining ${group}`)
+          : 'a consumer group (KIP-848)'
+      logger.info({ bootstrapServers: config.bootstrapServers, processingGuarantee: config.processingGuarantee, groupProtocol: config.groupProtocol, topics: sources.join(',') }, `started: joining ${group}; ${protocol.why}`)
     } catch (err) {
       if (this.parts === undefined) for (const close of made.reverse()) await close().catch(() => {})
       await this.shutDown()
@@ -393,4 +399,10 @@ export class KafkaRuntime implements StreamsRuntime {
     this.stateDirectory = undefined
     if (this.ownsStateDir) rmSync(this.config.stateDir, { recursive: true, force: true })
   }
+}
+
+/** The supplier's question to the cluster for the default group protocol; undefined when it cannot ask. */
+function probeOf(supplier: KafkaClientSupplier, config: ValidKafkaRuntimeConfig): (() => Promise<GroupFacts | undefined>) | undefined {
+  const probe = supplier.probeGroup
+  return probe === undefined ? undefined : () => probe(config.bootstrapServers, baseClientId(config), config.wireSecurity, config.applicationId)
 }

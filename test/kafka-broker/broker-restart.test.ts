@@ -49,7 +49,7 @@ describe('KafkaRuntime across a broker restart', () => {
         const second = records(4000, 4000)
         const expected = await embedded([...first, ...second])
         const errors: Error[] = []
-        const rt = new KafkaRuntime(windowedFinal(`${name}-in`, `${name}-out`), { applicationId: `${name}-app`, bootstrapServers: broker.bootstrap, processingGuarantee: guarantee, commitIntervalMs: 100, logger })
+        const rt = new KafkaRuntime(windowedFinal(`${name}-in`, `${name}-out`), { applicationId: `${name}-app`, bootstrapServers: broker.bootstrap, groupProtocol: 'consumer', processingGuarantee: guarantee, commitIntervalMs: 100, logger })
         rt.on('error', (e) => {
           logger.error({ err: e }, 'the runtime failed')
           errors.push(e)

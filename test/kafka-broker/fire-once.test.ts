@@ -44,7 +44,7 @@ describe('KafkaRuntime: a missed-trigger policy across instances', () => {
     await broker.cluster.createTopic(`${run}-out`, 1)
     const clock = new ManualClock(T0 - 500)
     const runtime = (): KafkaRuntime => {
-      const rt = new KafkaRuntime(ticking(`${run}-in`, `${run}-out`), { applicationId: `${run}-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'exactly_once_v2', clock, scheduler: clock, logger: process.env.PUNCTUAL_KAFKA_TEST_DEBUG === '1' ? createConsoleLogger({ level: 'debug', write: (line) => process.stderr.write(`${line}\n`) }) : silentLogger })
+      const rt = new KafkaRuntime(ticking(`${run}-in`, `${run}-out`), { applicationId: `${run}-app`, bootstrapServers: bootstrapServers(), groupProtocol: 'consumer', processingGuarantee: 'exactly_once_v2', clock, scheduler: clock, logger: process.env.PUNCTUAL_KAFKA_TEST_DEBUG === '1' ? createConsoleLogger({ level: 'debug', write: (line) => process.stderr.write(`${line}\n`) }) : silentLogger })
       broker.track(rt)
       return rt
     }

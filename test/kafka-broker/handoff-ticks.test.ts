@@ -11,7 +11,7 @@ describe('KafkaRuntime: punctuations across a handoff', () => {
   const { run } = broker
 
   function runtime(app: string, input: string, output: string): KafkaRuntime {
-    const rt = new KafkaRuntime(ticks(input, output), { applicationId: app, bootstrapServers: bootstrapServers(), processingGuarantee: 'exactly_once_v2', commitIntervalMs: 100, logger: silentLogger })
+    const rt = new KafkaRuntime(ticks(input, output), { applicationId: app, bootstrapServers: bootstrapServers(), groupProtocol: 'consumer', processingGuarantee: 'exactly_once_v2', commitIntervalMs: 100, logger: silentLogger })
     broker.track(rt)
     return rt
   }

@@ -43,10 +43,10 @@ const config = {
   ...(stateDir === undefined ? {} : { stateDir }),
   ...(buffered === undefined ? {} : { bufferedRecordsPerPartition: Number(buffered) }),
   ...(commitMaxRecords === undefined ? {} : { commitMaxRecords: Number(commitMaxRecords) }),
-  // PUNCTUAL_KAFKA_TEST_DIRECT_FETCH=0: librdkafka fetches the input (as on a secured cluster).
+  // PUNCTUAL_KAFKA_TEST_DIRECT_FETCH=0: librdkafka fetches the input (as without @platformatic/kafka).
   ...(process.env.PUNCTUAL_KAFKA_TEST_DIRECT_FETCH === '0' ? { directFetch: false } : {}),
-  // PUNCTUAL_KAFKA_TEST_GROUP_PROTOCOL=streams: the instances share the tasks through a streams group (KIP-1071).
-  ...(process.env.PUNCTUAL_KAFKA_TEST_GROUP_PROTOCOL === 'streams' ? { groupProtocol: 'streams' as const } : {}),
+  // PUNCTUAL_KAFKA_TEST_GROUP_PROTOCOL=streams: the instances share the tasks through a streams group (KIP-1071); a consumer group otherwise.
+  groupProtocol: process.env.PUNCTUAL_KAFKA_TEST_GROUP_PROTOCOL === 'streams' ? ('streams' as const) : ('consumer' as const),
 }
 const rt = new KafkaRuntime(topology, killAfterCommit > 0 ? withClientSupplier(config, killingAfterCommit(await confluentClientSupplier(), killAfterCommit)) : config)
 rt.on('error', (err) => {

@@ -59,7 +59,7 @@ describe('KafkaRuntime: joins on a real broker', () => {
     const [left1, left2] = half(leftAll)
     const [right1, right2] = half(rightAll)
     const instance = (): KafkaRuntime =>
-      broker.track(new KafkaRuntime(join(`${name}-l`, `${name}-r`, `${name}-out`), { applicationId: `${name}-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'exactly_once_v2', commitIntervalMs: 100, logger: silentLogger }))
+      broker.track(new KafkaRuntime(join(`${name}-l`, `${name}-r`, `${name}-out`), { applicationId: `${name}-app`, bootstrapServers: bootstrapServers(), groupProtocol: 'consumer', processingGuarantee: 'exactly_once_v2', commitIntervalMs: 100, logger: silentLogger }))
 
     await broker.cluster.produce(`${name}-l`, PARTITIONS, left1)
     await broker.cluster.produce(`${name}-r`, PARTITIONS, right1)
@@ -105,7 +105,7 @@ describe('KafkaRuntime: joins on a real broker', () => {
       return b.build()
     }
     const instance = (): KafkaRuntime =>
-      broker.track(new KafkaRuntime(topology(), { applicationId: `${name}-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'exactly_once_v2', commitIntervalMs: 100, logger: silentLogger }))
+      broker.track(new KafkaRuntime(topology(), { applicationId: `${name}-app`, bootstrapServers: bootstrapServers(), groupProtocol: 'consumer', processingGuarantee: 'exactly_once_v2', commitIntervalMs: 100, logger: silentLogger }))
     /** Each order's last result in the committed output (a tombstone removes it). */
     const results = async (): Promise<Map<string, string>> => {
       const last = new Map<string, string>()
@@ -160,7 +160,7 @@ describe('KafkaRuntime: joins on a real broker', () => {
       return b.build()
     }
     const instance = (): KafkaRuntime =>
-      broker.track(new KafkaRuntime(topology(), { applicationId: `${name}-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'exactly_once_v2', commitIntervalMs: 100, logger: silentLogger }))
+      broker.track(new KafkaRuntime(topology(), { applicationId: `${name}-app`, bootstrapServers: bootstrapServers(), groupProtocol: 'consumer', processingGuarantee: 'exactly_once_v2', commitIntervalMs: 100, logger: silentLogger }))
     const expect = (flights: readonly TextRecord[], states: ReadonlyMap<string, string>): string[] =>
       flights.flatMap((f) => (states.has(f.value) ? [`${f.key}=${f.value} in ${states.get(f.value)}`] : []))
     const states = new Map(airports.filter((a) => !['A27', 'A28', 'A29'].includes(a.key)).map((a) => [a.key, a.value]))

@@ -36,6 +36,7 @@ describe('KafkaRuntime: repartition topics are purged', () => {
         new KafkaRuntime(b.build(), {
           applicationId: app,
           bootstrapServers: bootstrapServers(),
+          groupProtocol: 'consumer',
           processingGuarantee: guarantee,
           commitIntervalMs: 100,
           repartitionPurgeIntervalMs: 0,

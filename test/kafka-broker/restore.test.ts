@@ -84,7 +84,7 @@ describe('KafkaRuntime: a big task moves', () => {
     const keys = Array.from({ length: KEYS }, (_, i) => ({ key: `key-${i}`, value: 'v', timestamp: 1_700_000_000_000 + i }))
     await broker.cluster.produce(input, 1, keys)
 
-    const config = { applicationId: `${run}-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'at_least_once' as const, commitIntervalMs: 1000 }
+    const config = { applicationId: `${run}-app`, bootstrapServers: bootstrapServers(), groupProtocol: 'consumer' as const, processingGuarantee: 'at_least_once' as const, commitIntervalMs: 1000 }
     const first = new KafkaRuntime(countsAboveOne(input, output), { ...config, logger: silentLogger })
     broker.track(first)
     await first.start()
@@ -138,7 +138,7 @@ describe('KafkaRuntime: a big task moves', () => {
     const at = (i: number, pass: number) => ({ key: `key-${i}`, value: 'v', timestamp: 1_700_000_000_000 + pass * n + i })
     const dir = mkdtempSync(join(tmpdir(), 'punctual-local-'))
     const stateDir = join(dir, 'state')
-    const config = { applicationId: `${run}-local-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'exactly_once_v2' as const }
+    const config = { applicationId: `${run}-local-app`, bootstrapServers: bootstrapServers(), groupProtocol: 'consumer' as const, processingGuarantee: 'exactly_once_v2' as const }
     const restores: Array<{ records: number; local: number; ms: number }> = []
     const logger = restoreLogger((_t, records, ms, local) => restores.push({ records, local, ms }))
     const firstRestores: number[] = []
@@ -193,7 +193,7 @@ describe('KafkaRuntime: a big task moves', () => {
     const output = `${run}-cut-out`
     await broker.cluster.createTopic(input, 1)
     await broker.cluster.createTopic(output, 1)
-    const config = { applicationId: `${run}-cut-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'at_least_once' as const }
+    const config = { applicationId: `${run}-cut-app`, bootstrapServers: bootstrapServers(), groupProtocol: 'consumer' as const, processingGuarantee: 'at_least_once' as const }
     const at = (i: number, pass: number) => ({ key: `key-${i}`, value: 'v', timestamp: 1_700_000_000_000 + pass * 100 + i })
     // Ten keys counted twice: every count is 2, and the offsets of the last commit are the group's.
     await broker.cluster.produce(input, 1, [...Array.from({ length: 10 }, (_, i) => at(i, 0)), ...Array.from({ length: 10 }, (_, i) => at(i, 1))])

@@ -34,7 +34,7 @@ describe('KafkaRuntime on a real broker', () => {
   const { run } = broker
 
   function runtime(app: string, input: string, output: string, guarantee: ProcessingGuarantee, logger: Logger = silentLogger, deadLetterTopic?: string): KafkaRuntime {
-    const rt = new KafkaRuntime(windowedFinal(input, output), { applicationId: app, bootstrapServers: bootstrapServers(), processingGuarantee: guarantee, commitIntervalMs: 100, logger, ...(deadLetterTopic === undefined ? {} : { deadLetterTopic }) })
+    const rt = new KafkaRuntime(windowedFinal(input, output), { applicationId: app, bootstrapServers: bootstrapServers(), groupProtocol: 'consumer', processingGuarantee: guarantee, commitIntervalMs: 100, logger, ...(deadLetterTopic === undefined ? {} : { deadLetterTopic }) })
     broker.track(rt)
     return rt
   }
@@ -121,7 +121,7 @@ describe('KafkaRuntime on a real broker', () => {
           'in',
         )
         .addSink('out', `${name}-out`, serdes, 'pass')
-      const rt = broker.track(new KafkaRuntime(topology, { applicationId: `${name}-app`, bootstrapServers: bootstrapServers(), processingGuarantee: guarantee, commitIntervalMs: 100, logger: silentLogger }))
+      const rt = broker.track(new KafkaRuntime(topology, { applicationId: `${name}-app`, bootstrapServers: bootstrapServers(), groupProtocol: 'consumer', processingGuarantee: guarantee, commitIntervalMs: 100, logger: silentLogger }))
       await rt.start()
       await until('every record is processed', () => rt.metrics().processedRecords >= 2 * n)
       // Later records of a alone: b, drained to its commit marker, is caught up and not waited for.
@@ -142,7 +142,7 @@ describe('KafkaRuntime on a real broker', () => {
     const input = records(2000)
     await broker.cluster.produce(`${name}-in`, PARTITIONS, input)
     const instance = (server: string): KafkaRuntime =>
-      broker.track(new KafkaRuntime(windowedFinal(`${name}-in`, `${name}-out`), { applicationId: `${name}-app`, bootstrapServers: bootstrapServers(), processingGuarantee: 'exactly_once_v2', commitIntervalMs: 100, logger: silentLogger, applicationServer: server }))
+      broker.track(new KafkaRuntime(windowedFinal(`${name}-in`, `${name}-out`), { applicationId: `${name}-app`, bootstrapServers: bootstrapServers(), groupProtocol: 'consumer', processingGuarantee: 'exactly_once_v2', commitIntervalMs: 100, logger: silentLogger, applicationServer: server }))
     const a = instance('host-a:7001')
     const b = instance('host-b:7002')
     await a.start()
@@ -178,7 +178,7 @@ describe('KafkaRuntime on a real broker', () => {
     await broker.cluster.createTopic(`${name}-out`, PARTITIONS)
     const input = records(600)
     await broker.cluster.produce(`${name}-in`, PARTITIONS, input)
-    const rt = new KafkaRuntime(windowedFinal(`${name}-in`, `${name}-out`), { applicationId: `${name}-app`, bootstrapServers: bootstrapServers(), metrics: { port: 0 }, logger: silentLogger })
+    const rt = new KafkaRuntime(windowedFinal(`${name}-in`, `${name}-out`), { applicationId: `${name}-app`, bootstrapServers: bootstrapServers(), groupProtocol: 'consumer', metrics: { port: 0 }, logger: silentLogger })
     broker.track(rt)
     await rt.start()
     await until('every record is processed', () => rt.metrics().processedRecords >= input.length)

@@ -16,7 +16,7 @@ import { timerScheduler } from '../../src/time/scheduler.js'
 import { silentLogger } from '../../src/util/logger.js'
 import { bootstrapServers } from './cluster.js'
 import { onSharedBroker } from './shared-broker.js'
-import { counts, embedded, lines, PARTITIONS as INPUT_PARTITIONS, records, until, windowedFinal } from './workload.js'
+import { counts, countsOf, embedded, lines, PARTITIONS as INPUT_PARTITIONS, records, until, windowedFinal } from './workload.js'
 import { partitionForStringKey } from '../../src/processor/murmur2.js'
 
 // Members of a Kafka streams group (KIP-1071), speaking StreamsGroupHeartbeat to the broker's group
@@ -57,7 +57,7 @@ describe('a streams group (KIP-1071) on the broker', () => {
   }
 
   async function join(app: string, name: string): Promise<Joined> {
-    const wire = await connectStreamsGroup(bootstrapServers(), `${app}-${name}`, app)
+    const wire = await connectStreamsGroup(bootstrapServers(), `${app}-${name}`, app, undefined)
     const events: string[] = []
     const j: Joined = { name, wire, events, member: undefined as unknown as StreamsGroupMember }
     const send = async (r: HeartbeatRequest): Promise<HeartbeatResponse> => {
@@ -173,6 +173,46 @@ describe('a streams group (KIP-1071) on the broker', () => {
     // Its last commit went to the group as the member's: the group's offsets are the input's ends.
     const ends = (await broker.cluster.offsets(`${app}-in`)).map((e) => e.high)
     assert.deepEqual(await broker.cluster.committed(`${app}-app`, `${app}-in`), ends)
+  })
+
+  it('without groupProtocol: a new application joins a streams group, and one whose group is a consumer group stays a consumer group; the start log says which and why', async () => {
+    const infos: string[] = []
+    const logger = { ...quiet, info: (_f: unknown, message?: string) => void infos.push(message ?? ''), child: () => logger }
+    const started = (): string | undefined => infos.find((m) => m.startsWith('started: '))
+    const input = records(400)
+    for (const [name, before] of [['fresh', undefined], ['legacy', 'consumer']] as const) {
+      const app = `${run}-default-${name}`
+      await broker.cluster.createTopic(`${app}-in`, INPUT_PARTITIONS)
+      await broker.cluster.createTopic(`${app}-out`, INPUT_PARTITIONS)
+      await broker.cluster.produce(`${app}-in`, INPUT_PARTITIONS, input)
+      const runtime = (groupProtocol: 'consumer' | undefined): KafkaRuntime =>
+        broker.track(new KafkaRuntime(counts(`${app}-in`, `${app}-out`), { applicationId: `${app}-app`, bootstrapServers: bootstrapServers(), commitIntervalMs: 100, logger, ...(groupProtocol === undefined ? {} : { groupProtocol }) }))
+      if (before !== undefined) {
+        const first = runtime(before)
+        await first.start()
+        await until('the first run processes the input', () => first.metrics().processedRecords >= input.length)
+        await first.stop()
+      }
+      infos.length = 0
+      const rt = runtime(undefined)
+      await rt.start()
+      await broker.cluster.produce(`${app}-in`, INPUT_PARTITIONS, input)
+      // The second batch, and the first too when no run before processed it.
+      await until('the input is processed', () => rt.metrics().processedRecords >= (before === undefined ? 2 : 1) * input.length)
+      await rt.stop()
+      if (name === 'fresh') {
+        assert.equal(started(), `started: joining a streams group (KIP-1071: the broker places tasks and standbys); the cluster has streams groups (KIP-1071) and group ${app}-app is new`)
+      } else {
+        assert.equal(started(), `started: joining a consumer group (KIP-848); not a streams group, as group ${app}-app is a consumer group already, and a group does not change protocol in place`)
+      }
+      // Each key's count ends at twice its records: the second run counted on from the first's.
+      const highest = new Map<string, number>()
+      for (const l of lines(await broker.cluster.readAll(`${app}-out`, INPUT_PARTITIONS))) {
+        const [key, n] = l.split('=') as [string, string]
+        highest.set(key, Math.max(highest.get(key) ?? 0, Number(n)))
+      }
+      for (const [key, n] of countsOf(input)) assert.equal(highest.get(key), 2 * n, `the count of ${key}`)
+    }
   })
 
   it('queryMetadataForKey in a streams group names the instance running the key’s task and the one keeping its standby, from the endpoints the coordinator sends', async () => {

@@ -23,6 +23,7 @@ describe('timestamp extractors on a real broker', () => {
         new KafkaRuntime(b.build(), {
           applicationId: `${name}-app`,
           bootstrapServers: bootstrapServers(),
+          groupProtocol: 'consumer',
           processingGuarantee: guarantee,
           commitIntervalMs: 100,
           logger: silentLogger,

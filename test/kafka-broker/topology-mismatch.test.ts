@@ -24,7 +24,7 @@ describe('KafkaRuntime: a second application with the same applicationId and ano
     const firstRecords = records(2000)
     const moreRecords = records(2000, 2000)
     await cluster.produce(input, PARTITIONS, firstRecords)
-    const config = { applicationId: app, bootstrapServers: bootstrapServers(), processingGuarantee: 'at_least_once' as const, commitIntervalMs: 100, logger: silentLogger }
+    const config = { applicationId: app, bootstrapServers: bootstrapServers(), groupProtocol: 'consumer' as const, processingGuarantee: 'at_least_once' as const, commitIntervalMs: 100, logger: silentLogger }
 
     const first = broker.track(new KafkaRuntime(counts(input, countsOut), config))
     const firstErrors: Error[] = []

@@ -21,7 +21,7 @@ function xerialFramed(blocks: Buffer[]): Buffer {
 describe("the direct fetch's wire", () => {
   it('decompresses snappy as librdkafka writes it (raw) and as Java clients do (snappy-java framing, several blocks)', async () => {
     // No request is made: connections open on first use.
-    const wire = await connectWire('127.0.0.1:9', 'test')
+    const wire = await connectWire('127.0.0.1:9', 'test', undefined)
     const one = Buffer.from('a'.repeat(3000) + 'the first block')
     const two = Buffer.from('b'.repeat(2000) + 'the second block')
     const framed = xerialFramed([one, two])

@@ -29,11 +29,12 @@ describe('KafkaRuntime config', () => {
     ['a commit interval of 0', { commitIntervalMs: 0 }, 'commitIntervalMs must be an integer >= 1, got 0'],
     ['a negative purge interval', { repartitionPurgeIntervalMs: -1 }, 'repartitionPurgeIntervalMs must be an integer >= 0, got -1'],
     ['an application server without a port', { applicationServer: 'localhost' }, 'applicationServer must be host:port, got "localhost"'],
-    ['direct fetch with SASL settings', { directFetch: true, client: { 'security.protocol': 'SASL_SSL', 'sasl.mechanisms': 'PLAIN' } }, 'directFetch: true reaches the cluster in plaintext only, but the settings have "security.protocol"'],
+    ['direct fetch with Kerberos', { directFetch: true, client: { 'security.protocol': 'SASL_SSL', 'sasl.mechanisms': 'GSSAPI' } }, 'directFetch: true, but "sasl.mechanisms" is GSSAPI'],
+    ['a CA file that cannot be read', { client: { 'security.protocol': 'SSL', 'ssl.ca.location': '/nonexistent/ca.pem' } }, '"ssl.ca.location": cannot read /nonexistent/ca.pem'],
     ['direct fetch that is not a boolean', { directFetch: 'yes' }, 'directFetch must be a boolean, got "yes"'],
     ['an unknown group protocol', { groupProtocol: 'classic' }, `groupProtocol must be 'consumer' or 'streams', got "classic"`],
-    ['a streams group without the direct fetch', { groupProtocol: 'streams', directFetch: false }, "groupProtocol 'streams' speaks to the group coordinator over punctual's own connections"],
-    ['a streams group on a secured cluster', { groupProtocol: 'streams', client: { 'security.protocol': 'SSL' } }, 'the settings have "security.protocol"'],
+    ['a streams group without the direct fetch', { groupProtocol: 'streams', directFetch: false }, "groupProtocol 'streams' speaks to the group coordinator over the direct fetch's connections, but directFetch is false"],
+    ['a streams group over OAUTHBEARER', { groupProtocol: 'streams', consumer: { 'security.protocol': 'SASL_SSL', 'sasl.mechanisms': 'OAUTHBEARER' } }, "groupProtocol 'streams' speaks to the group coordinator over the direct fetch's connections, but \"sasl.mechanisms\" is OAUTHBEARER"],
     ['an application server with a port out of range', { applicationServer: 'localhost:70000' }, 'applicationServer must be host:port, got "localhost:70000"'],
   ]
   it('takes the application server as host:port, and the group consumer carries it in its client id', () => {
@@ -44,12 +45,19 @@ describe('KafkaRuntime config', () => {
     assert.equal(validateKafkaRuntimeConfig(base).applicationServer, undefined)
   })
 
-  it('fetches directly unless the settings secure the connection (librdkafka then fetches)', () => {
+  it('fetches directly, secured as the settings say, unless its connections cannot honour them (librdkafka then fetches)', () => {
     assert.equal(validateKafkaRuntimeConfig(base).directFetch, undefined)
+    assert.equal(validateKafkaRuntimeConfig(base).wireSecurity?.tls, undefined)
     assert.equal(validateKafkaRuntimeConfig({ ...base, directFetch: false }).directFetch, false)
     assert.equal(validateKafkaRuntimeConfig({ ...base, client: { 'security.protocol': 'plaintext' } }).directFetch, undefined)
-    assert.equal(validateKafkaRuntimeConfig({ ...base, consumer: { 'ssl.ca.location': '/etc/ca.pem' } }).directFetch, false)
-    assert.equal(validateKafkaRuntimeConfig({ ...base, client: { 'security.protocol': 'SSL' } }).directFetch, false)
+    // ssl.* settings without TLS in security.protocol are not used (as librdkafka): no file is read.
+    assert.equal(validateKafkaRuntimeConfig({ ...base, consumer: { 'ssl.ca.location': '/nonexistent/ca.pem' } }).directFetch, undefined)
+    const sasl = validateKafkaRuntimeConfig({ ...base, client: { 'security.protocol': 'SASL_SSL', 'sasl.mechanisms': 'SCRAM-SHA-512', 'sasl.username': 'u', 'sasl.password': 'p' }, consumer: { 'sasl.username': 'c' } })
+    assert.equal(sasl.directFetch, undefined)
+    assert.deepEqual(sasl.wireSecurity, { tls: {}, sasl: { mechanism: 'SCRAM-SHA-512', username: 'c', password: 'p' } })
+    const kerberos = validateKafkaRuntimeConfig({ ...base, client: { 'security.protocol': 'SASL_PLAINTEXT', 'sasl.kerberos.service.name': 'kafka' } })
+    assert.equal(kerberos.directFetch, false)
+    assert.equal(kerberos.wireSecurity, undefined)
   })
 
   for (const [what, change, message] of refused) {

@@ -1,5 +1,6 @@
 import { loadWire, openLink, parseBootstrap, responseOf } from '../broker-wire.js'
 import type { WireLink } from '../broker-wire.js'
+import type { WireSecurity } from '../wire-security.js'
 import type { HeartbeatTransport } from './member.js'
 import { HEARTBEAT_VERSION, readHeartbeat, STREAMS_GROUP_HEARTBEAT, writeHeartbeat } from './protocol.js'
 import type { HeartbeatRequest, HeartbeatResponse, ProtocolReader, ProtocolWriter } from './protocol.js'
@@ -25,18 +26,18 @@ export interface StreamsGroupWire {
 }
 
 /**
- * Connects to the cluster at `bootstrapServers` for group `groupId`: the coordinator is found with
+ * Connects to the cluster at `bootstrapServers` for group `groupId`, secured by `security`: the coordinator is found with
  * FindCoordinator (v6) through a bootstrap server, and found again after a connection failure or an
  * answer saying it moved (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS).
  */
-export async function connectStreamsGroup(bootstrapServers: string, clientId: string, groupId: string): Promise<StreamsGroupWire> {
+export async function connectStreamsGroup(bootstrapServers: string, clientId: string, groupId: string, security: WireSecurity | undefined): Promise<StreamsGroupWire> {
   const lib = await loadWire()
   const heartbeatApi = lib.createAPI(STREAMS_GROUP_HEARTBEAT, HEARTBEAT_VERSION, ((r: HeartbeatRequest) => writeHeartbeat(lib.Writer.create() as ProtocolWriter, r)) as never, (_c, _k, _v, reader) => readHeartbeat(reader as unknown as ProtocolReader))
   const bootstrap = parseBootstrap(bootstrapServers)
   let next = 0
   let closed = false
 
-  const open = (host: string, port: number): WireLink => openLink(lib, clientId, host, port)
+  const open = (host: string, port: number): WireLink => openLink(lib, clientId, host, port, security)
   const drop = (link: WireLink | undefined): void => {
     if (link !== undefined) void link.connection.close().catch(() => {})
   }

@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { createConsoleLogger } from '../../src/index.js'
+import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
+import type { KafkaRuntimeConfig } from '../../src/kafka/config.js'
+import { startBroker, stopBroker } from '../../scripts/kafka-broker.mjs'
+import type { SecuredListener } from '../../scripts/kafka-broker.mjs'
+import { TestCluster } from './cluster.js'
+import { embedded, lines, PARTITIONS, records, until, windowedFinal } from './workload.js'
+
+// A broker of its own that also listens with SASL_SSL (a self-signed certificate, SASL PLAIN and
+// SCRAM-SHA-512): every connection of the runtime goes there, librdkafka's and punctual's own (the
+// direct fetch, the streams group). The test's own clients use the broker's plaintext listener.
+const debug = process.env.PUNCTUAL_KAFKA_TEST_DEBUG === '1'
+const kept: string[] = []
+const logger = createConsoleLogger({
+  level: debug ? 'debug' : 'info',
+  write: (line) => {
+    if (debug) process.stderr.write(`${line}\n`)
+    kept.push(line)
+  },
+})
+
+/** Runs a test body; on failure, prints the runtime's log kept meanwhile. */
+async function printingLogOnFailure(body: () => Promise<void>): Promise<void> {
+  kept.length = 0
+  try {
+    await body()
+  } catch (err) {
+    process.stderr.write(`the runtime's log:\n${kept.join('\n')}\n`)
+    throw err
+  }
+}
+
+describe('KafkaRuntime on a cluster with TLS and SASL', () => {
+  let broker: { dir: string; bootstrap: string; secured: SecuredListener }
+  let cluster: TestCluster
+
+  before(async () => {
+    broker = await startBroker({ secured: true })
+    cluster = await TestCluster.connect(broker.bootstrap)
+  })
+
+  after(async () => {
+    await cluster?.close()
+    if (broker !== undefined) await stopBroker(broker.dir)
+  })
+
+  const secured = (mechanism: string, password = broker.secured.password): Pick<KafkaRuntimeConfig, 'bootstrapServers' | 'client'> => ({
+    bootstrapServers: broker.secured.bootstrap,
+    client: { 'security.protocol': 'SASL_SSL', 'ssl.ca.location': broker.secured.caLocation, 'sasl.mechanisms': mechanism, 'sasl.username': broker.secured.username, 'sasl.password': password },
+  })
+
+  const cases = [
+    { groupProtocol: 'consumer', guarantee: 'exactly_once_v2', mechanism: 'SCRAM-SHA-512' },
+    { groupProtocol: 'streams', guarantee: 'exactly_once_v2', mechanism: 'PLAIN' },
+  ] as const
+  for (const { groupProtocol, guarantee, mechanism } of cases) {
+    it(`a ${groupProtocol} group under ${guarantee}, SASL/${mechanism} over TLS: the input is fetched by punctual's own requests over the secured listener, and the committed output equals a single embedded run`, () =>
+      printingLogOnFailure(async () => {
+        const name = `sec-${groupProtocol}`
+        await cluster.createTopic(`${name}-in`, PARTITIONS)
+        await cluster.createTopic(`${name}-out`, PARTITIONS)
+        const input = records(4000)
+        await cluster.produce(`${name}-in`, PARTITIONS, input)
+        const expected = await embedded(input)
+        const rt = new KafkaRuntime(windowedFinal(`${name}-in`, `${name}-out`), { applicationId: `${name}-app`, ...secured(mechanism), processingGuarantee: guarantee, groupProtocol, commitIntervalMs: 100, logger })
+        try {
+          await rt.start()
+          await until('every record is processed', () => rt.metrics().processedRecords >= input.length)
+        } finally {
+          await rt.stop()
+        }
+        assert.ok(kept.some((l) => l.includes(`input fetched with punctual's own Fetch requests (SASL/${mechanism} over TLS)`)), 'the direct fetch, secured')
+        assert.deepEqual(lines(await cluster.readAll(`${name}-out`, PARTITIONS)), expected)
+      }))
+  }
+
+  it('a wrong password: the start fails, saying the authentication failed', () =>
+    printingLogOnFailure(async () => {
+      await cluster.createTopic('sec-denied-in', PARTITIONS)
+      await cluster.createTopic('sec-denied-out', PARTITIONS)
+      const rt = new KafkaRuntime(windowedFinal('sec-denied-in', 'sec-denied-out'), { applicationId: 'sec-denied-app', ...secured('SCRAM-SHA-512', 'wrong'), logger })
+      await assert.rejects(rt.start(), /[Aa]uthentication failed/)
+      assert.equal(rt.state, 'ERROR')
+    }))
+})
