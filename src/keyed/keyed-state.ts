@@ -242,9 +242,11 @@ export abstract class StateTable {
   }
 
   /** Sets a cell's access time to now and makes sure a TTL timer covers its new expiry. */
-  protected touch(key: StoreKey, cell: Cell<unknown>, now = this.host.ttlNow()): void {
+  protected touch(key: StoreKey, cell: Cell<unknown>, at?: number): void {
     const ttl = this.ttl
     if (ttl === undefined) return
+    // Read only under a TTL: the processing-time clock is a system call per record.
+    const now = at ?? this.host.ttlNow()
     cell.a = now
     this.changed(key)
     this.host.registerTtlTimer(key, now + ttl.ttlMs)
