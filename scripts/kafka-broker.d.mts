@@ -18,4 +18,5 @@ export function startBroker(): Promise<StartedBroker>
 export function startBroker(options: { secured: true }): Promise<StartedBroker & { readonly secured: SecuredListener }>
 export function restartBroker(dir: string): Promise<StartedBroker>
 export function stopBroker(dir: string, options?: { keep?: boolean }): Promise<void>
+export function kafkaProgram(sourceFile: string, args: readonly string[]): { status: number | null; stdout: string; stderr: string }
 export function kafkaTool(mainClass: string, args: readonly string[]): { status: number | null; stdout: string; stderr: string }

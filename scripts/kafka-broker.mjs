@@ -137,6 +137,15 @@ function securedListener(certificate) {
 }
 
 /**
+ * Runs a single-file Java program (`java Program.java`) with the broker's jars on its class path, Kafka's
+ * Admin client among them; returns its exit status and output.
+ */
+export function kafkaProgram(sourceFile, args) {
+  const r = java(provision(), [LOG4J, sourceFile, ...args], { encoding: 'utf8' })
+  return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' }
+}
+
+/**
  * Formats a fresh single-node cluster in a new temporary directory and starts its broker on free loopback
  * ports; resolves once it accepts connections and says it started. The broker runs detached (it outlives
  * this process): stop it with `stopBroker(dir)`. With `secured`, it also listens with SASL_SSL on another

@@ -174,6 +174,17 @@ export class ChangelogReader implements ChangelogSource {
     return out
   }
 
+  /** Per topic, its end as last seen (at the start, or when the reader reached it); undefined while one is not known. */
+  changelogEnds(): Record<string, number> | undefined {
+    const out: Record<string, number> = {}
+    for (const topic of this.topics.topics()) {
+      const end = this.endOffsets.get(topic) ?? this.ends.get(topic)
+      if (end === undefined) return undefined
+      out[topic] = end
+    }
+    return out
+  }
+
   /** Whether it holds records its mark does not cover yet (following, at least once). */
   holding(): boolean {
     return this.held.size > 0

@@ -46,6 +46,7 @@ import { clientIdWithTopology, topologyFingerprint } from './topology-check.js'
 import type { TopicPlan } from './topics.js'
 import { StreamsGroupConsumer } from './streams-group/group-consumer.js'
 import { connectStreamsGroup } from './streams-group/group-wire.js'
+import { taskOffsetSums } from './streams-group/task-offsets.js'
 import { securityName } from './wire-security.js'
 import { describeTopology } from './streams-group/topology-description.js'
 
@@ -243,7 +244,7 @@ export async function assembleParts(host: PartsHost, made: Array<() => Promise<u
     isStopped: host.isStopped,
     fail: (err) => host.fail(err),
   })
-  const standby = consumer instanceof StreamsGroupConsumer ? standbyTasks(host, consumer, restore, localRecords, offsets, manager, exactlyOnce) : undefined
+  const standby = consumer instanceof StreamsGroupConsumer ? standbyTasks(host, consumer, restore, localRecords, checkpoints, offsets, manager, exactlyOnce) : undefined
   const standbyStores =
     standby === undefined
       ? undefined
@@ -280,7 +281,7 @@ async function perTaskProducers(host: PartsHost, events: ProducerEvents, made: A
 }
 
 /** The standby tasks of a streams group member, told of each assignment it takes. */
-function standbyTasks(host: PartsHost, consumer: StreamsGroupConsumer, restore: ChangelogRestore, local: LocalTaskRecords, offsets: GroupOffsets, manager: KafkaTaskManager, exactlyOnce: boolean): StandbyTasks {
+function standbyTasks(host: PartsHost, consumer: StreamsGroupConsumer, restore: ChangelogRestore, local: LocalTaskRecords, checkpoints: CheckpointStore, offsets: GroupOffsets, manager: KafkaTaskManager, exactlyOnce: boolean): StandbyTasks {
   const { config, logger, supplier } = host
   // A consumer of their own: a restore's reads end at once at the changelog's end, a standby's wait there for the owner's writes.
   const reads = new SharedRestoreConsumer(() => {
@@ -307,6 +308,7 @@ function standbyTasks(host: PartsHost, consumer: StreamsGroupConsumer, restore: 
     fail: (err) => host.fail(err),
   })
   consumer.standbys = (tasks) => standby.update(tasks)
+  consumer.offsetSums = (active) => taskOffsetSums(checkpoints.loadEach(), standby.positions(), active)
   return standby
 }
 
@@ -320,6 +322,11 @@ async function streamsGroupConsumer(host: PartsHost, settings: ClientSettings, c
   await loadWire()
   if (wire === undefined) throw new PunctualError('DEPENDENCY_MISSING', "groupProtocol 'streams' needs the direct fetch's connections, which the client supplier does not give")
   const group = await connectStreamsGroup(config.bootstrapServers, clientId, config.applicationId, config.wireSecurity)
+  // Kafka 4.2 and 4.3 refuse task offsets; 4.4 takes them (its assignor does not use them yet).
+  const takesTaskOffsets = await group.takesTaskOffsets().catch((err: unknown) => {
+    logger.debug({ err }, 'asking the coordinator whether it takes task offsets failed: none are sent')
+    return false
+  })
   const options = {
     groupId: config.applicationId,
     memberId: randomUUID(),
@@ -328,6 +335,9 @@ async function streamsGroupConsumer(host: PartsHost, settings: ClientSettings, c
     // Kafka Streams' max.poll.interval.ms default: how long the coordinator waits for a revocation.
     rebalanceTimeoutMs: 300_000,
     ...(config.applicationServer === undefined ? {} : { userEndpoint: { host: config.applicationServer.host, port: config.applicationServer.port } }),
+    ...(takesTaskOffsets ? { taskOffsets: () => (consumer as StreamsGroupConsumer).taskOffsetSums() } : {}),
   }
-  return new StreamsGroupConsumer(settings, options, group, wire, config.clock, config.scheduler, logger)
+  // Made before the member's first heartbeat, which asks it for the task offsets.
+  const consumer: StreamsGroupConsumer = new StreamsGroupConsumer(settings, options, group, wire, config.clock, config.scheduler, logger)
+  return consumer
 }

@@ -8,6 +8,7 @@ import type { RestoreConsumer } from './changelog-reader.js'
 import type { ChangelogTopics } from './changelog-topics.js'
 import { NO_COMMIT } from './commit-numbers.js'
 import type { CommitMark } from './commit-numbers.js'
+import type { StandbyPosition } from './streams-group/task-offsets.js'
 import type { LocalTaskRecords, TaskChangelogPartitions, Watermarks } from './local-task-records.js'
 
 /** Records moved from a standby's reader to its local records per step. */
@@ -97,6 +98,11 @@ export class StandbyTasks {
   /** Each standby task running here, with the changelog records it applied. */
   progress(): StandbyProgress[] {
     return [...this.standbys.values()].map((s) => ({ taskId: s.id, applied: s.applied }))
+  }
+
+  /** Where each standby's local state stands in its changelogs, and their ends where known (the member's task offsets). */
+  positions(): StandbyPosition[] {
+    return [...this.standbys.values()].map((s) => ({ taskId: s.id, offsets: s.reader.readTo(), ends: s.reader.changelogEnds() }))
   }
 
   /**

@@ -235,8 +235,13 @@ export class CheckpointStore {
 
   /** Every task's commit record. */
   loadAll(): DurableTaskState[] {
-    const out: DurableTaskState[] = []
-    for (const { key } of this.tasks.getRange()) out.push(this.load(key) as DurableTaskState)
+    return this.loadEach().map(([, state]) => state)
+  }
+
+  /** Every task's commit record, with the task's id. */
+  loadEach(): Array<[taskId: string, state: DurableTaskState]> {
+    const out: Array<[string, DurableTaskState]> = []
+    for (const { key } of this.tasks.getRange()) out.push([key, this.load(key) as DurableTaskState])
     return out
   }
 

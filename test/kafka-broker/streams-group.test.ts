@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { kafkaTool } from '../../scripts/kafka-broker.mjs'
+import { kafkaProgram, kafkaTool } from '../../scripts/kafka-broker.mjs'
 import { QueryableStoreTypes, silentLogger as quiet, StreamsBuilder } from '../../src/index.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import { connectStreamsGroup } from '../../src/kafka/streams-group/group-wire.js'
 import type { StreamsGroupWire } from '../../src/kafka/streams-group/group-wire.js'
 import { StreamsGroupMember } from '../../src/kafka/streams-group/member.js'
-import type { StreamsAssignment } from '../../src/kafka/streams-group/member.js'
+import type { StreamsAssignment, TaskOffsetSums } from '../../src/kafka/streams-group/member.js'
 import type { HeartbeatRequest, HeartbeatResponse } from '../../src/kafka/streams-group/protocol.js'
 import { describeTopology } from '../../src/kafka/streams-group/topology-description.js'
 import { planTopics } from '../../src/kafka/topics.js'
@@ -56,7 +56,7 @@ describe('a streams group (KIP-1071) on the broker', () => {
     return describeTopology(topology, app, planTopics(topology, app, new Map([[`${app}-in`, PARTITIONS], [`${app}-out`, PARTITIONS]])))
   }
 
-  async function join(app: string, name: string): Promise<Joined> {
+  async function join(app: string, name: string, taskOffsets?: () => TaskOffsetSums): Promise<Joined> {
     const wire = await connectStreamsGroup(bootstrapServers(), `${app}-${name}`, app, undefined)
     const events: string[] = []
     const j: Joined = { name, wire, events, member: undefined as unknown as StreamsGroupMember }
@@ -65,7 +65,7 @@ describe('a streams group (KIP-1071) on the broker', () => {
       return wire.send(r)
     }
     const member = new StreamsGroupMember(
-      { groupId: app, memberId: `${app}-member-${name}`, processId: `${app}-process-${name}`, topology: topologyOf(app), rebalanceTimeoutMs: 10_000 },
+      { groupId: app, memberId: `${app}-member-${name}`, processId: `${app}-process-${name}`, topology: topologyOf(app), rebalanceTimeoutMs: 10_000, ...(taskOffsets === undefined ? {} : { taskOffsets }) },
       send,
       {
         revoke: async (tasks) => void events.push(`revoke ${[...tasks].sort().join(',')}`),
@@ -257,6 +257,20 @@ describe('a streams group (KIP-1071) on the broker', () => {
     await until('the owner counted the key', async () => o.store('counts', type).get(key) === 3, 30_000)
     assert.equal(other.store('counts', type).get(key), undefined, 'without stale stores: not this instance’s key')
     await until('the standby has the count', async () => other.store('counts', type, { enableStaleStores: true }).get(key) === 3, 30_000, () => String(other.store('counts', type, { enableStaleStores: true }).get(key)))
+  })
+
+  it('task offsets: the coordinator (Kafka 4.4) takes the ones a member reports, as Kafka’s Admin client describes them', async () => {
+    const app = `${run}-task-offsets`
+    await broker.cluster.createTopic(`${app}-in`, PARTITIONS)
+    await broker.cluster.createTopic(`${app}-out`, PARTITIONS)
+    const wire = await connectStreamsGroup(bootstrapServers(), `${app}-probe`, app, undefined)
+    assert.equal(await wire.takesTaskOffsets(), true, 'the broker speaks StreamsGroupHeartbeat v1')
+    wire.close()
+    const a = await join(app, 'a', () => ({ offsets: new Map([['0_1', 42], ['0_3', 7]]), endOffsets: new Map([['0_1', 50]]) }))
+    await until('a has its tasks', async () => a.member.assignment.active.size === PARTITIONS, 30_000, () => a.events.join('; '))
+    const described = kafkaProgram(new URL('fixtures/DescribeStreamsGroup.java', import.meta.url).pathname, [bootstrapServers(), app])
+    assert.equal(described.status, 0, described.stderr)
+    assert.equal(described.stdout.trim(), `${app}-member-a offsets=0_1:42,0_3:7 ends=0_1:50`)
   })
 
   it("offsets committed as a member: taken at the member's epoch for its tasks' partitions, refused at an epoch ahead of it (STALE_MEMBER_EPOCH) and once the group dropped the member (UNKNOWN_MEMBER_ID)", async () => {

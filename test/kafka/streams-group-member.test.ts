@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { PunctualError } from '../../src/errors.js'
 import { StreamsGroupMember } from '../../src/kafka/streams-group/member.js'
-import type { StreamsAssignment } from '../../src/kafka/streams-group/member.js'
+import type { StreamsAssignment, TaskOffsetSums } from '../../src/kafka/streams-group/member.js'
 import type { GroupStatus, HeartbeatRequest, HeartbeatResponse, TaskIds } from '../../src/kafka/streams-group/protocol.js'
 import { ManualClock } from '../../src/time/clock.js'
 import { silentLogger } from '../../src/util/logger.js'
@@ -46,7 +46,7 @@ function coordinator() {
   }
 }
 
-function member() {
+function member(taskOffsets?: () => TaskOffsetSums) {
   const clock = new ManualClock(1_000)
   const c = coordinator()
   const calls: string[] = []
@@ -54,7 +54,7 @@ function member() {
   const fatal: PunctualError[] = []
   let release: ((err?: Error) => void) | undefined
   const m = new StreamsGroupMember(
-    { groupId: 'app', memberId: 'm1', processId: 'p1', topology: TOPOLOGY, rebalanceTimeoutMs: 300_000 },
+    { groupId: 'app', memberId: 'm1', processId: 'p1', topology: TOPOLOGY, rebalanceTimeoutMs: 300_000, ...(taskOffsets === undefined ? {} : { taskOffsets }) },
     c.send,
     {
       revoke: async (tasks) => {
@@ -121,6 +121,51 @@ describe('StreamsGroupMember', () => {
     assert.equal(c.requests.length, 3)
     assert.equal(owned(c.requests[2]), undefined, 'unchanged task lists are not sent')
     assert.equal(m.memberEpoch, 3)
+  })
+
+  it('reports its task offsets at the join, then once the coordinator’s task offset interval passed, only when they changed; without them, never', async () => {
+    const offsets = new Map([['1_0', 40], ['0_2', 7]])
+    const endOffsets = new Map([['0_2', 9]])
+    let asked = 0
+    const { c, clock, m, settle } = member(() => {
+      asked++
+      return { offsets: new Map(offsets), endOffsets: new Map(endOffsets) }
+    })
+    const reported = (r: HeartbeatRequest | undefined): string | undefined => (r?.taskOffsets === undefined ? undefined : JSON.stringify([r.taskOffsets.map((t) => `${t.subtopologyId}_${t.partition}=${t.offset}`), r.taskEndOffsets?.map((t) => `${t.subtopologyId}_${t.partition}=${t.offset}`)]))
+    m.start()
+    assert.equal(reported(c.requests[0]), JSON.stringify([['0_2=7', '1_0=40'], ['0_2=9']]), 'at the join, sorted by task')
+    c.answer({ epoch: 1, active: ['0_0'], taskOffsetIntervalMs: 20_000 })
+    await settle()
+    clock.advance(0)
+    // Sent again after a join: one that creates the group loses them on Kafka 4.4.
+    assert.equal(reported(c.requests[1]), JSON.stringify([['0_2=7', '1_0=40'], ['0_2=9']]), 'the acknowledgement after the join')
+    c.answer({ epoch: 1, taskOffsetIntervalMs: 20_000 })
+    await settle()
+    offsets.set('0_2', 9)
+    // Heartbeats every 5 s: the offsets are looked at again only once 20 s passed.
+    for (let beat = 1; beat <= 3; beat++) {
+      clock.advance(INTERVAL)
+      assert.equal(reported(c.requests.at(-1)), undefined, `heartbeat ${beat}`)
+      c.answer({ epoch: 1, taskOffsetIntervalMs: 20_000 })
+      await settle()
+    }
+    assert.equal(asked, 2, 'looked at for the join and the acknowledgement only')
+    clock.advance(INTERVAL)
+    assert.equal(reported(c.requests.at(-1)), JSON.stringify([['0_2=9', '1_0=40'], ['0_2=9']]), 'changed, once the interval passed')
+    c.answer({ epoch: 1, taskOffsetIntervalMs: 20_000 })
+    await settle()
+    for (let beat = 1; beat <= 4; beat++) {
+      clock.advance(INTERVAL)
+      assert.equal(reported(c.requests.at(-1)), undefined, `unchanged: heartbeat ${beat} after the change`)
+      c.answer({ epoch: 1, taskOffsetIntervalMs: 20_000 })
+      await settle()
+    }
+    assert.equal(asked, 4, 'looked at again once the next interval passed')
+
+    const plain = member()
+    plain.m.start()
+    assert.equal(plain.c.requests[0]?.taskOffsets, undefined)
+    assert.equal(plain.c.requests[0]?.taskEndOffsets, undefined)
   })
 
   it('revokes the active tasks the group takes away before it takes the new assignment, and acknowledges only once the revocation is done', async () => {

@@ -87,6 +87,27 @@ describe('StreamsGroupHeartbeat v0', () => {
     assert.deepEqual([taskIds(r), taskIds(r), taskIds(r), r.readNullableString(), r.readInt8(), keyValues(r)], [null, null, null, null, -1, null])
   })
 
+  it('task offsets and end offsets: each a sub-topology, a partition and an int64 offset, with its tagged fields', () => {
+    const w = writeHeartbeat(Writer.create() as unknown as ProtocolWriter, {
+      groupId: 'g',
+      memberId: 'm',
+      memberEpoch: 7,
+      endpointInformationEpoch: 2,
+      rebalanceTimeoutMs: -1,
+      taskOffsets: [{ subtopologyId: '0', partition: 3, offset: 5_000_000_000 }],
+      taskEndOffsets: [{ subtopologyId: '1', partition: 0, offset: 12 }, { subtopologyId: '0', partition: 3, offset: 5_000_000_100 }],
+    })
+    const r = reader(bytes(w))
+    assert.deepEqual([r.readString(), r.readString(), r.readInt32(), r.readInt32(), r.readNullableString(), r.readNullableString(), r.readInt32(), r.readInt8()], ['g', 'm', 7, 2, null, null, -1, -1])
+    assert.deepEqual([taskIds(r), taskIds(r), taskIds(r), r.readNullableString(), r.readInt8(), keyValues(r)], [null, null, null, null, -1, null])
+    const offsets = (x: R): Array<[string, number, bigint]> | null => x.readNullableArray((y) => [y.readString(), y.readInt32(), (y as unknown as { readInt64(): bigint }).readInt64()] as [string, number, bigint])
+    assert.deepEqual(offsets(r), [['0', 3, 5_000_000_000n]], 'TaskOffsets')
+    assert.deepEqual(offsets(r), [['1', 0, 12n], ['0', 3, 5_000_000_100n]], 'TaskEndOffsets')
+    assert.equal(r.readBoolean(), false, 'ShutdownApplication')
+    r.readTaggedFields()
+    assert.equal((r as unknown as { position: number }).position, bytes(w).length, 'nothing after the last field')
+  })
+
   it('a response: the error, epoch, interval, statuses, the three task lists and the endpoints, as the coordinator writes them', () => {
     const w = Writer.create()
       .appendInt32(0)

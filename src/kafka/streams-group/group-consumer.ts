@@ -9,9 +9,10 @@ import type { PartitionOffset } from '../kafka-commit-backend.js'
 import type { StreamsGroupWire } from './group-wire.js'
 import type { UserEndpoints } from './protocol.js'
 import { StreamsGroupMember } from './member.js'
-import type { MemberOptions, StreamsAssignment } from './member.js'
+import type { MemberOptions, StreamsAssignment, TaskOffsetSums } from './member.js'
 
 /** librdkafka's rebalance codes, which the task manager takes. */
+const NO_SUMS: TaskOffsetSums = { offsets: new Map(), endOffsets: new Map() }
 const ASSIGN = -175
 const REVOKE = -174
 /** librdkafka's "timed out" and "transport failure": how a commit or a read that got no answer is told. */
@@ -39,6 +40,13 @@ export class StreamsGroupConsumer extends EventEmitter implements GroupConsumer 
   private waiting: { readonly partitions: ReadonlySet<string>; readonly assign: boolean; readonly done: () => void } | undefined
   /** Told the standby tasks of each assignment the member takes, before its active tasks are handed over. */
   standbys: ((tasks: ReadonlySet<string>) => Promise<void>) | undefined
+  /** The offset sums of the tasks with local state here, but for `active` (reported where the broker takes them). */
+  offsetSums: ((active: ReadonlySet<string>) => TaskOffsetSums) | undefined
+
+  /** The task offsets the member reports: none until the standbys exist (`offsetSums`). */
+  taskOffsetSums(): TaskOffsetSums {
+    return this.offsetSums?.(this.member.assignment.active) ?? NO_SUMS
+  }
   private consumeTimeoutMs = 500
   private stopped = false
 

@@ -22,6 +22,8 @@ export interface StreamsGroupWire {
   commit(memberId: string, memberEpoch: number, offsets: ReadonlyArray<{ readonly topic: string; readonly partition: number; readonly offset: number; readonly metadata?: string }>): Promise<Map<string, number>>
   /** The group's committed offsets (OffsetFetch v9), stable ones with `requireStable`; per `topic:partition`, or its error code. */
   committed(partitions: ReadonlyArray<{ readonly topic: string; readonly partition: number }>, requireStable: boolean): Promise<Map<string, { offset: number; metadata: string | null } | { errorCode: number }>>
+  /** Whether the coordinator takes task offsets in heartbeats: it speaks StreamsGroupHeartbeat v1 (Kafka 4.4 and later). */
+  takesTaskOffsets(): Promise<boolean>
   close(): void
 }
 
@@ -127,6 +129,14 @@ export async function connectStreamsGroup(bootstrapServers: string, clientId: st
             for (const t of g.topics) for (const p of t.partitions) out.set(`${t.name}:${p.partitionIndex}`, p.errorCode !== 0 ? { errorCode: p.errorCode } : { offset: Number(p.committedOffset), metadata: p.metadata })
           }
           return out
+        },
+        () => false,
+      ),
+    takesTaskOffsets: () =>
+      onCoordinator(
+        async (link) => {
+          const versions = (await lib.apiVersionsV3.api.async(link.connection, 'punctual', '1').catch(responseOf)) as { apiKeys: Array<{ apiKey: number; maxVersion: number }> }
+          return (versions.apiKeys.find((k) => k.apiKey === STREAMS_GROUP_HEARTBEAT)?.maxVersion ?? 0) >= 1
         },
         () => false,
       ),

@@ -3,7 +3,7 @@ import type { Clock } from '../../time/clock.js'
 import type { Scheduler } from '../../time/scheduler.js'
 import type { Logger } from '../../util/logger.js'
 import { JOIN_EPOCH, LEAVE_EPOCH } from './protocol.js'
-import type { GroupStatus, HeartbeatRequest, HeartbeatResponse, SubtopologyInfo, TaskIds, UserEndpoints } from './protocol.js'
+import type { GroupStatus, HeartbeatRequest, HeartbeatResponse, SubtopologyInfo, TaskIds, TaskOffset, UserEndpoints } from './protocol.js'
 
 /** The tasks a member holds, as `<subtopology>_<partition>` ids by kind. */
 export interface StreamsAssignment {
@@ -40,6 +40,18 @@ export interface MemberOptions {
   readonly rebalanceTimeoutMs: number
   readonly userEndpoint?: { readonly host: string; readonly port: number }
   readonly clientTags?: ReadonlyArray<readonly [string, string]>
+  /**
+   * The tasks' offset sums to report (Kafka 4.4 and later take them; left out for older brokers, which
+   * refuse them): sent at a join, then with an acknowledgement or once the coordinator's task offset
+   * interval passed, when they changed.
+   */
+  readonly taskOffsets?: () => TaskOffsetSums
+}
+
+/** Per task id (`<subtopology>_<partition>`): how far its local state reaches into its changelogs, and their ends, each summed over its changelog partitions. */
+export interface TaskOffsetSums {
+  readonly offsets: ReadonlyMap<string, number>
+  readonly endOffsets: ReadonlyMap<string, number>
 }
 
 /** Errors after which the member drops its tasks and joins again at epoch 0. */
@@ -92,6 +104,11 @@ export class StreamsGroupMember {
   /** The owned tasks last sent, as the request's lists (undefined: send them with the next heartbeat). */
   private sent: string | undefined
   private statuses = '[]'
+  /** The offset sums last sent (undefined: send them with the next heartbeat), and when they were last looked at. */
+  private offsetsSent: string | undefined
+  private offsetsCheckedAt = -Infinity
+  /** How often the coordinator wants task offsets (its `streams.task.offset.interval.ms`). */
+  private offsetIntervalMs = 60_000
   private inFlight: Promise<void> | undefined
   private reconciling: Promise<void> | undefined
   private cancelTimer: (() => void) | undefined
@@ -182,24 +199,44 @@ export class StreamsGroupMember {
         processId: this.options.processId,
         ...(this.options.userEndpoint === undefined ? {} : { userEndpoint: this.options.userEndpoint }),
         clientTags: this.options.clientTags ?? [],
+        ...this.offsetsToSend(true),
       }
     }
     // Warm-up tasks are not run here (nor reported: brokers before 4.4 refuse them at version 0).
     const owned = { active: taskIds(this.owned.active), standby: taskIds(this.owned.standby), warmup: [] }
     const text = JSON.stringify(owned)
-    return text === this.sent ? { ...base, rebalanceTimeoutMs: -1 } : { ...base, rebalanceTimeoutMs: -1, owned }
+    const changed = text !== this.sent
+    return { ...base, rebalanceTimeoutMs: -1, ...(changed ? { owned } : {}), ...this.offsetsToSend(changed) }
+  }
+
+  /** The task offsets, at a join, with an acknowledgement or after the coordinator's interval, when they changed since last sent. */
+  private offsetsToSend(always: boolean): Pick<HeartbeatRequest, 'taskOffsets' | 'taskEndOffsets'> {
+    const sums = this.options.taskOffsets
+    const now = this.clock.now()
+    if (sums === undefined || (!always && now - this.offsetsCheckedAt < this.offsetIntervalMs)) return {}
+    this.offsetsCheckedAt = now
+    const { offsets, endOffsets } = sums()
+    const taskOffsets = offsetList(offsets)
+    const taskEndOffsets = offsetList(endOffsets)
+    if (JSON.stringify([taskOffsets, taskEndOffsets]) === this.offsetsSent) return {}
+    return { taskOffsets, taskEndOffsets }
   }
 
   private answered(request: HeartbeatRequest, r: HeartbeatResponse): void {
     if (this.state === 'leaving' || this.state === 'left' || this.state === 'failed') return
     if (r.errorCode !== 0) {
       this.sent = undefined
+      this.offsetsSent = undefined
       if (FENCED.has(r.errorCode)) this.fenced(r)
       else if (RETRIABLE.has(r.errorCode)) this.backOff(`the coordinator answered error ${r.errorCode}${r.errorMessage === null ? '' : ` (${r.errorMessage})`}`)
       else this.fail(new PunctualError('ILLEGAL_STATE', `the streams group ${this.options.groupId} refused member ${this.options.memberId}: ${ERROR_NAMES[r.errorCode] ?? `error ${r.errorCode}`}${r.errorMessage === null ? '' : `: ${r.errorMessage}`}${hint(r)}`))
       return
     }
     this.retryMs = RETRY_MS
+    // Not counted as sent from a join: Kafka 4.4 drops what the join that creates the group brings (the
+    // group it updates is made again from the join's records), so the next heartbeat sends them again.
+    if (request.taskOffsets !== undefined && request.memberEpoch !== JOIN_EPOCH) this.offsetsSent = JSON.stringify([request.taskOffsets, request.taskEndOffsets])
+    if (r.taskOffsetIntervalMs > 0) this.offsetIntervalMs = r.taskOffsetIntervalMs
     if (request.owned !== undefined && request.memberEpoch !== JOIN_EPOCH) this.sent = JSON.stringify(request.owned)
     else if (request.memberEpoch === JOIN_EPOCH) this.sent = JSON.stringify({ active: [], standby: [], warmup: [] })
     this.epoch = r.memberEpoch
@@ -307,6 +344,11 @@ function failure(what: string, err: unknown): PunctualError {
 /** `<subtopology>_<partition>` ids of the protocol's task lists. */
 function idsOf(lists: readonly TaskIds[]): Set<string> {
   return new Set(lists.flatMap((t) => t.partitions.map((p) => `${t.subtopologyId}_${p}`)))
+}
+
+/** The protocol's offsets of `sums`, sorted by sub-topology and partition (so that equal sums send equal lists). */
+function offsetList(sums: ReadonlyMap<string, number>): TaskOffset[] {
+  return taskIds(new Set(sums.keys())).flatMap((t) => t.partitions.map((partition) => ({ subtopologyId: t.subtopologyId, partition, offset: sums.get(`${t.subtopologyId}_${partition}`) as number })))
 }
 
 /** The protocol's task lists of ids, sorted by sub-topology and partition (so that equal sets send equal lists). */

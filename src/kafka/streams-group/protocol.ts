@@ -42,6 +42,13 @@ export interface TaskIds {
   readonly partitions: readonly number[]
 }
 
+/** A task's changelog offsets, summed over its changelog partitions (Kafka Streams' offset sums). */
+export interface TaskOffset {
+  readonly subtopologyId: string
+  readonly partition: number
+  readonly offset: number
+}
+
 export interface HeartbeatRequest {
   readonly groupId: string
   readonly memberId: string
@@ -59,6 +66,10 @@ export interface HeartbeatRequest {
   readonly userEndpoint?: { readonly host: string; readonly port: number }
   /** At a join: tags for rack-aware standby placement (possibly none). */
   readonly clientTags?: ReadonlyArray<readonly [key: string, value: string]>
+  /** Per task with local state here but not running active here: how far into its changelogs the state reaches (Kafka 4.4 and later take them). */
+  readonly taskOffsets?: readonly TaskOffset[]
+  /** Per such task whose changelogs' ends are known: their ends. */
+  readonly taskEndOffsets?: readonly TaskOffset[]
   readonly shutdownApplication?: boolean
 }
 
@@ -104,6 +115,7 @@ export interface ProtocolWriter {
   appendInt8(value: number): ProtocolWriter
   appendInt16(value: number): ProtocolWriter
   appendInt32(value: number): ProtocolWriter
+  appendInt64(value: bigint): ProtocolWriter
   appendUnsignedInt16(value: number): ProtocolWriter
   appendBoolean(value: boolean): ProtocolWriter
   appendString(value: string | null | undefined, compact?: boolean): ProtocolWriter
@@ -127,6 +139,7 @@ export interface ProtocolReader {
 }
 
 const writeTaskIds = (w: ProtocolWriter, t: TaskIds): unknown => w.appendString(t.subtopologyId).appendArray(t.partitions, (x, p) => x.appendInt32(p), true, false)
+const writeTaskOffset = (w: ProtocolWriter, t: TaskOffset): unknown => w.appendString(t.subtopologyId).appendInt32(t.partition).appendInt64(BigInt(t.offset))
 const writeKeyValue = (w: ProtocolWriter, [k, v]: readonly [string, string]): unknown => w.appendString(k).appendString(v)
 const writeTopicInfo = (w: ProtocolWriter, t: TopicInfo): unknown => w.appendString(t.name).appendInt32(t.partitions).appendInt16(t.replicationFactor).appendArray(t.configs, writeKeyValue)
 const writeStrings = (w: ProtocolWriter, xs: readonly string[]): ProtocolWriter => w.appendArray(xs, (x, t) => x.appendString(t), true, false)
@@ -162,9 +175,9 @@ export function writeHeartbeat(w: ProtocolWriter, r: HeartbeatRequest): Protocol
   if (r.userEndpoint === undefined) w.appendInt8(-1)
   else w.appendInt8(1).appendString(r.userEndpoint.host).appendUnsignedInt16(r.userEndpoint.port).appendTaggedFields()
   w.appendArray(r.clientTags ?? null, writeKeyValue)
-  // TaskOffsets, TaskEndOffsets: none (brokers before 4.4 refuse them).
-  w.appendArray(null, () => undefined)
-  w.appendArray(null, () => undefined)
+  // Null unless given: brokers before 4.4 refuse them.
+  w.appendArray(r.taskOffsets ?? null, writeTaskOffset)
+  w.appendArray(r.taskEndOffsets ?? null, writeTaskOffset)
   return w.appendBoolean(r.shutdownApplication === true).appendTaggedFields()
 }
 
