@@ -1,29 +1,15 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { createConsoleLogger } from '../../src/index.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import { restartBroker, startBroker, stopBroker } from '../../scripts/kafka-broker.mjs'
 import { TestCluster } from './cluster.js'
+import { keptLog } from './kept-log.js'
 import { embedded, lines, PARTITIONS, records, until, windowedFinal } from './workload.js'
 
 // A broker of its own, which it stops and starts again mid-run (the other tests share theirs).
-// PUNCTUAL_KAFKA_TEST_DEBUG=1: the runtime's log on stderr (debug level). Otherwise its info log is
-// kept and printed when a test fails.
-const debug = process.env.PUNCTUAL_KAFKA_TEST_DEBUG === '1'
-const kept: string[] = []
-const logger = createConsoleLogger({ level: debug ? 'debug' : 'info', write: (line) => (debug ? process.stderr.write(`${line}\n`) : kept.push(line)) })
-
-/** Runs a test body; on failure, prints the runtime's log kept meanwhile. */
-async function printingLogOnFailure(body: () => Promise<void>): Promise<void> {
-  kept.length = 0
-  try {
-    await body()
-  } catch (err) {
-    process.stderr.write(`the runtime's log:\n${kept.join('\n')}\n`)
-    throw err
-  }
-}
+// The runtime's log is printed when a test fails (PUNCTUAL_KAFKA_TEST_DEBUG=1: at debug level, as it comes).
+const { logger, printingOnFailure: printingLogOnFailure } = keptLog()
 describe('KafkaRuntime across a broker restart', () => {
   let broker: { bootstrap: string; dir: string }
   let cluster: TestCluster

@@ -1,36 +1,18 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { createConsoleLogger } from '../../src/index.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
 import type { KafkaRuntimeConfig } from '../../src/kafka/config.js'
 import { startBroker, stopBroker } from '../../scripts/kafka-broker.mjs'
 import type { SecuredListener } from '../../scripts/kafka-broker.mjs'
 import { TestCluster } from './cluster.js'
+import { keptLog } from './kept-log.js'
 import { embedded, lines, PARTITIONS, records, until, windowedFinal } from './workload.js'
 
 // A broker of its own that also listens with SASL_SSL (a self-signed certificate, SASL PLAIN and
 // SCRAM-SHA-512): every connection of the runtime goes there, librdkafka's and punctual's own (the
 // direct fetch, the streams group). The test's own clients use the broker's plaintext listener.
-const debug = process.env.PUNCTUAL_KAFKA_TEST_DEBUG === '1'
-const kept: string[] = []
-const logger = createConsoleLogger({
-  level: debug ? 'debug' : 'info',
-  write: (line) => {
-    if (debug) process.stderr.write(`${line}\n`)
-    kept.push(line)
-  },
-})
-
-/** Runs a test body; on failure, prints the runtime's log kept meanwhile. */
-async function printingLogOnFailure(body: () => Promise<void>): Promise<void> {
-  kept.length = 0
-  try {
-    await body()
-  } catch (err) {
-    process.stderr.write(`the runtime's log:\n${kept.join('\n')}\n`)
-    throw err
-  }
-}
+const log = keptLog()
+const { logger, printingOnFailure: printingLogOnFailure } = log
 
 describe('KafkaRuntime on a cluster with TLS and SASL', () => {
   let broker: { dir: string; bootstrap: string; secured: SecuredListener }
@@ -71,7 +53,7 @@ describe('KafkaRuntime on a cluster with TLS and SASL', () => {
         } finally {
           await rt.stop()
         }
-        assert.ok(kept.some((l) => l.includes(`input fetched with punctual's own Fetch requests (SASL/${mechanism} over TLS)`)), 'the direct fetch, secured')
+        assert.ok(log.lines.some((l) => l.includes(`input fetched with punctual's own Fetch requests (SASL/${mechanism} over TLS)`)), 'the direct fetch, secured')
         assert.deepEqual(lines(await cluster.readAll(`${name}-out`, PARTITIONS)), expected)
       }))
   }
