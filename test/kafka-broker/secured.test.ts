@@ -33,26 +33,29 @@ describe('KafkaRuntime on a cluster with TLS and SASL', () => {
     client: { 'security.protocol': 'SASL_SSL', 'ssl.ca.location': broker.secured.caLocation, 'sasl.mechanisms': mechanism, 'sasl.username': broker.secured.username, 'sasl.password': password },
   })
 
+  // The first runs on the fresh cluster (no offsets topic yet) without groupProtocol: the start asks the
+  // cluster, over the secured listener, and chooses a streams group.
   const cases = [
-    { groupProtocol: 'consumer', guarantee: 'exactly_once_v2', mechanism: 'SCRAM-SHA-512' },
-    { groupProtocol: 'streams', guarantee: 'exactly_once_v2', mechanism: 'PLAIN' },
+    { groupProtocol: undefined, chosen: 'streams', guarantee: 'exactly_once_v2', mechanism: 'PLAIN' },
+    { groupProtocol: 'consumer', chosen: 'consumer', guarantee: 'exactly_once_v2', mechanism: 'SCRAM-SHA-512' },
   ] as const
-  for (const { groupProtocol, guarantee, mechanism } of cases) {
-    it(`a ${groupProtocol} group under ${guarantee}, SASL/${mechanism} over TLS: the input is fetched by punctual's own requests over the secured listener, and the committed output equals a single embedded run`, () =>
+  for (const { groupProtocol, chosen, guarantee, mechanism } of cases) {
+    it(`a ${chosen} group${groupProtocol === undefined ? ' (the default on a fresh cluster)' : ''} under ${guarantee}, SASL/${mechanism} over TLS: the input is fetched by punctual's own requests over the secured listener, and the committed output equals a single embedded run`, () =>
       printingLogOnFailure(async () => {
-        const name = `sec-${groupProtocol}`
+        const name = `sec-${chosen}`
         await cluster.createTopic(`${name}-in`, PARTITIONS)
         await cluster.createTopic(`${name}-out`, PARTITIONS)
         const input = records(4000)
         await cluster.produce(`${name}-in`, PARTITIONS, input)
         const expected = await embedded(input)
-        const rt = new KafkaRuntime(windowedFinal(`${name}-in`, `${name}-out`), { applicationId: `${name}-app`, ...secured(mechanism), processingGuarantee: guarantee, groupProtocol, commitIntervalMs: 100, logger })
+        const rt = new KafkaRuntime(windowedFinal(`${name}-in`, `${name}-out`), { applicationId: `${name}-app`, ...secured(mechanism), processingGuarantee: guarantee, ...(groupProtocol === undefined ? {} : { groupProtocol }), commitIntervalMs: 100, logger })
         try {
           await rt.start()
           await until('every record is processed', () => rt.metrics().processedRecords >= input.length)
         } finally {
           await rt.stop()
         }
+        assert.ok(log.lines.some((l) => l.includes(`started: joining a ${chosen} group`)), `a ${chosen} group`)
         assert.ok(log.lines.some((l) => l.includes(`input fetched with punctual's own Fetch requests (SASL/${mechanism} over TLS)`)), 'the direct fetch, secured')
         assert.deepEqual(lines(await cluster.readAll(`${name}-out`, PARTITIONS)), expected)
       }))

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import { loadWire, openLink, parseBootstrap, responseOf } from '../broker-wire.js'
 import type { WireLibrary, WireLink } from '../broker-wire.js'
 import type { WireSecurity } from '../wire-security.js'
@@ -13,6 +14,15 @@ export interface GroupFacts {
 
 /** FindCoordinator's key type of a group. */
 const GROUP_KEY = 0
+/**
+ * Answers of a coordinator not ready yet (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+ * NOT_COORDINATOR): on a fresh cluster the first FindCoordinator creates the offsets topic, and the
+ * coordinator is not available until it exists.
+ */
+const NOT_READY = new Set([14, 15, 16])
+/** How long a coordinator not ready is waited for, asked again every RETRY_MS. */
+const READY_TIMEOUT_MS = 30_000
+const RETRY_MS = 250
 
 /**
  * Asks the cluster at `bootstrapServers` (its first broker) whether it has streams groups
@@ -40,11 +50,18 @@ export async function probeGroup(bootstrapServers: string, clientId: string, sec
 }
 
 async function groupTypeOf(lib: WireLibrary, first: WireLink, open: (host: string, port: number) => Promise<WireLink>, groupId: string): Promise<string | undefined> {
-  const found = (await lib.findCoordinatorV6.api.async(first.connection, GROUP_KEY, [groupId]).catch(responseOf)) as { coordinators: Array<{ host: string; port: number; errorCode: number; errorMessage: string | null }> }
-  const coordinator = found.coordinators[0]
-  if (coordinator === undefined || coordinator.errorCode !== 0) throw new Error(`no coordinator for group ${groupId}: ${coordinator?.errorMessage ?? `error ${coordinator?.errorCode ?? '?'}`}`)
-  const link = await open(coordinator.host, coordinator.port)
-  const listed = (await lib.listGroupsV5.api.async(link.connection, [], []).catch(responseOf)) as { errorCode: number; groups: Array<{ groupId: string; groupType: string }> }
-  if (listed.errorCode !== 0) throw new Error(`ListGroups failed with error ${listed.errorCode}`)
-  return listed.groups.find((g) => g.groupId === groupId)?.groupType
+  const deadline = Date.now() + READY_TIMEOUT_MS
+  for (;;) {
+    const found = (await lib.findCoordinatorV6.api.async(first.connection, GROUP_KEY, [groupId]).catch(responseOf)) as { coordinators: Array<{ host: string; port: number; errorCode: number; errorMessage: string | null }> }
+    const coordinator = found.coordinators[0]
+    let errorCode = coordinator?.errorCode ?? -1
+    if (coordinator !== undefined && errorCode === 0) {
+      const link = await open(coordinator.host, coordinator.port)
+      const listed = (await lib.listGroupsV5.api.async(link.connection, [], []).catch(responseOf)) as { errorCode: number; groups: Array<{ groupId: string; groupType: string }> }
+      if (listed.errorCode === 0) return listed.groups.find((g) => g.groupId === groupId)?.groupType
+      errorCode = listed.errorCode
+    }
+    if (!NOT_READY.has(errorCode) || Date.now() > deadline) throw new Error(`the coordinator of group ${groupId} answered error ${errorCode}${coordinator?.errorMessage ? ` (${coordinator.errorMessage})` : ''}`)
+    await sleep(RETRY_MS)
+  }
 }
