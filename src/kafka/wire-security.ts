@@ -22,6 +22,8 @@ export type WireSecurityResult = { readonly security: WireSecurity } | { readonl
 
 /** A setting wrong for any client, thrown from the reading of a file. */
 class InvalidSetting extends Error {}
+/** A setting librdkafka honours and punctual's connections do not (a CA directory), thrown from the reading of a file. */
+class UnsupportedSetting extends Error {}
 
 /** Settings read here; any other `ssl.*` or `sasl.*` setting is one punctual's connections would not honour. */
 const READ = new Set([
@@ -57,16 +59,19 @@ export function wireSecurity(settings: KafkaClientSettings, readFile: (path: str
     return securityOf(settings, readFile)
   } catch (err) {
     if (err instanceof InvalidSetting) return { invalid: err.message }
+    if (err instanceof UnsupportedSetting) return { unsupported: err.message }
     throw err
   }
 }
 
 function securityOf(settings: KafkaClientSettings, readFile: (path: string) => Buffer): WireSecurityResult {
   const text = (key: string): string | undefined => (settings[key] === undefined ? undefined : String(settings[key]))
-  const unknown = Object.keys(settings).find((k) => (k.startsWith('ssl.') || k.startsWith('sasl.')) && !READ.has(k))
-  if (unknown !== undefined) return { unsupported: `"${unknown}" is not a setting punctual's own connections read` }
   const protocol = (text('security.protocol') ?? 'plaintext').toLowerCase()
   if (!['plaintext', 'ssl', 'sasl_plaintext', 'sasl_ssl'].includes(protocol)) return { unsupported: `"security.protocol" is ${JSON.stringify(protocol)}` }
+  // Only the settings of the protocol in use matter, as to librdkafka.
+  const used = (k: string): boolean => (k.startsWith('ssl.') && protocol.endsWith('ssl')) || (k.startsWith('sasl.') && protocol.startsWith('sasl'))
+  const unknown = Object.keys(settings).find((k) => used(k) && !READ.has(k))
+  if (unknown !== undefined) return { unsupported: `"${unknown}" is not a setting punctual's own connections read` }
   let security: { tls?: TlsOptions; sasl?: WireSecurity['sasl'] } = {}
   if (protocol === 'ssl' || protocol === 'sasl_ssl') {
     const tls = tlsOptions(text, readFile)
@@ -92,6 +97,7 @@ function tlsOptions(text: (key: string) => string | undefined, readFile: (path: 
     try {
       return readFile(path)
     } catch (err) {
+      if ((err as { code?: string }).code === 'EISDIR') throw new UnsupportedSetting(`"${key}" names a directory (${path})`)
       throw new InvalidSetting(`"${key}": cannot read ${path} (${(err as Error).message})`)
     }
   }
@@ -114,7 +120,8 @@ function tlsOptions(text: (key: string) => string | undefined, readFile: (path: 
   }
   if (text('ssl.cipher.suites') !== undefined) tls.ciphers = text('ssl.cipher.suites')
   const verify = text('enable.ssl.certificate.verification')
-  if (verify !== undefined && verify.toLowerCase() === 'false') tls.rejectUnauthorized = false
+  // librdkafka's false: false, f, 0.
+  if (verify !== undefined && ['false', 'f', '0'].includes(verify.toLowerCase())) tls.rejectUnauthorized = false
   const identification = (text('ssl.endpoint.identification.algorithm') ?? 'https').toLowerCase()
   if (identification === 'none') tls.checkServerIdentity = () => undefined
   else if (identification !== 'https') return `"ssl.endpoint.identification.algorithm" is ${JSON.stringify(identification)}`

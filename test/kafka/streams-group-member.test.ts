@@ -168,6 +168,29 @@ describe('StreamsGroupMember', () => {
     assert.equal(plain.c.requests[0]?.taskEndOffsets, undefined)
   })
 
+  it('task offsets that cannot be summed are left out of that heartbeat; after a heartbeat that got no answer they are sent again', async () => {
+    let broken = true
+    const { c, clock, m, settle } = member(() => {
+      if (broken) throw new Error('the state directory is closed')
+      return { offsets: new Map([['0_1', 5]]), endOffsets: new Map() }
+    })
+    m.start()
+    assert.equal(c.requests[0]?.taskOffsets, undefined, 'the join goes without them')
+    broken = false
+    c.answer({ epoch: 1, active: ['0_0'] })
+    await settle()
+    clock.advance(0)
+    assert.deepEqual(c.requests[1]?.taskOffsets, [{ subtopologyId: '0', partition: 1, offset: 5 }], 'the acknowledgement carries them')
+    c.answer({ epoch: 1 })
+    await settle()
+    clock.advance(INTERVAL)
+    assert.equal(c.requests.at(-1)?.taskOffsets, undefined, 'unchanged: not sent')
+    c.fail(new Error('connection reset'))
+    await settle()
+    clock.advance(10_000)
+    assert.deepEqual(c.requests.at(-1)?.taskOffsets, [{ subtopologyId: '0', partition: 1, offset: 5 }], 'sent again after a heartbeat that got no answer')
+  })
+
   it('revokes the active tasks the group takes away before it takes the new assignment, and acknowledges only once the revocation is done', async () => {
     const { c, clock, calls, settle, releaseRevoke, m, joinedWith } = member()
     await joinedWith(1, ['0_0', '0_1'])

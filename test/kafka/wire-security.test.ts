@@ -6,6 +6,7 @@ import type { WireSecurityResult } from '../../src/kafka/wire-security.js'
 /** Files as `wireSecurity` reads them: their content is their name, and a name starting with `missing` cannot be read. */
 function readFile(path: string): Buffer {
   if (path.includes('missing')) throw new Error('ENOENT: no such file')
+  if (path.endsWith('/')) throw Object.assign(new Error('EISDIR: illegal operation on a directory, read'), { code: 'EISDIR' })
   return Buffer.from(`<${path}>`)
 }
 
@@ -27,9 +28,11 @@ describe("the security of punctual's own connections, from librdkafka's settings
     })
     // 'probe' is librdkafka's search for the system's CAs: Node's own public roots stand for it.
     assert.deepEqual(read({ 'security.protocol': 'SSL', 'ssl.ca.location': 'probe' }), { security: { tls: {} } })
-    assert.deepEqual(read({ 'security.protocol': 'SSL', 'enable.ssl.certificate.verification': false }), { security: { tls: { rejectUnauthorized: false } } })
+    for (const off of [false, 'false', 'F', 0, '0']) assert.deepEqual(read({ 'security.protocol': 'SSL', 'enable.ssl.certificate.verification': off }), { security: { tls: { rejectUnauthorized: false } } }, String(off))
+    assert.deepEqual(read({ 'security.protocol': 'SSL', 'enable.ssl.certificate.verification': 'true' }), { security: { tls: {} } })
     const none = read({ 'security.protocol': 'SSL', 'ssl.endpoint.identification.algorithm': 'none' })
-    assert.ok('security' in none && none.security.tls?.checkServerIdentity?.('other.host', {} as never) === undefined)
+    assert.ok('security' in none && typeof none.security.tls?.checkServerIdentity === 'function')
+    assert.equal(none.security.tls.checkServerIdentity('other.host', {} as never), undefined)
     assert.deepEqual(read({ 'security.protocol': 'SSL', 'ssl.endpoint.identification.algorithm': 'https' }), { security: { tls: {} } })
   })
 
@@ -42,7 +45,10 @@ describe("the security of punctual's own connections, from librdkafka's settings
     assert.deepEqual(read({ 'security.protocol': 'SASL_SSL' }), { unsupported: '"sasl.mechanisms" is GSSAPI: punctual\'s own connections speak PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512' })
     assert.match((read({ 'security.protocol': 'SASL_SSL', 'sasl.mechanisms': 'OAUTHBEARER' }) as { unsupported: string }).unsupported, /"sasl.mechanisms" is OAUTHBEARER/)
     assert.deepEqual(read({ 'security.protocol': 'SASL_SSL', 'sasl.mechanisms': 'PLAIN', 'sasl.username': 'u' }), { unsupported: 'SASL/PLAIN without "sasl.username" and "sasl.password"' })
-    assert.deepEqual(read({ 'ssl.crl.location': '/crl.pem' }), { unsupported: '"ssl.crl.location" is not a setting punctual\'s own connections read' })
+    assert.deepEqual(read({ 'security.protocol': 'SSL', 'ssl.crl.location': '/crl.pem' }), { unsupported: '"ssl.crl.location" is not a setting punctual\'s own connections read' })
+    // Settings of a protocol not in use are not read, as by librdkafka.
+    assert.deepEqual(read({ 'ssl.crl.location': '/crl.pem', 'sasl.kerberos.service.name': 'kafka' }), { security: {} })
+    assert.deepEqual(read({ 'security.protocol': 'SSL', 'ssl.ca.location': '/etc/ssl/certs/' }), { unsupported: '"ssl.ca.location" names a directory (/etc/ssl/certs/)' })
     assert.deepEqual(read({ 'security.protocol': 'tls' }), { unsupported: '"security.protocol" is "tls"' })
     assert.deepEqual(read({ 'security.protocol': 'SSL', 'ssl.endpoint.identification.algorithm': 'x509' }), { unsupported: '"ssl.endpoint.identification.algorithm" is "x509"' })
     assert.deepEqual(read({ 'security.protocol': 'SSL', 'ssl.ca.location': '/a.pem,/b.pem' }), { unsupported: '"ssl.ca.location" names several files' })

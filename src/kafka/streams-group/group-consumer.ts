@@ -11,8 +11,10 @@ import type { UserEndpoints } from './protocol.js'
 import { StreamsGroupMember } from './member.js'
 import type { MemberOptions, StreamsAssignment, TaskOffsetSums } from './member.js'
 
-/** librdkafka's rebalance codes, which the task manager takes. */
+/** No task offsets: what the member reports before the standbys exist. */
 const NO_SUMS: TaskOffsetSums = { offsets: new Map(), endOffsets: new Map() }
+
+/** librdkafka's rebalance codes, which the task manager takes. */
 const ASSIGN = -175
 const REVOKE = -174
 /** librdkafka's "timed out" and "transport failure": how a commit or a read that got no answer is told. */

@@ -25,43 +25,70 @@ const READY_TIMEOUT_MS = 30_000
 const RETRY_MS = 250
 
 /**
- * Asks the cluster at `bootstrapServers` (its first broker) whether it has streams groups
- * (ApiVersions), and, if it has, group `groupId`'s type from its coordinator (FindCoordinator, then
- * ListGroups there: a broker lists only the groups it coordinates).
+ * Asks the cluster at `bootstrapServers` whether it has streams groups (ApiVersions), and, if it has,
+ * group `groupId`'s type from its coordinator (FindCoordinator, then ListGroups there: a broker lists
+ * only the groups it coordinates). The bootstrap servers are tried in turn until one answers.
  */
 export async function probeGroup(bootstrapServers: string, clientId: string, security: WireSecurity | undefined, groupId: string): Promise<GroupFacts> {
   const lib = await loadWire()
-  const bootstrap = parseBootstrap(bootstrapServers)[0] as { host: string; port: number }
-  const links: WireLink[] = []
-  const open = async (host: string, port: number): Promise<WireLink> => {
-    const link = openLink(lib, clientId, host, port, security)
-    links.push(link)
-    await link.ready
-    return link
+  let failure: unknown
+  for (const { host, port } of parseBootstrap(bootstrapServers)) {
+    let first: WireLink | undefined
+    try {
+      first = await opened(lib, clientId, host, port, security)
+      if ((await heartbeatVersion(lib, first)) === undefined) return { streamsGroups: false, groupType: undefined }
+      return { streamsGroups: true, groupType: await groupTypeOf(lib, first, (h, p) => opened(lib, clientId, h, p, security), groupId) }
+    } catch (err) {
+      failure = err
+    } finally {
+      if (first !== undefined) close(first)
+    }
   }
-  try {
-    const first = await open(bootstrap.host, bootstrap.port)
-    const versions = (await lib.apiVersionsV3.api.async(first.connection, 'punctual', '1').catch(responseOf)) as { apiKeys: Array<{ apiKey: number }> }
-    if (!versions.apiKeys.some((k) => k.apiKey === STREAMS_GROUP_HEARTBEAT)) return { streamsGroups: false, groupType: undefined }
-    return { streamsGroups: true, groupType: await groupTypeOf(lib, first, open, groupId) }
-  } finally {
-    for (const link of links) void link.connection.close().catch(() => {})
-  }
+  throw failure
 }
 
+/** The highest StreamsGroupHeartbeat version the broker of `link` takes; undefined: it has no streams groups. */
+export async function heartbeatVersion(lib: WireLibrary, link: WireLink): Promise<number | undefined> {
+  const versions = (await lib.apiVersionsV3.api.async(link.connection, 'punctual', '1').catch(responseOf)) as { apiKeys: Array<{ apiKey: number; maxVersion: number }> }
+  return versions.apiKeys.find((k) => k.apiKey === STREAMS_GROUP_HEARTBEAT)?.maxVersion
+}
+
+/** A connection to `host:port`, once it is ready (closed again if it cannot be made). */
+async function opened(lib: WireLibrary, clientId: string, host: string, port: number, security: WireSecurity | undefined): Promise<WireLink> {
+  const link = openLink(lib, clientId, host, port, security)
+  try {
+    await link.ready
+  } catch (err) {
+    close(link)
+    throw err
+  }
+  return link
+}
+
+function close(link: WireLink): void {
+  void link.connection.close().catch(() => {})
+}
+
+/** The group's type, asked of its coordinator; a coordinator not ready yet is asked again, for up to READY_TIMEOUT_MS. */
 async function groupTypeOf(lib: WireLibrary, first: WireLink, open: (host: string, port: number) => Promise<WireLink>, groupId: string): Promise<string | undefined> {
   const deadline = Date.now() + READY_TIMEOUT_MS
   for (;;) {
     const found = (await lib.findCoordinatorV6.api.async(first.connection, GROUP_KEY, [groupId]).catch(responseOf)) as { coordinators: Array<{ host: string; port: number; errorCode: number; errorMessage: string | null }> }
     const coordinator = found.coordinators[0]
+    let answer = coordinator === undefined ? 'no coordinator' : `FindCoordinator error ${coordinator.errorCode}${coordinator.errorMessage ? ` (${coordinator.errorMessage})` : ''}`
     let errorCode = coordinator?.errorCode ?? -1
     if (coordinator !== undefined && errorCode === 0) {
       const link = await open(coordinator.host, coordinator.port)
-      const listed = (await lib.listGroupsV5.api.async(link.connection, [], []).catch(responseOf)) as { errorCode: number; groups: Array<{ groupId: string; groupType: string }> }
-      if (listed.errorCode === 0) return listed.groups.find((g) => g.groupId === groupId)?.groupType
-      errorCode = listed.errorCode
+      try {
+        const listed = (await lib.listGroupsV5.api.async(link.connection, [], []).catch(responseOf)) as { errorCode: number; groups: Array<{ groupId: string; groupType: string }> }
+        if (listed.errorCode === 0) return listed.groups.find((g) => g.groupId === groupId)?.groupType
+        errorCode = listed.errorCode
+        answer = `ListGroups error ${errorCode}`
+      } finally {
+        close(link)
+      }
     }
-    if (!NOT_READY.has(errorCode) || Date.now() > deadline) throw new Error(`the coordinator of group ${groupId} answered error ${errorCode}${coordinator?.errorMessage ? ` (${coordinator.errorMessage})` : ''}`)
+    if (!NOT_READY.has(errorCode) || Date.now() > deadline) throw new Error(`the coordinator of group ${groupId} answered ${answer}`)
     await sleep(RETRY_MS)
   }
 }

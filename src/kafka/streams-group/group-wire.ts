@@ -2,6 +2,7 @@ import { loadWire, openLink, parseBootstrap, responseOf } from '../broker-wire.j
 import type { WireLink } from '../broker-wire.js'
 import type { WireSecurity } from '../wire-security.js'
 import type { HeartbeatTransport } from './member.js'
+import { heartbeatVersion } from './group-probe.js'
 import { HEARTBEAT_VERSION, readHeartbeat, STREAMS_GROUP_HEARTBEAT, writeHeartbeat } from './protocol.js'
 import type { HeartbeatRequest, HeartbeatResponse, ProtocolReader, ProtocolWriter } from './protocol.js'
 
@@ -132,14 +133,17 @@ export async function connectStreamsGroup(bootstrapServers: string, clientId: st
         },
         () => false,
       ),
-    takesTaskOffsets: () =>
-      onCoordinator(
-        async (link) => {
-          const versions = (await lib.apiVersionsV3.api.async(link.connection, 'punctual', '1').catch(responseOf)) as { apiKeys: Array<{ apiKey: number; maxVersion: number }> }
-          return (versions.apiKeys.find((k) => k.apiKey === STREAMS_GROUP_HEARTBEAT)?.maxVersion ?? 0) >= 1
-        },
-        () => false,
-      ),
+    // Asked of a bootstrap server: on a fresh cluster the coordinator is not there yet.
+    takesTaskOffsets: async () => {
+      const address = bootstrap[next++ % bootstrap.length] as { host: string; port: number }
+      const link = open(address.host, address.port)
+      try {
+        await link.ready
+        return ((await heartbeatVersion(lib, link)) ?? 0) >= 1
+      } finally {
+        drop(link)
+      }
+    },
     close: () => {
       closed = true
       if (current !== undefined) forget(current)

@@ -199,7 +199,7 @@ export class StreamsGroupMember {
         processId: this.options.processId,
         ...(this.options.userEndpoint === undefined ? {} : { userEndpoint: this.options.userEndpoint }),
         clientTags: this.options.clientTags ?? [],
-        ...this.offsetsToSend(true),
+        ...this.offsetsToSend(true, true),
       }
     }
     // Warm-up tasks are not run here (nor reported: brokers before 4.4 refuse them at version 0).
@@ -209,13 +209,24 @@ export class StreamsGroupMember {
     return { ...base, rebalanceTimeoutMs: -1, ...(changed ? { owned } : {}), ...this.offsetsToSend(changed) }
   }
 
-  /** The task offsets, at a join, with an acknowledgement or after the coordinator's interval, when they changed since last sent. */
-  private offsetsToSend(always: boolean): Pick<HeartbeatRequest, 'taskOffsets' | 'taskEndOffsets'> {
+  /**
+   * The task offsets, at a join, with an acknowledgement or after the coordinator's interval, when they
+   * changed since last sent. A join does not count as a look (what it sends may be dropped: see `answered`).
+   */
+  private offsetsToSend(always: boolean, joining = false): Pick<HeartbeatRequest, 'taskOffsets' | 'taskEndOffsets'> {
     const sums = this.options.taskOffsets
     const now = this.clock.now()
     if (sums === undefined || (!always && now - this.offsetsCheckedAt < this.offsetIntervalMs)) return {}
-    this.offsetsCheckedAt = now
-    const { offsets, endOffsets } = sums()
+    if (!joining) this.offsetsCheckedAt = now
+    let offsets: ReadonlyMap<string, number>
+    let endOffsets: ReadonlyMap<string, number>
+    try {
+      ;({ offsets, endOffsets } = sums())
+    } catch (err) {
+      // Offsets are advice to the coordinator: none this time (the state directory closing, say).
+      this.logger.warn({ err }, 'the task offsets could not be summed: none sent with this heartbeat')
+      return {}
+    }
     const taskOffsets = offsetList(offsets)
     const taskEndOffsets = offsetList(endOffsets)
     if (JSON.stringify([taskOffsets, taskEndOffsets]) === this.offsetsSent) return {}
@@ -306,7 +317,9 @@ export class StreamsGroupMember {
 
   private unanswered(err: unknown): void {
     if (this.state !== 'joining' && this.state !== 'stable') return
+    // The coordinator may have moved: what it was told is told again.
     this.sent = undefined
+    this.offsetsSent = undefined
     this.backOff((err as Error).message)
   }
 
