@@ -1,7 +1,7 @@
 import type { ValidKafkaRuntimeConfig } from './config.js'
 import type { GroupFacts } from './streams-group/group-probe.js'
 
-export type GroupProtocol = 'consumer' | 'streams'
+type GroupProtocol = 'consumer' | 'streams'
 
 /** The group protocol an instance uses, and why, as its start log says. */
 export interface GroupProtocolChoice {

@@ -193,7 +193,10 @@ export async function assembleParts(host: PartsHost, made: Array<() => Promise<u
       ? new Fetcher(consumer, host.loop.onAppend, onFetchError, config.bufferedRecordsPerPartition)
       : new DirectFetcher(consumer, wire, exactlyOnce ? 1 : 0, host.loop.onAppend, onFetchError, logger, config.bufferedRecordsPerPartition)
   if (wire === undefined) logger.info({ fetch: 'librdkafka' }, `input fetched by librdkafka${config.wireUnsupported === undefined ? '' : `: punctual's own Fetch requests cannot honour the security settings, as ${config.wireUnsupported}`}`)
-  else logger.info({ fetch: 'direct', security: securityName(config.wireSecurity) }, `input fetched with punctual's own Fetch requests (${securityName(config.wireSecurity)})`)
+  else {
+    const security = securityName(config.wireSecurity)
+    logger.info({ fetch: 'direct', security }, `input fetched with punctual's own Fetch requests (${security})`)
+  }
   const engine = new TaskManager(
     definitions,
     {
@@ -324,7 +327,7 @@ async function streamsGroupConsumer(host: PartsHost, settings: ClientSettings, c
   const group = await connectStreamsGroup(config.bootstrapServers, clientId, config.applicationId, config.wireSecurity)
   // Kafka 4.2 and 4.3 refuse task offsets; 4.4 takes them (its assignor does not use them yet).
   const takesTaskOffsets = await group.takesTaskOffsets().catch((err: unknown) => {
-    logger.debug({ err }, 'asking the coordinator whether it takes task offsets failed: none are sent')
+    logger.debug({ err }, 'asking the cluster whether it takes task offsets failed: none are sent')
     return false
   })
   const options = {

@@ -15,11 +15,25 @@ export interface GroupFacts {
 /** FindCoordinator's key type of a group. */
 const GROUP_KEY = 0
 /**
- * Answers of a coordinator not ready yet (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
- * NOT_COORDINATOR): on a fresh cluster the first FindCoordinator creates the offsets topic, and the
- * coordinator is not available until it exists.
+ * Answers of a coordinator moving or not ready yet (COORDINATOR_LOAD_IN_PROGRESS,
+ * COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR): on a fresh cluster the first FindCoordinator creates the
+ * offsets topic, and the coordinator is not available until it exists.
  */
-const NOT_READY = new Set([14, 15, 16])
+export const COORDINATOR_NOT_READY: ReadonlySet<number> = new Set([14, 15, 16])
+
+/** FindCoordinator's answer for one group. */
+export interface CoordinatorAnswer {
+  readonly host: string
+  readonly port: number
+  readonly errorCode: number
+  readonly errorMessage: string | null
+}
+
+/** Asks the broker of `link` where group `groupId`'s coordinator is (FindCoordinator v6); undefined: no answer for the group. */
+export async function findCoordinator(lib: WireLibrary, link: WireLink, groupId: string): Promise<CoordinatorAnswer | undefined> {
+  const response = (await lib.findCoordinatorV6.api.async(link.connection, GROUP_KEY, [groupId]).catch(responseOf)) as { coordinators: CoordinatorAnswer[] }
+  return response.coordinators[0]
+}
 /** How long a coordinator not ready is waited for, asked again every RETRY_MS. */
 const READY_TIMEOUT_MS = 30_000
 const RETRY_MS = 250
@@ -73,8 +87,7 @@ function close(link: WireLink): void {
 async function groupTypeOf(lib: WireLibrary, first: WireLink, open: (host: string, port: number) => Promise<WireLink>, groupId: string): Promise<string | undefined> {
   const deadline = Date.now() + READY_TIMEOUT_MS
   for (;;) {
-    const found = (await lib.findCoordinatorV6.api.async(first.connection, GROUP_KEY, [groupId]).catch(responseOf)) as { coordinators: Array<{ host: string; port: number; errorCode: number; errorMessage: string | null }> }
-    const coordinator = found.coordinators[0]
+    const coordinator = await findCoordinator(lib, first, groupId)
     let answer = coordinator === undefined ? 'no coordinator' : `FindCoordinator error ${coordinator.errorCode}${coordinator.errorMessage ? ` (${coordinator.errorMessage})` : ''}`
     let errorCode = coordinator?.errorCode ?? -1
     if (coordinator !== undefined && errorCode === 0) {
@@ -88,7 +101,7 @@ async function groupTypeOf(lib: WireLibrary, first: WireLink, open: (host: strin
         close(link)
       }
     }
-    if (!NOT_READY.has(errorCode) || Date.now() > deadline) throw new Error(`the coordinator of group ${groupId} answered ${answer}`)
+    if (!COORDINATOR_NOT_READY.has(errorCode) || Date.now() > deadline) throw new Error(`the coordinator of group ${groupId} answered ${answer}`)
     await sleep(RETRY_MS)
   }
 }

@@ -2,14 +2,12 @@ import { loadWire, openLink, parseBootstrap, responseOf } from '../broker-wire.j
 import type { WireLink } from '../broker-wire.js'
 import type { WireSecurity } from '../wire-security.js'
 import type { HeartbeatTransport } from './member.js'
-import { heartbeatVersion } from './group-probe.js'
+import { COORDINATOR_NOT_READY, findCoordinator, heartbeatVersion } from './group-probe.js'
 import { HEARTBEAT_VERSION, readHeartbeat, STREAMS_GROUP_HEARTBEAT, writeHeartbeat } from './protocol.js'
 import type { HeartbeatRequest, HeartbeatResponse, ProtocolReader, ProtocolWriter } from './protocol.js'
 
-/** FindCoordinator's key type of a group. */
-const GROUP_KEY = 0
 /** Errors after which the coordinator is looked up again. */
-const MOVED = new Set([14, 15, 16])
+const MOVED = COORDINATOR_NOT_READY
 
 /** A streams group member's requests to the group's coordinator, over `@platformatic/kafka`'s connections. */
 export interface StreamsGroupWire {
@@ -50,8 +48,7 @@ export async function connectStreamsGroup(bootstrapServers: string, clientId: st
     const link = open(address.host, address.port)
     try {
       await link.ready
-      const response = (await lib.findCoordinatorV6.api.async(link.connection, GROUP_KEY, [groupId]).catch(responseOf)) as { coordinators: Array<{ host: string; port: number; errorCode: number; errorMessage: string | null }> }
-      const found = response.coordinators[0]
+      const found = await findCoordinator(lib, link, groupId)
       if (found === undefined || found.errorCode !== 0) throw Object.assign(new Error(`no coordinator for group ${groupId} yet: ${found?.errorMessage ?? `error ${found?.errorCode ?? '?'}`}`), { code: found?.errorCode })
       return { host: found.host, port: found.port }
     } finally {
