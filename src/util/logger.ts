@@ -65,6 +65,44 @@ function formatLine(level: LogLevel, fields: LogFields, message: string | undefi
   return line
 }
 
+/** What keeps `value` from being a {@link Logger} (a missing method), or undefined when it is one. */
+export function notALogger(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return `got ${value === null ? 'null' : typeof value}`
+  const missing = (['debug', 'info', 'warn', 'error'] as const).filter((m) => typeof (value as Partial<Logger>)[m] !== 'function')
+  return missing.length === 0 ? undefined : `it has no method ${missing.join(', ')}`
+}
+
+/**
+ * The application's logger, made safe to call from anywhere: a line it throws on is written to
+ * `fallback` (standard error) instead, with what the logger threw, and the call returns. punctual logs
+ * from inside the Kafka client's event callbacks, where an exception breaks the client itself (its admin
+ * connection then reports only "not connected", hiding the cause).
+ */
+export function guardedLogger(logger: Logger, fallback: (line: string) => void = (line) => process.stderr.write(line + '\n')): Logger {
+  const refused = (level: LogLevel, fields: LogFields, message: string | undefined, err: unknown): void =>
+    fallback(formatLine(level, { ...fields, loggerThrew: err instanceof Error ? err.message : String(err) }, message))
+  const call = (level: LogLevel) => (fields: LogFields, message?: string) => {
+    try {
+      logger[level](fields, message)
+    } catch (err) {
+      refused(level, fields, message, err)
+    }
+  }
+  const guarded: Logger = { debug: call('debug'), info: call('info'), warn: call('warn'), error: call('error') }
+  const child = logger.child
+  if (child !== undefined) {
+    guarded.child = (bindings) => {
+      try {
+        return guardedLogger(child.call(logger, bindings), fallback)
+      } catch (err) {
+        refused('warn', bindings, 'the logger could not make a child logger: lines go to it without these bindings', err)
+        return guarded
+      }
+    }
+  }
+  return guarded
+}
+
 /** The default logger: readable lines on standard error, from level info. */
 export const consoleLogger: Logger = createConsoleLogger()
 
