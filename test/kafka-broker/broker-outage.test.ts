@@ -101,6 +101,11 @@ describe('KafkaRuntime across broker outages, instances as processes', { skip: O
     return i
   }
 
+  /** The last warnings and errors an instance logged: why an application hangs, in the assertion itself (CI keeps its message, not always the log). */
+  const warnings = (i: Instance): string => {
+    const lines = i.log().split('\n').filter((l) => / (WARN|ERROR) /.test(l)).slice(-6)
+    return `${i.name} logged last: ${lines.length === 0 ? 'no warning' : lines.map((l) => l.slice(0, 400)).join(' | ')}`
+  }
   const ends = async (topic: string): Promise<number[]> => (await cluster.offsets(topic)).map((e) => e.high)
   const seen = (apps: readonly App[]): string => apps.flatMap((a) => a.instances.map((i) => i.describe())).join('; ')
 
@@ -141,7 +146,7 @@ describe('KafkaRuntime across broker outages, instances as processes', { skip: O
         process.stdout.write(`# ${a.guarantee}: done ${((Date.now() - t0) / 1000).toFixed(1)} s after the broker came back (or the application before it); ${seen([a])}\n`)
       } catch (err) {
         settled.set(a.guarantee, false)
-        problems.push(`${a.guarantee}: hangs, ${(Date.now() - stoppedAt) / 1000 - seconds} s after the broker came back: ${(err as Error).message}`)
+        problems.push(`${a.guarantee}: hangs, ${(Date.now() - stoppedAt) / 1000 - seconds} s after the broker came back: ${(err as Error).message}; ${a.instances.map(warnings).join('; ')}`)
       }
     }
     // An instance that stopped must say why: that the broker could not be reached, naming it (as start()
