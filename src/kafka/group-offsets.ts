@@ -53,6 +53,18 @@ const COMMIT_LAPSES = new Set([
   -195, // local: broker transport failure
 ])
 
+/** OffsetFetch's answer for a partition whose offsets a pending transaction holds: asked again until it ends. */
+const UNSTABLE_OFFSET_COMMIT = 88
+
+/**
+ * Reads the group's committed offsets without the group consumer (over punctual's own connection to the
+ * coordinator, as the group's offsets rather than a member's). A rejection carries the answer's `code`.
+ */
+export interface CommittedReader {
+  committed(partitions: TopicPartitionRef[]): Promise<CommittedOffset[]>
+  close(): void
+}
+
 /** The consumer's assignment was lost (its member fenced) while the runtime waited for the group's offsets. */
 export class AssignmentLost extends Error {}
 
@@ -78,6 +90,13 @@ export class GroupOffsets {
   constructor(
     private readonly consumer: GroupConsumer,
     private readonly logger: Logger,
+    /**
+     * Where committed offsets are read, when not through the consumer. librdkafka's KIP-848 consumer
+     * reads them as a member, on its connection to the coordinator; after a broker restart that
+     * connection can stay without an address, and the reads go unanswered while the group still counts
+     * the member as the owner of the partitions whose offsets it waits for.
+     */
+    private readonly reader?: CommittedReader,
   ) {
     consumer.on('offset.commit', (err) => this.pending.shift()?.(err ?? undefined))
   }
@@ -115,8 +134,9 @@ export class GroupOffsets {
       try {
         return await this.ask(partitions, attempt)
       } catch (err) {
-        // A cluster away, or a coordinator moving, is waited for like an unanswered request.
-        const timedOut = (err as { code?: number }).code === TIMED_OUT || COMMIT_LAPSES.has((err as { code?: number }).code ?? 0)
+        // A cluster away, a coordinator moving, or a transaction still pending is waited for like an unanswered request.
+        const code = (err as { code?: number }).code ?? 0
+        const timedOut = code === TIMED_OUT || code === UNSTABLE_OFFSET_COMMIT || COMMIT_LAPSES.has(code)
         // A fenced member rejoins only once its lost partitions are given up, which waits for this rebalance event handling to end.
         if (timedOut && this.consumer.assignmentLost()) throw new AssignmentLost()
         if (timedOut && Date.now() >= deadline) throw new OffsetsUnanswered(`reading the group's offsets of ${names()}: ${(err as Error).message}`, { cause: err })
@@ -131,6 +151,19 @@ export class GroupOffsets {
     return new Promise((resolve, reject) => {
       // Bounded here too: a callback the client drops must not hold the caller.
       const timer = setTimeout(() => reject(Object.assign(new Error('no answer'), { code: TIMED_OUT })), timeoutMs + 1_000)
+      if (this.reader !== undefined) {
+        this.reader.committed(partitions).then(
+          (offsets) => {
+            clearTimeout(timer)
+            resolve(offsets)
+          },
+          (err: unknown) => {
+            clearTimeout(timer)
+            reject(err instanceof Error ? err : new Error(String(err)))
+          },
+        )
+        return
+      }
       this.consumer.committed(partitions, timeoutMs, (err, offsets) => {
         clearTimeout(timer)
         if (err) reject(Object.assign(new Error(err.message), err))
@@ -151,9 +184,9 @@ export class GroupOffsets {
       } catch (err) {
         if (!(err instanceof OffsetsUnanswered)) throw err
         if (Date.now() - since >= TASK_TIMEOUT_MS) {
-          throw new PunctualError('ILLEGAL_STATE', `the group's offsets of ${partitions.length} input partitions were not answered in ${Math.round((Date.now() - since) / 1000)} s: ${PENDING_OFFSETS_HINT}`, { cause: err })
+          throw new PunctualError('ILLEGAL_STATE', `the group's offsets of ${partitions.length} input partitions were not answered in ${Math.round((Date.now() - since) / 1000)} s (last: ${err.message}): ${PENDING_OFFSETS_HINT}`, { cause: err })
         }
-        this.logger.warn({ waitedMs: Date.now() - since }, "the group's committed offsets were not answered: asking again")
+        this.logger.warn({ waitedMs: Date.now() - since }, `the group's committed offsets were not answered (${err.message}): asking again`)
       }
     }
     for (const c of committed) {
@@ -175,6 +208,7 @@ export class GroupOffsets {
 
   /** Rejects the commits still waiting for a result (the consumer is closing: none will come). */
   close(): void {
+    this.reader?.close()
     for (const done of this.pending.splice(0)) done({ message: 'the consumer closed', code: -185 })
   }
 }

@@ -45,7 +45,7 @@ import type { ProducerControl } from './task-producers.js'
 import { clientIdWithTopology, topologyFingerprint } from './topology-check.js'
 import type { TopicPlan } from './topics.js'
 import { StreamsGroupConsumer } from './streams-group/group-consumer.js'
-import { connectStreamsGroup } from './streams-group/group-wire.js'
+import { committedOffsets, connectGroupWire } from './streams-group/group-wire.js'
 import { taskOffsetSums } from './streams-group/task-offsets.js'
 import { securityName } from './wire-security.js'
 import { describeTopology } from './streams-group/topology-description.js'
@@ -142,7 +142,10 @@ export async function assembleParts(host: PartsHost, made: Array<() => Promise<u
   consumer.setDefaultConsumeTimeout(500)
   consumer.setDefaultIsTimeoutOnlyForFirstMessage(true)
   watchReports(consumer, 'consumer', logger, (err) => host.fail(err))
-  const offsets = new GroupOffsets(consumer, logger)
+  // A consumer group's offsets are read over the direct fetch's kind of connection where it runs (the streams group's consumer reads them so itself).
+  const reads = config.groupProtocol === 'consumer' && wire !== undefined ? await connectGroupWire(config.bootstrapServers, clientId, config.applicationId, config.wireSecurity) : undefined
+  if (reads !== undefined) made.push(async () => reads.close())
+  const offsets = new GroupOffsets(consumer, logger, reads === undefined ? undefined : { committed: (partitions) => committedOffsets(reads, partitions, exactlyOnce), close: () => reads.close() })
   // Task state on local disk: each commit leaves it there, a restore goes on from it.
   const checkpoints = CheckpointStore.open(config.stateDir)
   made.push(async () => checkpoints.close())
@@ -324,7 +327,7 @@ async function streamsGroupConsumer(host: PartsHost, settings: ClientSettings, c
   // The direct fetch's wire library is the streams group's too.
   await loadWire()
   if (wire === undefined) throw new PunctualError('DEPENDENCY_MISSING', "groupProtocol 'streams' needs the direct fetch's connections, which the client supplier does not give")
-  const group = await connectStreamsGroup(config.bootstrapServers, clientId, config.applicationId, config.wireSecurity)
+  const group = await connectGroupWire(config.bootstrapServers, clientId, config.applicationId, config.wireSecurity)
   // Kafka 4.2 and 4.3 refuse task offsets; 4.4 takes them (its assignor does not use them yet).
   const takesTaskOffsets = await group.takesTaskOffsets().catch((err: unknown) => {
     logger.debug({ err }, 'asking the cluster whether it takes task offsets failed: none are sent')

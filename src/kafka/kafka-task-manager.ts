@@ -70,6 +70,8 @@ export class KafkaTaskManager {
   /** A failed transaction is being aborted and its tasks rebuilt: nothing processes or commits meanwhile. */
   recovering = false
   private rebalancing: Promise<void> = Promise.resolve()
+  /** Why the group's offsets of tasks last went unanswered: said while the tasks wait, and when they give up. */
+  private lastUnanswered: string | undefined
   /** Partitions assigned to this instance, as `topic:partition` of the cluster. */
   private readonly assigned = new Set<string>()
 
@@ -261,8 +263,9 @@ export class KafkaTaskManager {
     }
     if (outcome === 'unanswered') {
       const waited = Date.now() - since
-      if (waited >= TASK_TIMEOUT_MS) throw new PunctualError('ILLEGAL_STATE', `the group's offsets of tasks ${ids.join(', ')} were not answered in ${Math.round(waited / 1000)} s: ${PENDING_OFFSETS_HINT}`)
-      logger.warn({ tasks: ids.join(','), waitedMs: waited }, "the group's offsets of the tasks were not answered: asked again after the group events that came meanwhile")
+      const last = this.lastUnanswered ?? 'no answer'
+      if (waited >= TASK_TIMEOUT_MS) throw new PunctualError('ILLEGAL_STATE', `the group's offsets of tasks ${ids.join(', ')} were not answered in ${Math.round(waited / 1000)} s (last: ${last}): ${PENDING_OFFSETS_HINT}`)
+      logger.warn({ tasks: ids.join(','), waitedMs: waited }, `the group's offsets of the tasks were not answered (${last}): asked again after the group events that came meanwhile`)
       this.enqueue(() => (this.parts.isRunning() && !this.recovering ? this.startAssignedTasks(since) : undefined))
       return
     }
@@ -306,7 +309,10 @@ export class KafkaTaskManager {
       return new Map(committed.map((c) => [`${c.topic}:${c.partition}`, { topic: c.topic, partition: c.partition, offset: c.offset ?? -1, ...(c.metadata === undefined ? {} : { metadata: c.metadata }) }]))
     } catch (err) {
       if (err instanceof AssignmentLost) return 'lost'
-      if (err instanceof OffsetsUnanswered) return 'unanswered'
+      if (err instanceof OffsetsUnanswered) {
+        this.lastUnanswered = err.message
+        return 'unanswered'
+      }
       throw err
     }
   }

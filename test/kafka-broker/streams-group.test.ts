@@ -4,8 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { kafkaProgram, kafkaTool } from '../../scripts/kafka-broker.mjs'
 import { QueryableStoreTypes, silentLogger as quiet, StreamsBuilder } from '../../src/index.js'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
-import { connectStreamsGroup } from '../../src/kafka/streams-group/group-wire.js'
-import type { StreamsGroupWire } from '../../src/kafka/streams-group/group-wire.js'
+import { connectGroupWire } from '../../src/kafka/streams-group/group-wire.js'
+import type { GroupWire } from '../../src/kafka/streams-group/group-wire.js'
 import { StreamsGroupMember } from '../../src/kafka/streams-group/member.js'
 import type { StreamsAssignment, TaskOffsetSums } from '../../src/kafka/streams-group/member.js'
 import type { HeartbeatRequest, HeartbeatResponse } from '../../src/kafka/streams-group/protocol.js'
@@ -30,7 +30,7 @@ const scheduler = timerScheduler(systemClock)
 interface Joined {
   readonly name: string
   readonly member: StreamsGroupMember
-  readonly wire: StreamsGroupWire
+  readonly wire: GroupWire
   readonly events: string[]
   /** While set, heartbeats wait (a paused process). */
   paused?: Promise<void>
@@ -57,7 +57,7 @@ describe('a streams group (KIP-1071) on the broker', () => {
   }
 
   async function join(app: string, name: string, taskOffsets?: () => TaskOffsetSums): Promise<Joined> {
-    const wire = await connectStreamsGroup(bootstrapServers(), `${app}-${name}`, app, undefined)
+    const wire = await connectGroupWire(bootstrapServers(), `${app}-${name}`, app, undefined)
     const events: string[] = []
     const j: Joined = { name, wire, events, member: undefined as unknown as StreamsGroupMember }
     const send = async (r: HeartbeatRequest): Promise<HeartbeatResponse> => {
@@ -263,7 +263,7 @@ describe('a streams group (KIP-1071) on the broker', () => {
     const app = `${run}-task-offsets`
     await broker.cluster.createTopic(`${app}-in`, PARTITIONS)
     await broker.cluster.createTopic(`${app}-out`, PARTITIONS)
-    const wire = await connectStreamsGroup(bootstrapServers(), `${app}-probe`, app, undefined)
+    const wire = await connectGroupWire(bootstrapServers(), `${app}-probe`, app, undefined)
     assert.equal(await wire.takesTaskOffsets(), true, 'the broker speaks StreamsGroupHeartbeat v1')
     wire.close()
     const a = await join(app, 'a', () => ({ offsets: new Map([['0_1', 42], ['0_3', 7]]), endOffsets: new Map([['0_1', 50]]) }))

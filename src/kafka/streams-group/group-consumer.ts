@@ -6,7 +6,8 @@ import type { ClusterWire } from '../broker-wire.js'
 import type { ClientCallback, ClientError, ClientSettings, CommittedOffset, GroupConsumer } from '../client-supplier.js'
 import type { TopicPartitionRef } from '../fetcher.js'
 import type { PartitionOffset } from '../kafka-commit-backend.js'
-import type { StreamsGroupWire } from './group-wire.js'
+import { committedOffsets } from './group-wire.js'
+import type { GroupWire } from './group-wire.js'
 import type { UserEndpoints } from './protocol.js'
 import { StreamsGroupMember } from './member.js'
 import type { MemberOptions, StreamsAssignment, TaskOffsetSums } from './member.js'
@@ -55,7 +56,7 @@ export class StreamsGroupConsumer extends EventEmitter implements GroupConsumer 
   constructor(
     settings: ClientSettings,
     private readonly options: MemberOptions,
-    private readonly group: StreamsGroupWire,
+    private readonly group: GroupWire,
     private readonly cluster: ClusterWire,
     clock: Clock,
     scheduler: Scheduler,
@@ -144,16 +145,8 @@ export class StreamsGroupConsumer extends EventEmitter implements GroupConsumer 
   }
 
   committed(partitions: TopicPartitionRef[], _timeoutMs: number, callback: (err: ClientError | null | undefined, offsets: CommittedOffset[]) => void): void {
-    this.group.committed(partitions, true).then(
-      (read) => {
-        const out: CommittedOffset[] = []
-        for (const p of partitions) {
-          const r = read.get(key(p))
-          if (r !== undefined && 'errorCode' in r) return callback({ message: `reading the streams group's offset of ${key(p)}: error ${r.errorCode}`, code: r.errorCode }, [])
-          out.push(r === undefined || r.offset < 0 ? { ...p, offset: -1 } : { ...p, offset: r.offset, ...(r.metadata === null ? {} : { metadata: r.metadata }) })
-        }
-        callback(null, out)
-      },
+    committedOffsets(this.group, partitions, true).then(
+      (offsets) => callback(null, offsets),
       (err: unknown) => callback({ message: (err as Error).message, code: (err as { code?: number }).code ?? TIMED_OUT }, []),
     )
   }

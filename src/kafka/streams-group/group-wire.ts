@@ -1,6 +1,8 @@
 import { loadWire, openLink, parseBootstrap, responseOf } from '../broker-wire.js'
 import type { WireLink } from '../broker-wire.js'
 import type { WireSecurity } from '../wire-security.js'
+import type { CommittedOffset } from '../client-supplier.js'
+import type { TopicPartitionRef } from '../fetcher.js'
 import type { HeartbeatTransport } from './member.js'
 import { COORDINATOR_NOT_READY, findCoordinator, heartbeatVersion } from './group-probe.js'
 import { HEARTBEAT_VERSION, readHeartbeat, STREAMS_GROUP_HEARTBEAT, writeHeartbeat } from './protocol.js'
@@ -9,8 +11,12 @@ import type { HeartbeatRequest, HeartbeatResponse, ProtocolReader, ProtocolWrite
 /** Errors after which the coordinator is looked up again. */
 const MOVED = COORDINATOR_NOT_READY
 
-/** A streams group member's requests to the group's coordinator, over `@platformatic/kafka`'s connections. */
-export interface StreamsGroupWire {
+/**
+ * Requests to a group's coordinator, over `@platformatic/kafka`'s connections: a streams group member's
+ * heartbeats and commits, and the committed offsets of any group (a consumer group's too: read as the
+ * group's, not as a member's, they do not depend on librdkafka's view of its coordinator).
+ */
+export interface GroupWire {
   readonly send: HeartbeatTransport
   /**
    * Commits offsets as member `memberId` at `memberEpoch` (OffsetCommit v9): the coordinator takes them
@@ -31,7 +37,7 @@ export interface StreamsGroupWire {
  * FindCoordinator (v6) through a bootstrap server, and found again after a connection failure or an
  * answer saying it moved (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS).
  */
-export async function connectStreamsGroup(bootstrapServers: string, clientId: string, groupId: string, security: WireSecurity | undefined): Promise<StreamsGroupWire> {
+export async function connectGroupWire(bootstrapServers: string, clientId: string, groupId: string, security: WireSecurity | undefined): Promise<GroupWire> {
   const lib = await loadWire()
   const heartbeatApi = lib.createAPI(STREAMS_GROUP_HEARTBEAT, HEARTBEAT_VERSION, ((r: HeartbeatRequest) => writeHeartbeat(lib.Writer.create() as ProtocolWriter, r)) as never, (_c, _k, _v, reader) => readHeartbeat(reader as unknown as ProtocolReader))
   const bootstrap = parseBootstrap(bootstrapServers)
@@ -84,7 +90,7 @@ export async function connectStreamsGroup(bootstrapServers: string, clientId: st
   }
   /** Runs `call` on the coordinator's connection; a failure, or an answer that it moved, makes the next call find it again. */
   const onCoordinator = async <T>(call: (link: WireLink) => Promise<T>, moved: (result: T) => boolean): Promise<T> => {
-    if (closed) throw new Error(`the streams group connection of ${groupId} is closed`)
+    if (closed) throw new Error(`the connection to the coordinator of group ${groupId} is closed`)
     let link = linked()
     if (gone((await link).connection)) {
       forget(link)
@@ -152,4 +158,27 @@ function byTopic<P extends { topic: string }>(partitions: readonly P[]): Array<[
   const out = new Map<string, P[]>()
   for (const p of partitions) out.set(p.topic, [...(out.get(p.topic) ?? []), p])
   return [...out]
+}
+
+/** OffsetFetch's answer for a partition whose offsets a pending transaction holds (asked for stable offsets). */
+const UNSTABLE_OFFSET_COMMIT = 88
+
+/**
+ * The group's committed offsets of `partitions`, read through `group` (stable ones with `requireStable`);
+ * -1 where none is. A partition's error rejects with its code, a pending transaction's (88,
+ * UNSTABLE_OFFSET_COMMIT) saying so.
+ */
+export async function committedOffsets(group: GroupWire, partitions: readonly TopicPartitionRef[], requireStable: boolean): Promise<CommittedOffset[]> {
+  const read = await group.committed(partitions, requireStable)
+  return partitions.map((p) => {
+    const r = read.get(`${p.topic}:${p.partition}`)
+    if (r !== undefined && 'errorCode' in r) {
+      const why = r.errorCode === UNSTABLE_OFFSET_COMMIT ? 'a transaction holding its offsets is still pending (UNSTABLE_OFFSET_COMMIT)' : `error ${r.errorCode}`
+      throw Object.assign(new Error(`the group's offset of ${p.topic}-${p.partition}: ${why}`), { code: r.errorCode })
+    }
+    if (r === undefined || r.offset < 0) return { ...p, offset: -1 }
+    // librdkafka writes a commit's metadata with its C string's terminating NUL, and strips it when it reads it back.
+    const metadata = r.metadata?.replace(/\0+$/, '')
+    return { ...p, offset: r.offset, ...(metadata === undefined ? {} : { metadata }) }
+  })
 }
