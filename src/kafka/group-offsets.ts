@@ -65,6 +65,19 @@ export interface CommittedReader {
   close(): void
 }
 
+/** How long a partition's watermarks are asked for again while the answer is a transient one. */
+const WATERMARKS_RETRY_MS = 30_000
+/** Answers to a watermarks query that a broker just restarted gives for a while. */
+const WATERMARKS_TRANSIENT = new Set([
+  -190, // local: unknown partition (the client's metadata not refreshed yet)
+  -185, // local: timed out
+  -187, // local: all brokers down
+  -195, // local: broker transport failure
+  3, // UNKNOWN_TOPIC_OR_PARTITION
+  5, // LEADER_NOT_AVAILABLE
+  6, // NOT_LEADER_OR_FOLLOWER
+])
+
 /** The consumer's assignment was lost (its member fenced) while the runtime waited for the group's offsets. */
 export class AssignmentLost extends Error {}
 
@@ -197,13 +210,26 @@ export class GroupOffsets {
     }
   }
 
-  /** A partition's offsets (log start and high watermark), asked of the broker. */
-  watermarks(topic: string, partition: number): Promise<{ lowOffset: number; highOffset: number }> {
-    return new Promise((resolve, reject) =>
-      this.consumer.queryWatermarkOffsets(topic, partition, CALL_TIMEOUT_MS, (err, offsets) =>
-        err ? reject(new PunctualError('ILLEGAL_STATE', `reading the offsets of ${topic}-${partition}: ${err.message}`, { cause: err })) : resolve(offsets),
-      ),
-    )
+  /**
+   * A partition's offsets (log start and high watermark), asked of the broker. Asked again for up to
+   * WATERMARKS_RETRY_MS while the answer is one a broker just restarted gives (the client's metadata
+   * not yet refreshed: "Unknown partition"; no leader yet; the cluster away).
+   */
+  async watermarks(topic: string, partition: number): Promise<{ lowOffset: number; highOffset: number }> {
+    const since = Date.now()
+    for (let pause = 100; ; pause = Math.min(2 * pause, 2_000)) {
+      try {
+        return await new Promise<{ lowOffset: number; highOffset: number }>((resolve, reject) =>
+          this.consumer.queryWatermarkOffsets(topic, partition, CALL_TIMEOUT_MS, (err, offsets) => (err ? reject(err) : resolve(offsets))),
+        )
+      } catch (err) {
+        const e = err as ClientError
+        if (!WATERMARKS_TRANSIENT.has(e.code) || Date.now() - since + pause > WATERMARKS_RETRY_MS) {
+          throw new PunctualError('ILLEGAL_STATE', `reading the offsets of ${topic}-${partition}: ${e.message}`, { cause: err })
+        }
+        await new Promise((resolve) => setTimeout(resolve, pause))
+      }
+    }
   }
 
   /** Rejects the commits still waiting for a result (the consumer is closing: none will come). */

@@ -95,3 +95,25 @@ describe('committedOffsets (a group wire\'s answer)', () => {
     await assert.rejects(committedOffsets(wire(new Map([['in:0', { errorCode: 30 }]]), []), [{ topic: 'in', partition: 0 }], false), (e: unknown) => (e as { code?: number }).code === 30)
   })
 })
+
+describe('GroupOffsets.watermarks', () => {
+  /** A consumer whose watermark queries give these answers in turn (a number: that error code). */
+  const answering = (answers: Array<number | { lowOffset: number; highOffset: number }>): GroupConsumer =>
+    ({
+      on: () => {},
+      queryWatermarkOffsets: (_t: string, _p: number, _ms: number, cb: (err: ClientError | null, o: { lowOffset: number; highOffset: number }) => void) => {
+        const a = answers.shift()
+        setImmediate(() => (typeof a === 'number' ? cb({ message: `error ${a}`, code: a }, { lowOffset: -1, highOffset: -1 }) : cb(null, a as { lowOffset: number; highOffset: number })))
+      },
+    }) as unknown as GroupConsumer
+
+  it('asks again while the answer is one a broker just restarted gives (the client does not know the partition yet, no leader)', async () => {
+    const answers = [-190, 5, { lowOffset: 3, highOffset: 9 }]
+    assert.deepEqual(await new GroupOffsets(answering(answers), silentLogger).watermarks('c', 0), { lowOffset: 3, highOffset: 9 })
+    assert.equal(answers.length, 0)
+  })
+
+  it('fails at once on any other answer, naming the partition', async () => {
+    await assert.rejects(new GroupOffsets(answering([29, { lowOffset: 0, highOffset: 0 }]), silentLogger).watermarks('c', 1), /reading the offsets of c-1: error 29/)
+  })
+})
