@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, afterEach, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { restartBroker, startBroker, stopBroker } from '../../scripts/kafka-broker.mjs'
+import { kafkaTool, restartBroker, startBroker, stopBroker } from '../../scripts/kafka-broker.mjs'
 import type { TextRecord } from './cluster.js'
 import { TestCluster } from './cluster.js'
 import { Instance, processedTo } from './processes.js'
@@ -138,6 +138,7 @@ describe('KafkaRuntime across broker outages, instances as processes', { skip: O
       return live.reduce((n, i) => n + i.tasks.length, 0) === PARTITIONS && live.every((i) => i.restoring.length === 0) && processedTo(live, a.input, end) && end.every((e, p) => committed[p] === e)
     }
     const settled = new Map<Guarantee, boolean>()
+    const leftPending = new Set<Guarantee>()
     for (const a of apps) {
       const t0 = Date.now()
       try {
@@ -146,7 +147,20 @@ describe('KafkaRuntime across broker outages, instances as processes', { skip: O
         process.stdout.write(`# ${a.guarantee}: done ${((Date.now() - t0) / 1000).toFixed(1)} s after the broker came back (or the application before it); ${seen([a])}\n`)
       } catch (err) {
         settled.set(a.guarantee, false)
-        problems.push(`${a.guarantee}: hangs, ${(Date.now() - stoppedAt) / 1000 - seconds} s after the broker came back: ${(err as Error).message}; ${a.instances.map(warnings).join('; ')}`)
+        // The broker can come back with a transaction that holds offsets of the group pending for good
+        // (its markers never written, or a hanging transaction): no instance can start the tasks of those
+        // partitions, and each stops after its task timeout saying so, as Kafka Streams does, rather than
+        // guess (as broker-restart.test.ts accepts too). Only the coordinator's own answer counts here.
+        // An instance's task timeout runs from when it began to wait, some seconds after the broker came back.
+        const pendingFailure = (i: Instance): boolean => i.failure !== undefined && /were not answered in \d+ s \(last: .*UNSTABLE_OFFSET_COMMIT/.test(i.failure)
+        await until(`${a.guarantee}: an instance stopped by a pending transaction`, () => a.instances.some(pendingFailure), 60_000).catch(() => {})
+        const pending = a.instances.find(pendingFailure)
+        const hanging = kafkaTool('org.apache.kafka.tools.TransactionsCommand', ['--bootstrap-server', broker.bootstrap, 'find-hanging', '--broker-id', '1'])
+        const evidence = `kafka-transactions.sh find-hanging: ${(hanging.stdout || hanging.stderr).trim().replace(/\s+/g, ' ').slice(0, 600)}`
+        if (pending !== undefined) {
+          leftPending.add(a.guarantee)
+          process.stdout.write(`# ${a.guarantee}: the broker left a transaction holding the group's offsets pending after its restart; ${pending.name} stopped after its task timeout saying so (${pending.failure?.slice(0, 200)}...); ${evidence}; ${seen([a])}\n`)
+        } else problems.push(`${a.guarantee}: hangs, ${(Date.now() - stoppedAt) / 1000 - seconds} s after the broker came back: ${(err as Error).message}; ${a.instances.map(warnings).join('; ')}; ${evidence}`)
       }
     }
     // An instance that stopped must say why: that the broker could not be reached, naming it (as start()
@@ -171,8 +185,14 @@ describe('KafkaRuntime across broker outages, instances as processes', { skip: O
       } else if (how !== 0 && i.failure === undefined) problems.push(`${i.name} ended (${how}) after SIGINT without a clear error`)
     }
 
-    // What a recovered application committed.
+    // What a recovered application committed; under exactly-once, what one stopped by a pending transaction did.
     for (const a of apps) {
+      if (leftPending.has(a.guarantee)) {
+        const out = lines(await cluster.readAll(a.output, PARTITIONS))
+        const wrong = a.guarantee === 'exactly_once_v2' ? outputDifference(expected, out).extra : []
+        if (wrong.length > 0) problems.push(`${a.guarantee}: stopped by a pending transaction, it committed ${wrong.length} records a single embedded run does not have (${wrong.slice(0, 5).join(' ')})`)
+        continue
+      }
       if (settled.get(a.guarantee) !== true || a.instances.every((i) => i.exit !== 0)) continue
       const out = lines(await cluster.readAll(a.output, PARTITIONS))
       if (a.guarantee === 'exactly_once_v2') {
