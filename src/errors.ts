@@ -1,3 +1,5 @@
+import { consoleLogger, guardedLogger, notALogger } from './util/logger.js'
+import type { Logger } from './util/logger.js'
 /**
  * Every error punctual raises carries a code from this one list, so callers can branch on `err.code`
  * instead of parsing messages.
@@ -90,4 +92,12 @@ export function checkStateDir(where: string, stateDir: unknown): void {
 export function checkDeadLetterTopic(where: string, topic: unknown): string | undefined {
   if (topic !== undefined && (typeof topic !== 'string' || topic.length === 0)) throw invalidConfig(where, `deadLetterTopic must be a non-empty topic name, got ${JSON.stringify(topic)}`)
   return topic
+}
+
+/** A runtime config's optional `logger`: a pino-compatible one, guarded (`guardedLogger`); the default writes readable lines. */
+export function checkLogger(where: string, logger: unknown): Logger {
+  if (logger === undefined) return consoleLogger
+  const bad = notALogger(logger)
+  if (bad !== undefined) throw invalidConfig(where, `logger must be a pino-compatible logger, with the methods debug, info, warn and error: ${bad}`)
+  return guardedLogger(logger as Logger)
 }

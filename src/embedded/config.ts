@@ -1,10 +1,9 @@
-import { checkDeadLetterTopic, checkStateDir, configInt, invalidConfig } from '../errors.js'
+import { checkDeadLetterTopic, checkLogger, checkStateDir, configInt, invalidConfig } from '../errors.js'
 import { ErrorHandlers } from '../processor/errors.js'
 import { checkTimestampExtractor } from '../processor/timestamp-extractor.js'
 import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
 import { systemClock } from '../time/clock.js'
 import { isScheduler, timerScheduler } from '../time/scheduler.js'
-import { consoleLogger, guardedLogger, notALogger } from '../util/logger.js'
 import { temporaryStateDir } from '../util/state-dir.js'
 import type { ChangelogListener } from '../runtime/changelog.js'
 import type { RuntimeConfig } from '../runtime/config.js'
@@ -72,9 +71,7 @@ export function validateEmbeddedConfig(config: EmbeddedRuntimeConfig): ValidEmbe
   if (config.changelog !== undefined && typeof config.changelog !== 'function') {
     throw invalidConfig(where, `changelog must be a function (changes) => void, got ${typeof config.changelog}`)
   }
-  const badLogger = config.logger === undefined ? undefined : notALogger(config.logger)
-  if (badLogger !== undefined) throw invalidConfig(where, `logger must be a pino-compatible logger, with the methods debug, info, warn and error: ${badLogger}`)
-  const logger = config.logger === undefined ? consoleLogger : guardedLogger(config.logger)
+  const logger = checkLogger(where, config.logger)
   const clock = config.clock ?? systemClock
   if (config.scheduler !== undefined && !isScheduler(config.scheduler)) throw invalidConfig(where, 'scheduler must have at(dueMs, callback) returning a cancel function')
   return {

@@ -1,4 +1,4 @@
-import { checkDeadLetterTopic, checkStateDir, configInt, invalidConfig } from '../errors.js'
+import { checkDeadLetterTopic, checkLogger, checkStateDir, configInt, invalidConfig } from '../errors.js'
 import type { ErrorHandler } from '../processor/errors.js'
 import { checkTimestampExtractor } from '../processor/timestamp-extractor.js'
 import type { TimestampExtractor } from '../processor/timestamp-extractor.js'
@@ -6,7 +6,6 @@ import { systemClock } from '../time/clock.js'
 import type { Clock } from '../time/clock.js'
 import { isScheduler, timerScheduler } from '../time/scheduler.js'
 import type { Scheduler } from '../time/scheduler.js'
-import { consoleLogger, guardedLogger, notALogger } from '../util/logger.js'
 import type { Logger } from '../util/logger.js'
 import { temporaryStateDir } from '../util/state-dir.js'
 import { validateMetricsEndpoint } from '../monitoring/metrics-server.js'
@@ -186,9 +185,7 @@ export function validateKafkaRuntimeConfig(config: KafkaRuntimeConfig): ValidKaf
   if (groupProtocol === 'streams' && (unsupported !== undefined || config.directFetch === false)) {
     throw invalidConfig(where, `groupProtocol 'streams' speaks to the group coordinator over the direct fetch's connections, but ${unsupported ?? 'directFetch is false'}; use groupProtocol 'consumer'`)
   }
-  const badLogger = config.logger === undefined ? undefined : notALogger(config.logger)
-  if (badLogger !== undefined) throw invalidConfig(where, `logger must be a pino-compatible logger, with the methods debug, info, warn and error: ${badLogger}`)
-  const logger = config.logger === undefined ? consoleLogger : guardedLogger(config.logger)
+  const logger = checkLogger(where, config.logger)
   const deadLetterTopic = checkDeadLetterTopic(where, config.deadLetterTopic)
   const clock = config.clock ?? systemClock
   if (config.scheduler !== undefined && !isScheduler(config.scheduler)) throw invalidConfig(where, 'scheduler must have at(dueMs, callback) returning a cancel function')

@@ -70,8 +70,6 @@ export class KafkaTaskManager {
   /** A failed transaction is being aborted and its tasks rebuilt: nothing processes or commits meanwhile. */
   recovering = false
   private rebalancing: Promise<void> = Promise.resolve()
-  /** Why the group's offsets of tasks last went unanswered: said while the tasks wait, and when they give up. */
-  private lastUnanswered: string | undefined
   /** Partitions assigned to this instance, as `topic:partition` of the cluster. */
   private readonly assigned = new Set<string>()
 
@@ -256,21 +254,21 @@ export class KafkaTaskManager {
     if (this.parts.taskProducers !== undefined) ids = await this.parts.taskProducers.open(ids)
     if (ids.length === 0) return
     const stable = await this.stableOffsets(ids)
-    const outcome = typeof stable === 'string' || this.parts.exactlyOnce ? stable : await this.claim(ids, stable)
+    const outcome = !(stable instanceof Map) || this.parts.exactlyOnce ? stable : await this.claim(ids, stable)
     if (outcome === 'lost') {
       logger.info({ tasks: ids.join(',') }, 'the assignment was lost while the group offsets were read: the tasks wait for the next one')
       return
     }
-    if (outcome === 'unanswered') {
+    if (outcome instanceof OffsetsUnanswered || outcome === 'unanswered') {
       const waited = Date.now() - since
-      const last = this.lastUnanswered ?? 'no answer'
+      const last = outcome === 'unanswered' ? "the claim's commit lapsed" : outcome.message
       if (waited >= TASK_TIMEOUT_MS) throw new PunctualError('ILLEGAL_STATE', `the group's offsets of tasks ${ids.join(', ')} were not answered in ${Math.round(waited / 1000)} s (last: ${last}): ${PENDING_OFFSETS_HINT}`)
       logger.warn({ tasks: ids.join(','), waitedMs: waited }, `the group's offsets of the tasks were not answered (${last}): asked again after the group events that came meanwhile`)
       this.enqueue(() => (this.parts.isRunning() && !this.recovering ? this.startAssignedTasks(since) : undefined))
       return
     }
     // A fetcher that chooses its own positions starts at the group's offsets (the task reads from there).
-    if (typeof stable !== 'string') this.parts.fetcher.fetchFrom([...stable.values()].map((c) => ({ topic: c.topic, partition: c.partition, offset: c.offset })))
+    if (stable instanceof Map) this.parts.fetcher.fetchFrom([...stable.values()].map((c) => ({ topic: c.topic, partition: c.partition, offset: c.offset })))
     await restore.load(ids)
     tasks.assign(ids, (taskId) => restore.source(taskId))
     loop.scheduleRun()
@@ -303,16 +301,14 @@ export class KafkaTaskManager {
    * a last stable offset short of the previous owner's last commit, and resume from older positions
    * than the records it already processed.
    */
-  private async stableOffsets(ids: readonly string[]): Promise<Map<string, PartitionOffset> | 'lost' | 'unanswered'> {
+  private async stableOffsets(ids: readonly string[]): Promise<Map<string, PartitionOffset> | 'lost' | OffsetsUnanswered> {
     try {
       const committed = await this.parts.offsets.committed(this.inputPartitions(ids), STABLE_ROUND_MS)
       return new Map(committed.map((c) => [`${c.topic}:${c.partition}`, { topic: c.topic, partition: c.partition, offset: c.offset ?? -1, ...(c.metadata === undefined ? {} : { metadata: c.metadata }) }]))
     } catch (err) {
       if (err instanceof AssignmentLost) return 'lost'
-      if (err instanceof OffsetsUnanswered) {
-        this.lastUnanswered = err.message
-        return 'unanswered'
-      }
+      // Unanswered: said while the tasks wait, and when they give up.
+      if (err instanceof OffsetsUnanswered) return err
       throw err
     }
   }

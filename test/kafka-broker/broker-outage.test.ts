@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import { after, afterEach, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { kafkaTool, restartBroker, startBroker, stopBroker } from '../../scripts/kafka-broker.mjs'
+import { restartBroker, startBroker, stopBroker } from '../../scripts/kafka-broker.mjs'
 import type { TextRecord } from './cluster.js'
 import { TestCluster } from './cluster.js'
 import { Instance, processedTo } from './processes.js'
+import { transactionsReport } from './transactions.js'
 import type { InstanceArgs } from './processes.js'
 import { counts, embedded, lines, outputDifference, PARTITIONS, records, until } from './workload.js'
 
@@ -155,8 +156,7 @@ describe('KafkaRuntime across broker outages, instances as processes', { skip: O
         const pendingFailure = (i: Instance): boolean => i.failure !== undefined && /were not answered in \d+ s \(last: .*UNSTABLE_OFFSET_COMMIT/.test(i.failure)
         await until(`${a.guarantee}: an instance stopped by a pending transaction`, () => a.instances.some(pendingFailure), 60_000).catch(() => {})
         const pending = a.instances.find(pendingFailure)
-        const hanging = kafkaTool('org.apache.kafka.tools.TransactionsCommand', ['--bootstrap-server', broker.bootstrap, 'find-hanging', '--broker-id', '1'])
-        const evidence = `kafka-transactions.sh find-hanging: ${(hanging.stdout || hanging.stderr).trim().replace(/\s+/g, ' ').slice(0, 600)}`
+        const evidence = transactionsReport(broker.bootstrap)
         if (pending !== undefined) {
           leftPending.add(a.guarantee)
           process.stdout.write(`# ${a.guarantee}: the broker left a transaction holding the group's offsets pending after its restart; ${pending.name} stopped after its task timeout saying so (${pending.failure?.slice(0, 200)}...); ${evidence}; ${seen([a])}\n`)

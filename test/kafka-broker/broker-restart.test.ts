@@ -2,9 +2,10 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { KafkaRuntime } from '../../src/kafka/kafka-runtime.js'
-import { kafkaTool, restartBroker, startBroker, stopBroker } from '../../scripts/kafka-broker.mjs'
+import { restartBroker, startBroker, stopBroker } from '../../scripts/kafka-broker.mjs'
 import { TestCluster } from './cluster.js'
 import { keptLog } from './kept-log.js'
+import { transactionsReport } from './transactions.js'
 import { embedded, lines, PARTITIONS, records, until, windowedFinal } from './workload.js'
 
 // A broker of its own, which it stops and starts again mid-run (the other tests share theirs).
@@ -77,7 +78,7 @@ describe('KafkaRuntime across a broker restart', () => {
         // twice, none with another count.
         // The coordinator's own answer says so (UNSTABLE_OFFSET_COMMIT), and the broker's tools show the transaction.
         if (exactlyOnce && errors.length > 0 && errors.every((e) => /were not answered in \d+ s \(last: .*UNSTABLE_OFFSET_COMMIT.*\): a transaction holding offsets of the group is still pending/.test(e.message))) {
-          console.log(`the broker left a transaction pending after its restart: the runtime stopped after its task timeout (${errors[0]!.message.slice(0, 80)}...); ${out.length} of ${expected.length} final windows were committed; ${pendingTransactions(broker.bootstrap)}`)
+          console.log(`the broker left a transaction pending after its restart: the runtime stopped after its task timeout (${errors[0]!.message.slice(0, 80)}...); ${out.length} of ${expected.length} final windows were committed; ${transactionsReport(broker.bootstrap)}`)
           assert.equal(new Set(out).size, out.length, 'no final window committed twice')
           assert.deepEqual(out.filter((l) => !expected.includes(l)), [], 'every committed window is one of a single embedded run')
           return
@@ -89,14 +90,3 @@ describe('KafkaRuntime across a broker restart', () => {
     )
   }
 })
-
-/** What the broker's kafka-transactions.sh says of the cluster's transactions: those it finds hanging, and every transactional id's state. */
-function pendingTransactions(bootstrap: string): string {
-  const run = (...args: string[]): string => {
-    const r = kafkaTool('org.apache.kafka.tools.TransactionsCommand', ['--bootstrap-server', bootstrap, ...args])
-    return (r.stdout || r.stderr).trim().replace(/\s+/g, ' ').slice(0, 800)
-  }
-  // The test broker's __consumer_offsets has 4 partitions (scripts/kafka/server.properties): a transaction open on one holds the group's offsets there.
-  const producers = [0, 1, 2, 3].map((p) => `__consumer_offsets-${p}: ${run('describe-producers', '--topic', '__consumer_offsets', '--partition', String(p))}`).join('; ')
-  return `kafka-transactions.sh find-hanging: ${run('find-hanging', '--broker-id', '1')}; list: ${run('list')}; describe-producers: ${producers}`
-}
