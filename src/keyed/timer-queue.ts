@@ -43,10 +43,13 @@ function timerHash(owner: number, key: StoreKey, timestamp: number): number {
  * A delete takes the timer out of the hash set at once and clears its key: its heap slot is dead, and is
  * dropped when it reaches the head or when dead slots outnumber pending timers (then the heap is rebuilt
  * without them). Finding a timer's slot would mean keeping its position up to date on every move.
+ *
+ * The arrays grow by half when full, and shrink once pending timers fill under a quarter of them: a
+ * burst (a backlog's catch-up, a window end for every key) does not keep its memory once it has fired.
  */
 export class TimerQueue {
   private capacity = INITIAL_CAPACITY
-  private readonly keys: Array<StoreKey | undefined> = []
+  private keys: Array<StoreKey | undefined> = []
   private num = new Float64Array(3 * INITIAL_CAPACITY)
   private int = new Int32Array(this.num.buffer)
   /** Ids handed out so far; the free ones are linked from `freeId`. */
@@ -64,6 +67,11 @@ export class TimerQueue {
   /** Pending timers. */
   get size(): number {
     return this.used - this.dead
+  }
+
+  /** Timers the arrays have room for now (what the queue's memory is sized by). */
+  get capacityNow(): number {
+    return this.capacity
   }
 
   /** The earliest pending timestamp; Infinity when none. */
@@ -98,6 +106,7 @@ export class TimerQueue {
     this.keys[id] = undefined
     const seq = this.num[3 * id + 1] as number
     if (++this.dead > this.used - this.dead) this.compact()
+    this.shrinkIfSparse()
     return seq
   }
 
@@ -117,6 +126,7 @@ export class TimerQueue {
     this.unlink(this.entryOf(id))
     this.keys[id] = undefined
     this.removeHead()
+    this.shrinkIfSparse()
     return polled
   }
 
@@ -191,14 +201,16 @@ export class TimerQueue {
     const old = this.table
     this.table = new Int32Array(2 * size)
     this.mask = size - 1
-    for (let e = 0; e < old.length; e += 2) {
-      if (old[e] === 0) continue
-      const h = old[e + 1] as number
-      let to = h & this.mask
-      while (this.table[2 * to] !== 0) to = (to + 1) & this.mask
-      this.table[2 * to] = old[e] as number
-      this.table[2 * to + 1] = h
-    }
+    for (let e = 0; e < old.length; e += 2) if (old[e] !== 0) this.insert((old[e] as number) - 1, old[e + 1] as number)
+  }
+
+  /** Puts timer `id`, of hash `h`, in the first empty entry from its home. */
+  private insert(id: number, h: number): void {
+    const { table, mask } = this
+    let e = h & mask
+    while (table[2 * e] !== 0) e = (e + 1) & mask
+    table[2 * e] = id + 1
+    table[2 * e + 1] = h
   }
 
   // Timers by id.
@@ -239,6 +251,49 @@ export class TimerQueue {
     ids.set(this.ids)
     this.ids = ids
     this.capacity = capacity
+  }
+
+  private shrinkIfSparse(): void {
+    if (this.capacity > INITIAL_CAPACITY && 4 * (this.used - this.dead) < this.capacity) this.shrink()
+  }
+
+  /**
+   * Moves the pending timers into arrays with room for twice as many (at least the initial size), each
+   * timer's id becoming its heap slot: the heap keeps its order, and the ids have no gaps.
+   */
+  private shrink(): void {
+    if (this.dead > 0) this.compact()
+    const n = this.used
+    const capacity = Math.max(INITIAL_CAPACITY, 2 * n)
+    const num = new Float64Array(3 * capacity)
+    const int = new Int32Array(num.buffer)
+    const ids = new Int32Array(capacity)
+    const keys: Array<StoreKey | undefined> = []
+    for (let p = 0; p < n; p++) {
+      const id = this.ids[p] as number
+      keys.push(this.keys[id])
+      num[3 * p] = this.num[3 * id] as number
+      num[3 * p + 1] = this.num[3 * id + 1] as number
+      int[6 * p + 4] = this.int[6 * id + 4] as number
+      int[6 * p + 5] = this.int[6 * id + 5] as number
+      ids[p] = p
+    }
+    const slots = new Float64Array(2 * capacity)
+    slots.set(this.slots.subarray(0, 2 * n))
+    this.capacity = capacity
+    this.num = num
+    this.int = int
+    this.ids = ids
+    this.keys = keys
+    this.slots = slots
+    this.idLimit = n
+    this.freeId = -1
+    // Sized for the new capacity, as for the arrays: not for a rehash a few registrations later.
+    let size = 2 * INITIAL_CAPACITY
+    while (4 * capacity > 3 * size) size *= 2
+    this.table = new Int32Array(2 * size)
+    this.mask = size - 1
+    for (let id = 0; id < n; id++) this.insert(id, int[6 * id + 4] as number)
   }
 
   // The heap.

@@ -47,19 +47,21 @@ describe('TimerQueue (set-semantic priority queue)', () => {
 
   // Short runs stay within the first arrays; long ones over few keys and times grow them and leave long
   // probe runs in the hash set, which removals then shift back. Peeking drops deleted timers from the head
-  // of the heap: without a peek after each operation, they stay there until a poll or a compaction.
+  // of the heap: without a peek after each operation, they stay there until a poll or a compaction. With
+  // many distinct timers and more polls, the arrays fill and then shrink as polls drain them.
   const shapes = [
-    { name: 'short runs', ops: 80, keys: 5, times: 20, runs: 1000, peekEachOp: true },
-    { name: 'long runs, growing past the first arrays', ops: 600, keys: 40, times: 30, runs: 150, peekEachOp: true },
-    { name: 'no peeks between operations, few timers', ops: 200, keys: 2, times: 5, runs: 1000, peekEachOp: false },
+    { name: 'short runs', ops: 80, keys: 5, times: 20, runs: 1000, peekEachOp: true, addWeight: 6, pollWeight: 1 },
+    { name: 'long runs, growing past the first arrays', ops: 600, keys: 40, times: 30, runs: 150, peekEachOp: true, addWeight: 6, pollWeight: 1 },
+    { name: 'no peeks between operations, few timers', ops: 200, keys: 2, times: 5, runs: 1000, peekEachOp: false, addWeight: 6, pollWeight: 1 },
+    { name: 'arrays filled and drained, so they shrink', ops: 1500, keys: 100, times: 40, runs: 60, peekEachOp: false, addWeight: 40, pollWeight: 1 },
   ]
   for (const shape of shapes) {
     it(`matches a naive set for random add/remove/poll sequences (property, ${shape.name})`, () => {
       // Two owners: a timer's owner is kept apart from its heap slot, and must come back with it.
       type Op = { t: 'add' | 'remove'; owner: number; key: number; ts: number } | { t: 'poll' | 'pollOne'; ts: number } | { t: 'check' }
       const op = fc.oneof(
-        { weight: 6, arbitrary: fc.record({ t: fc.constantFrom<'add' | 'remove'>('add', 'add', 'remove'), owner: fc.nat(1), key: fc.nat(shape.keys), ts: fc.nat(shape.times) }) },
-        { weight: 1, arbitrary: fc.record({ t: fc.constantFrom<'poll' | 'pollOne'>('poll', 'pollOne'), ts: fc.nat(shape.times) }) },
+        { weight: shape.addWeight, arbitrary: fc.record({ t: fc.constantFrom<'add' | 'remove'>('add', 'add', 'remove'), owner: fc.nat(1), key: fc.nat(shape.keys), ts: fc.nat(shape.times) }) },
+        { weight: shape.pollWeight, arbitrary: fc.record({ t: fc.constantFrom<'poll' | 'pollOne'>('poll', 'pollOne'), ts: fc.nat(shape.times) }) },
         { weight: 1, arbitrary: fc.constant<Op>({ t: 'check' }) },
       ) as fc.Arbitrary<Op>
       fc.assert(
@@ -182,6 +184,26 @@ describe('TimerQueue (set-semantic priority queue)', () => {
     for (let i = 0; i < 10; i++) assert.ok(q.remove(0, `long-${i}`, 1_000_000 + i) >= 0, `long-${i} is found`)
     assert.equal(q.size, 0)
   })
+
+  for (const leave of ['fired', 'deleted'] as const) {
+    it(`gives back the memory of a burst once its timers are ${leave}, and keeps the ones still pending`, () => {
+      const q = new TimerQueue()
+      let seq = 0
+      for (let i = 0; i < 10; i++) q.add(1, `long-${i}`, 1_000_000 + i, seq++)
+      for (let i = 0; i < 100_000; i++) q.add(0, `k${i}`, i, seq++)
+      assert.ok(q.capacityNow >= 100_010)
+      if (leave === 'fired') assert.equal(drain(q, 99_999).length, 100_000)
+      else for (let i = 0; i < 100_000; i++) assert.equal(q.remove(0, `k${i}`, i), 10 + i)
+      assert.equal(q.size, 10)
+      assert.equal(q.capacityNow, 64, 'back to the first arrays')
+      for (let i = 0; i < 10; i++) assert.equal(q.add(1, `long-${i}`, 1_000_000 + i, -1), false, `long-${i} is still pending`)
+      assert.equal(q.remove(1, 'long-3', 1_000_003), 3)
+      assert.deepEqual(q.list(1, 'long-4').map((e) => [e.timestamp, e.seq]), [[1_000_004, 4]])
+      assert.equal(q.add(0, 'again', 5, seq), true, 'a new timer, earlier than the rest')
+      const rest = [0, 1, 2, 4, 5, 6, 7, 8, 9].map((i) => `long-${i}@${1_000_000 + i}/${i}`)
+      assert.deepEqual(drain(q, Infinity), [`again@5/${seq}`, ...rest])
+    })
+  }
 
   it('a large queue, all due, fires in order while timers are registered and deleted mid-way', () => {
     const q = new TimerQueue()
