@@ -5,6 +5,8 @@ import type { ClusterWire } from './broker-wire.js'
 import type { RestoreConsumer } from './changelog-reader.js'
 import type { KafkaJsLogger, LibrdkafkaLogLine } from './client-logs.js'
 import { loadKafkaClient } from './client.js'
+import { checkClientFeatures } from './client-features.js'
+import type { ClientBuild } from './client-features.js'
 import type { FetchingConsumer, TopicPartitionRef } from './fetcher.js'
 import type { GlobalConsumer } from './global-reader.js'
 import type { GroupAdmin } from './instance-metadata.js'
@@ -134,13 +136,19 @@ export interface AdminClient extends TopicAdmin, GroupAdmin, GroupLister {
 /** The clients of `@confluentinc/kafka-javascript` (loaded on first use: an optional peer dependency). */
 export async function confluentClientSupplier(): Promise<KafkaClientSupplier> {
   const client = await loadKafkaClient()
-  const consumer = (settings: ClientSettings): never => new client.RdKafka.KafkaConsumer(settings as Client.ConsumerGlobalConfig) as never
+  // The CommonJS module's own exports: the ESM namespace names only KafkaJS and RdKafka.
+  const build = (client as unknown as { default?: Partial<ClientBuild> }).default
+  const checked = <S extends ClientSettings>(settings: S): S => {
+    if (build?.features !== undefined) checkClientFeatures(settings, { features: build.features, librdkafkaVersion: build.librdkafkaVersion ?? 'unknown' })
+    return settings
+  }
+  const consumer = (settings: ClientSettings): never => new client.RdKafka.KafkaConsumer(checked(settings) as Client.ConsumerGlobalConfig) as never
   return {
-    getProducer: (settings) => new client.RdKafka.Producer(settings as Client.ProducerGlobalConfig) as unknown as ProducerClient,
+    getProducer: (settings) => new client.RdKafka.Producer(checked(settings) as Client.ProducerGlobalConfig) as unknown as ProducerClient,
     getConsumer: consumer,
     getRestoreConsumer: consumer,
     getGlobalConsumer: consumer,
-    getAdmin: (settings, log) => new client.KafkaJS.Kafka({ ...settings, kafkaJS: { logger: log } } as unknown as Client.KafkaJS.CommonConstructorConfig).admin() as unknown as AdminClient,
+    getAdmin: (settings, log) => new client.KafkaJS.Kafka({ ...checked(settings), kafkaJS: { logger: log } } as unknown as Client.KafkaJS.CommonConstructorConfig).admin() as unknown as AdminClient,
     getFetchWire: async (bootstrapServers, clientId, security) => ((await wireAvailable()) ? connectWire(bootstrapServers, clientId, security) : undefined),
     probeGroup: async (bootstrapServers, clientId, security, groupId) => ((await wireAvailable()) ? probeGroup(bootstrapServers, clientId, security, groupId) : undefined),
   }

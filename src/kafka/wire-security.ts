@@ -54,6 +54,19 @@ const MECHANISMS = new Set(['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'])
  * at the start. What cannot be honoured the same way (GSSAPI, OAUTHBEARER, a CA directory, a setting
  * not read here) is returned as `unsupported`, naming the setting.
  */
+/**
+ * The SASL mechanism librdkafka goes by, and the setting that gave it: "sasl.mechanism" is another name
+ * of "sasl.mechanisms", and librdkafka applies settings in order, so the one given last wins. Undefined
+ * when neither is set (librdkafka then uses GSSAPI).
+ */
+export function saslMechanismSetting(settings: Readonly<Record<string, unknown>>): { setting: string; mechanism: string } | undefined {
+  let found: { setting: string; mechanism: string } | undefined
+  for (const [setting, value] of Object.entries(settings)) {
+    if ((setting === 'sasl.mechanisms' || setting === 'sasl.mechanism') && value !== undefined) found = { setting, mechanism: String(value) }
+  }
+  return found
+}
+
 export function wireSecurity(settings: KafkaClientSettings, readFile: (path: string) => Buffer = readFileSync): WireSecurityResult {
   try {
     return securityOf(settings, readFile)
@@ -79,9 +92,10 @@ function securityOf(settings: KafkaClientSettings, readFile: (path: string) => B
     security = { tls }
   }
   if (protocol === 'sasl_plaintext' || protocol === 'sasl_ssl') {
-    // librdkafka's default mechanism is GSSAPI.
-    const mechanism = (text('sasl.mechanisms') ?? text('sasl.mechanism') ?? 'GSSAPI').toUpperCase()
-    if (!MECHANISMS.has(mechanism)) return { unsupported: `"sasl.mechanisms" is ${mechanism}: punctual's own connections speak PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512` }
+    // librdkafka's default mechanism is GSSAPI; it compares mechanism names as written.
+    const given = saslMechanismSetting(settings)
+    const mechanism = given?.mechanism ?? 'GSSAPI'
+    if (!MECHANISMS.has(mechanism)) return { unsupported: `"${given?.setting ?? 'sasl.mechanisms'}" is ${mechanism}: punctual's own connections speak PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512` }
     const username = text('sasl.username')
     const password = text('sasl.password')
     if (username === undefined || password === undefined) return { unsupported: `SASL/${mechanism} without "sasl.username" and "sasl.password"` }

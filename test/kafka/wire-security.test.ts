@@ -37,7 +37,10 @@ describe("the security of punctual's own connections, from librdkafka's settings
   })
 
   it('takes SASL PLAIN and SCRAM, with or without TLS, and the setting sasl.mechanism as librdkafka does', () => {
-    assert.deepEqual(read({ 'security.protocol': 'SASL_PLAINTEXT', 'sasl.mechanisms': 'plain', 'sasl.username': 'u', 'sasl.password': 'p' }), { security: { sasl: { mechanism: 'PLAIN', username: 'u', password: 'p' } } })
+    assert.deepEqual(read({ 'security.protocol': 'SASL_PLAINTEXT', 'sasl.mechanisms': 'PLAIN', 'sasl.username': 'u', 'sasl.password': 'p' }), { security: { sasl: { mechanism: 'PLAIN', username: 'u', password: 'p' } } })
+    // As librdkafka: the one of the two names given last counts, and mechanism names are compared as written.
+    assert.deepEqual(read({ 'security.protocol': 'SASL_PLAINTEXT', 'sasl.mechanisms': 'GSSAPI', 'sasl.mechanism': 'SCRAM-SHA-512', 'sasl.username': 'u', 'sasl.password': 'p' }), { security: { sasl: { mechanism: 'SCRAM-SHA-512', username: 'u', password: 'p' } } })
+    assert.deepEqual(read({ 'security.protocol': 'SASL_PLAINTEXT', 'sasl.mechanism': 'plain', 'sasl.username': 'u', 'sasl.password': 'p' }), { unsupported: '"sasl.mechanism" is plain: punctual\'s own connections speak PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512' })
     assert.deepEqual(read({ 'security.protocol': 'sasl_ssl', 'sasl.mechanism': 'SCRAM-SHA-256', 'sasl.username': 'u', 'sasl.password': 'p' }), { security: { tls: {}, sasl: { mechanism: 'SCRAM-SHA-256', username: 'u', password: 'p' } } })
   })
 
