@@ -60,8 +60,13 @@ describe('the client build checked against the security settings', () => {
   })
 
   it('a KafkaRuntime asked for a mechanism the installed client lacks fails its start with that refusal, before connecting', async (t) => {
-    const client = (await loadKafkaClient().catch(() => undefined)) as unknown as { default: ClientBuild } | undefined
-    if (client === undefined) return t.skip('@confluentinc/kafka-javascript is not installed')
+    let client: { default: ClientBuild }
+    try {
+      client = (await loadKafkaClient()) as unknown as { default: ClientBuild }
+    } catch (err) {
+      // Not installed, or built for another Node.js (the CI's second Node runs the first one's build).
+      return t.skip(`@confluentinc/kafka-javascript cannot be loaded here: ${(err as Error).message.split('\n')[0]}`)
+    }
     const feature: Record<string, string> = { GSSAPI: 'sasl_gssapi', PLAIN: 'sasl_plain', 'SCRAM-SHA-256': 'sasl_scram', OAUTHBEARER: 'sasl_oauthbearer' }
     const lacking = Object.keys(feature).find((m) => !client.default.features.includes(feature[m]!))
     if (lacking === undefined) return t.skip('this build has every SASL mechanism')
