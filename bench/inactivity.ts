@@ -12,7 +12,7 @@ export const QUIET_MS = 60 * 60_000
 const PAIRS = 5
 /**
  * Unmeasured runs of punctual first: after one, the first measured pair was still the slowest in each of
- * 5 runs of this benchmark (2.4x to 3.5x the loop, the others 2.0x to 2.5x).
+ * 5 runs of this benchmark (2.4x to 3.5x the loop, the others 2.0x to 3.0x).
  */
 const WARM_UPS = 3
 
